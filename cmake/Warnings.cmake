@@ -1,0 +1,11 @@
+# Compiler flags shared by every paradiff target.
+add_library(paradiff_flags INTERFACE)
+target_compile_options(paradiff_flags INTERFACE -Wall -Wextra -Wno-unused-parameter)
+target_include_directories(paradiff_flags INTERFACE ${PROJECT_SOURCE_DIR})
+if(PARADIFF_SANITIZE)
+  target_compile_options(paradiff_flags INTERFACE -fsanitize=address,undefined -fno-omit-frame-pointer)
+  target_link_options(paradiff_flags INTERFACE -fsanitize=address,undefined)
+endif()
+if(PARADIFF_FUZZ)
+  target_compile_options(paradiff_flags INTERFACE -fsanitize=fuzzer-no-link)
+endif()

@@ -1,0 +1,133 @@
+// The arithmetic of the local backend's collectives, performed by the last rank to arrive for every
+// rank of the group (Note [Local rendezvous]). Inputs are read in rank order and staged in a
+// private buffer before any output is written, so outputs may alias inputs (ZeRO's in-place
+// gathers).
+//
+// Note [Reduction order]: a reduction is acc = in0; acc += in1; ...; acc += in(n-1), each step
+// rounded to the tensor's dtype (avg then divides by n in that dtype; max is elementwise and
+// propagates NaN). ReduceScatter computes exactly the AllReduce result and keeps a piece, so
+// ReduceScatter + AllGather equals AllReduce bitwise.
+#include <ATen/ops/maximum.h>
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <string>
+#include <tuple>
+
+#include "comm/local_group.h"
+
+namespace paradiff {
+namespace local {
+
+namespace {
+
+at::Tensor Reduce(const std::vector<Slot*>& slots, ReduceOp op) {
+  at::Tensor acc = slots[0]->in->reshape({-1}).clone(at::MemoryFormat::Contiguous);
+  for (size_t r = 1; r < slots.size(); ++r) {
+    const at::Tensor x = slots[r]->in->reshape({-1});
+    if (op == ReduceOp::kMax) {
+      at::maximum_out(acc, acc, x);
+    } else {
+      acc.add_(x);
+    }
+  }
+  if (op == ReduceOp::kAvg) acc.div_(static_cast<int64_t>(slots.size()));
+  return acc;
+}
+
+std::vector<int64_t> Offsets(const std::vector<int64_t>& counts) {
+  std::vector<int64_t> offsets(counts.size() + 1, 0);
+  std::partial_sum(counts.begin(), counts.end(), offsets.begin() + 1);
+  return offsets;
+}
+
+void AllReduce(const std::vector<Slot*>& slots) {
+  const at::Tensor acc = Reduce(slots, slots[0]->reduce);
+  for (Slot* s : slots) s->out->copy_(acc.view(s->out->sizes()));
+}
+
+void AllGather(const std::vector<Slot*>& slots) {
+  const std::vector<int64_t>& counts = *slots[0]->counts;
+  const std::vector<int64_t> offsets = Offsets(counts);
+  at::Tensor gathered = slots[0]->in->new_empty({offsets.back()});
+  for (size_t r = 0; r < slots.size(); ++r) {
+    if (counts[r] > 0) gathered.narrow(0, offsets[r], counts[r]).copy_(*slots[r]->in);
+  }
+  for (Slot* s : slots) s->out->copy_(gathered);
+}
+
+void ReduceScatter(const std::vector<Slot*>& slots) {
+  const std::vector<int64_t>& counts = *slots[0]->counts;
+  const std::vector<int64_t> offsets = Offsets(counts);
+  const at::Tensor acc = Reduce(slots, slots[0]->reduce);
+  for (size_t r = 0; r < slots.size(); ++r) {
+    if (counts[r] > 0) slots[r]->out->copy_(acc.narrow(0, offsets[r], counts[r]));
+  }
+}
+
+void Broadcast(const std::vector<Slot*>& slots) {
+  const auto root = static_cast<size_t>(slots[0]->fp.root);
+  const at::Tensor& src = *slots[root]->in;
+  for (size_t r = 0; r < slots.size(); ++r) {
+    if (r != root) slots[r]->out->copy_(src.view(slots[r]->out->sizes()));
+  }
+}
+
+}  // namespace
+
+std::vector<std::shared_ptr<LocalGroup>> LocalGroup::Execute() {
+  switch (slots_[0]->fp.op) {
+    case CollOp::kAllReduce:
+      AllReduce(slots_);
+      break;
+    case CollOp::kAllGather:
+      AllGather(slots_);
+      break;
+    case CollOp::kReduceScatter:
+      ReduceScatter(slots_);
+      break;
+    case CollOp::kBroadcast:
+      Broadcast(slots_);
+      break;
+    case CollOp::kBarrier:
+      break;
+    case CollOp::kSplit:
+      return ExecuteSplit();
+    case CollOp::kSend:
+    case CollOp::kRecv:
+      throw std::logic_error(std::string("local backend: ") + Name(slots_[0]->fp.op) +
+                             " is not a collective");
+  }
+  return {};
+}
+
+// Ranks with the same color form a group ordered by (key, parent rank). Names are the parent's name
+// plus "/c<color>"; a parent's later splits append ".<k>" (its k-th split) so names stay unique.
+std::vector<std::shared_ptr<LocalGroup>> LocalGroup::ExecuteSplit() {
+  std::map<int, std::vector<std::tuple<int, int>>> by_color;  // color -> (key, parent rank)
+  for (size_t r = 0; r < slots_.size(); ++r) {
+    by_color[slots_[r]->color].emplace_back(slots_[r]->key, static_cast<int>(r));
+  }
+  const std::string suffix = splits_done_ == 0 ? "" : "." + std::to_string(splits_done_);
+  ++splits_done_;
+  std::vector<std::shared_ptr<LocalGroup>> created;
+  for (auto& [color, ranks] : by_color) {
+    std::sort(ranks.begin(), ranks.end());
+    std::vector<int> members;
+    members.reserve(ranks.size());
+    for (const auto& kr : ranks) members.push_back(members_[std::get<1>(kr)]);
+    auto group = std::make_shared<LocalGroup>(world_, name_ + "/c" + std::to_string(color) + suffix,
+                                              std::move(members));
+    for (size_t i = 0; i < ranks.size(); ++i) {
+      Slot* s = slots_[std::get<1>(ranks[i])];
+      s->new_group = group;
+      s->new_rank = static_cast<int>(i);
+    }
+    created.push_back(std::move(group));
+  }
+  return created;
+}
+
+}  // namespace local
+}  // namespace paradiff

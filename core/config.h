@@ -1,0 +1,141 @@
+// The Config value type: one training configuration (model, data, layout, sharding, precision,
+// optimizer). It is a plain value: copyable, comparable, with documented defaults (docs/CONFIG.md).
+// JSON I/O lives in config_json.h, the rules in validate.h.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace paradiff {
+
+enum class ModelKind { kGpt, kExactLinear };
+enum class Activation { kGelu, kSwiglu };
+enum class Schedule { kGpipe, k1F1B, kInterleaved };
+enum class PartitionMethod { kUniform, kParameters, kExplicit };
+enum class DType { kFp32, kBf16, kFp16, kFp64 };  // kFp64 is internal (reference truth), never in JSON
+enum class LossScaleMode { kNone, kStatic, kDynamic };
+enum class OptimizerKind { kSgd, kAdam, kAdamW };
+enum class Backend { kLocal, kMpi, kNccl };
+
+struct ModelConfig {
+  ModelKind kind = ModelKind::kGpt;
+  int64_t layers = 2;
+  int64_t hidden = 32;
+  int64_t heads = 4;
+  int64_t kv_heads = 4;
+  int64_t ffn = 64;
+  int64_t vocab = 61;
+  int64_t seq_len = 8;
+  bool tied_embeddings = true;
+  bool position_embeddings = true;
+  Activation activation = Activation::kGelu;
+  bool operator==(const ModelConfig&) const;
+};
+
+struct BatchConfig {
+  int64_t micro_batch = 2;
+  int64_t accumulation_steps = 1;
+  bool operator==(const BatchConfig&) const;
+};
+
+struct ParallelConfig {
+  int64_t world = 1;  // = tp * pp * dp
+  int64_t tp = 1;
+  int64_t pp = 1;
+  int64_t dp = 1;
+  bool sp = false;
+  int64_t virtual_stages = 1;
+  Schedule schedule = Schedule::k1F1B;
+  PartitionMethod partition = PartitionMethod::kUniform;
+  std::vector<int64_t> partition_layers;  // layers per stage chunk, only for kExplicit
+  bool operator==(const ParallelConfig&) const;
+};
+
+struct ZeroConfig {
+  int64_t stage = 0;
+  int64_t bucket_elems = 4096;
+  int64_t align_elems = 1;
+  bool operator==(const ZeroConfig&) const;
+};
+
+struct LossScaleConfig {
+  LossScaleMode mode = LossScaleMode::kNone;
+  double init = 65536.0;
+  double growth_factor = 2.0;
+  double backoff = 0.5;
+  int64_t growth_interval = 1000;
+  int64_t hysteresis = 2;
+  double min = 1.0;
+  bool operator==(const LossScaleConfig&) const;
+};
+
+struct PrecisionConfig {
+  DType param = DType::kFp32;
+  DType compute = DType::kFp32;
+  DType reduce = DType::kFp32;
+  DType accumulate = DType::kFp32;
+  bool master_weights = true;
+  LossScaleConfig loss_scale;
+  bool operator==(const PrecisionConfig&) const;
+};
+
+struct OptimizerConfig {
+  OptimizerKind kind = OptimizerKind::kAdamW;
+  double lr = 0.01;
+  double momentum = 0.9;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double weight_decay = 0.0;
+  bool operator==(const OptimizerConfig&) const;
+};
+
+struct ReloadConfig {
+  int64_t tp = 1;
+  int64_t pp = 1;
+  int64_t dp = 1;
+  int64_t zero_stage = 0;
+  bool operator==(const ReloadConfig&) const;
+};
+
+struct CheckpointConfig {
+  int64_t save_at = 0;  // 0 = no checkpoint
+  ReloadConfig reload;
+  bool operator==(const CheckpointConfig&) const;
+};
+
+struct Config {
+  int64_t schema = 1;
+  uint64_t seed = 1234;
+  int64_t steps = 2;
+  ModelConfig model;
+  BatchConfig batch;
+  ParallelConfig parallel;
+  ZeroConfig zero;
+  PrecisionConfig precision;
+  OptimizerConfig optimizer;
+  double clip_grad_norm = 0.0;
+  CheckpointConfig checkpoint;
+  Backend backend = Backend::kLocal;
+  std::vector<std::string> faults;  // bug-zoo switch names (kernels/faults.h)
+  bool operator==(const Config&) const;
+};
+
+// Derived quantities every layer of the harness agrees on.
+inline int64_t HeadDim(const ModelConfig& m) { return m.hidden / m.heads; }
+inline int64_t GlobalBatch(const Config& c) {
+  return c.batch.micro_batch * c.batch.accumulation_steps * c.parallel.dp;
+}
+
+// Names used in JSON and messages.
+const char* Name(ModelKind);
+const char* Name(Activation);
+const char* Name(Schedule);
+const char* Name(PartitionMethod);
+const char* Name(DType);
+const char* Name(LossScaleMode);
+const char* Name(OptimizerKind);
+const char* Name(Backend);
+
+}  // namespace paradiff

@@ -1,0 +1,120 @@
+// Validate (validate.h), second half: the rules of ZeRO, precision and loss scaling, the
+// optimizer, checkpoint / reload layouts and fault names. Helpers are in validate.cpp.
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+#include "core/fault_names.h"
+#include "core/validate_rules.h"
+
+namespace paradiff::validate_internal {
+namespace {
+
+constexpr int64_t kMaxZeroStage = 3;
+
+// Adds "field=value must be > 0"; non-finite values get the "must be finite" message instead.
+void Positive(Status& st, const std::string& field, double v) {
+  if (Finite(st, field, v) && !(v > 0)) st.Add(field, field + "=" + Str(v) + " must be > 0");
+}
+
+// 0 <= v < 1 (momentum, betas).
+void UnitInterval(Status& st, const std::string& field, double v) {
+  if (Finite(st, field, v) && !(v >= 0 && v < 1))
+    st.Add(field, field + "=" + Str(v) + " must be in [0, 1)");
+}
+
+bool IsPowerOfTwo(int64_t v) { return v >= 1 && (v & (v - 1)) == 0; }
+
+// ZeRO-3 gathers each layer's parameters within one pipeline stage; it is not combined with pp.
+void CheckZeroStagePipeline(Status& st, const std::string& stage_field, int64_t stage,
+                            const std::string& pp_field, int64_t pp) {
+  if (stage == 3 && pp > 1)
+    st.Add(stage_field, stage_field + "=3 is not supported with " + pp_field +
+                            ">1 (parameters are gathered per layer within one stage only)");
+}
+
+}  // namespace
+
+void CheckZero(const Config& c, Status& st) {
+  const ZeroConfig& z = c.zero;
+  if (InRange(st, "zero.stage", z.stage, 0, kMaxZeroStage))
+    CheckZeroStagePipeline(st, "zero.stage", z.stage, "parallel.pp", c.parallel.pp);
+  AtLeast(st, "zero.bucket_elems", z.bucket_elems, 1);
+  if (!IsPowerOfTwo(z.align_elems))
+    st.Add("zero.align_elems", "zero.align_elems=" + Str(z.align_elems) +
+                                   " must be a power of two >= 1 (shard boundaries are padded"
+                                   " to a multiple of it)");
+}
+
+// Loss scaling only acts on fp16; a static or dynamic mode without any fp16 is allowed (it has no
+// effect). Its parameters are range-checked whatever the mode.
+void CheckPrecision(const Config& c, Status& st) {
+  const LossScaleConfig& l = c.precision.loss_scale;
+  const std::string p = "precision.loss_scale.";
+  Positive(st, p + "init", l.init);
+  if (Finite(st, p + "growth_factor", l.growth_factor) && !(l.growth_factor > 1))
+    st.Add(p + "growth_factor", p + "growth_factor=" + Str(l.growth_factor) + " must be > 1");
+  if (Finite(st, p + "backoff", l.backoff) && !(l.backoff > 0 && l.backoff < 1))
+    st.Add(p + "backoff", p + "backoff=" + Str(l.backoff) + " must be in (0, 1)");
+  AtLeast(st, p + "growth_interval", l.growth_interval, 1);
+  AtLeast(st, p + "hysteresis", l.hysteresis, 1);
+  Positive(st, p + "min", l.min);
+  if (std::isfinite(l.init) && std::isfinite(l.min) && l.min > 0 && l.init > 0 && l.init < l.min)
+    st.Add(p + "init", p + "init=" + Str(l.init) + " must be >= " + p + "min=" + Str(l.min));
+}
+
+void CheckOptimizer(const Config& c, Status& st) {
+  const OptimizerConfig& o = c.optimizer;
+  Positive(st, "optimizer.lr", o.lr);
+  UnitInterval(st, "optimizer.momentum", o.momentum);
+  UnitInterval(st, "optimizer.betas[0]", o.beta1);
+  UnitInterval(st, "optimizer.betas[1]", o.beta2);
+  Positive(st, "optimizer.eps", o.eps);
+  if (Finite(st, "optimizer.weight_decay", o.weight_decay) && o.weight_decay < 0)
+    st.Add("optimizer.weight_decay",
+           "optimizer.weight_decay=" + Str(o.weight_decay) + " must be >= 0");
+}
+
+// A checkpoint saved after step save_at is reloaded into the reload layout, which must itself be
+// a layout the engine can run (the same tp and pp rules as parallel.*).
+void CheckCheckpoint(const Config& c, Status& st) {
+  const CheckpointConfig& k = c.checkpoint;
+  if (AtLeast(st, "checkpoint.save_at", k.save_at, 0) && k.save_at > 0 && k.save_at >= c.steps)
+    st.Add("checkpoint.save_at", "checkpoint.save_at=" + Str(k.save_at) + " must be < steps=" +
+                                     Str(c.steps) + " (at least one step runs after the reload)");
+  const ReloadConfig& r = k.reload;
+  const bool tp_ok = AtLeast(st, "checkpoint.reload.tp", r.tp, 1);
+  const bool pp_ok = AtLeast(st, "checkpoint.reload.pp", r.pp, 1);
+  AtLeast(st, "checkpoint.reload.dp", r.dp, 1);
+  const bool stage_ok = InRange(st, "checkpoint.reload.zero_stage", r.zero_stage, 0, kMaxZeroStage);
+  if (k.save_at <= 0) return;
+  if (tp_ok) CheckTensorParallel(c.model, r.tp, "checkpoint.reload.tp", st);
+  if (pp_ok && c.model.layers >= 1 && c.model.layers < r.pp)
+    st.Add("checkpoint.reload.pp", "checkpoint.reload.pp=" + Str(r.pp) +
+                                       " exceeds model.layers=" + Str(c.model.layers) +
+                                       " (every pipeline stage needs at least one layer)");
+  if (stage_ok && pp_ok)
+    CheckZeroStagePipeline(st, "checkpoint.reload.zero_stage", r.zero_stage, "checkpoint.reload.pp",
+                           r.pp);
+}
+
+void CheckFaults(const Config& c, Status& st) {
+  std::string known;
+  for (auto name : kFaultNames) known += (known.empty() ? "" : ", ") + std::string(name);
+  for (size_t i = 0; i < c.faults.size(); ++i) {
+    const std::string field = "faults[" + std::to_string(i) + "]";
+    const std::string is = field + "=\"" + c.faults[i] + "\"";
+    if (!IsKnownFault(c.faults[i])) {
+      st.Add(field, is + " is not a known fault (known: " + known + ")");
+      continue;
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (c.faults[j] == c.faults[i]) {
+        st.Add(field, is + " duplicates faults[" + std::to_string(j) + "]");
+        break;
+      }
+    }
+  }
+}
+
+}  // namespace paradiff::validate_internal

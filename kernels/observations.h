@@ -1,0 +1,54 @@
+// Observations: what one distributed run reports, per rank and per step. Sharded state is reported
+// as pieces of logical tensors with their global offsets; the harness (oracles/assemble.h)
+// assembles them and checks that they tile each tensor, so an engine bug cannot hide behind the
+// engine's own gather (Note [Independent observation]).
+//
+// Note [Independent observation]: every rank copies what it holds locally (a shard, or a full
+// replica) into pieces {kind, tensor, offset, values}. The engine's collectives are never used to
+// build an observation. Replicated copies are reported by every holder and must agree bitwise.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "comm/communicator.h"
+
+namespace paradiff {
+
+struct TensorPiece {
+  std::string kind;    // param | master | grad | exp_avg | exp_avg_sq | momentum
+  std::string tensor;  // logical parameter name
+  int64_t offset = 0;  // first element within the flattened logical tensor
+  at::Tensor values;   // flat, in the dtype the rank holds
+};
+
+struct RankStep {
+  double loss_sum = 0;      // sum of this rank's micro-batch mean losses (unscaled)
+  int64_t loss_count = 0;   // number of micro-batches in loss_sum
+  double grad_norm = 0;     // the engine's global gradient norm (before clipping)
+  double loss_scale = 1;    // scale used in this step
+  bool skipped = false;     // step skipped (overflow)
+  std::vector<TensorPiece> pieces;
+};
+
+// Bytes held by one rank, by category, measured from its live buffers.
+struct MemoryAccount {
+  std::map<std::string, int64_t> bytes;  // params, grads, optimizer, master, padding, buffers_peak
+};
+
+struct RankObservations {
+  int rank = 0;
+  std::vector<RankStep> steps;
+  std::vector<MemoryAccount> memory;   // one per step
+  std::vector<Fingerprint> collectives;
+};
+
+struct Observations {
+  std::vector<RankObservations> ranks;
+};
+
+}  // namespace paradiff

@@ -1,0 +1,24 @@
+// Element-wise optimizer updates (SGD with momentum, Adam, AdamW) with PyTorch's semantics, on
+// tensors of any shape: a flat ZeRO shard in the engine, a whole parameter in the reference. Pure
+// per-tensor math, shared by both.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <string>
+#include <vector>
+
+#include "core/config.h"
+
+namespace paradiff {
+
+// Names of the state slots an optimizer keeps per parameter element, in slot order:
+// sgd -> {"momentum"}, adam / adamw -> {"exp_avg", "exp_avg_sq"}.
+std::vector<std::string> OptimizerSlotNames(OptimizerKind kind);
+
+// One update of `param` (in place) from `grad`, with `slots` (one per slot name, same shape,
+// updated in place). `step` is 1-based. param, grad and slots share one floating dtype.
+void OptimizerUpdate(const OptimizerConfig& opt, int64_t step, at::Tensor& param,
+                     const at::Tensor& grad, std::vector<at::Tensor>& slots);
+
+}  // namespace paradiff

@@ -1,0 +1,266 @@
+#include "kernels/rank_engine.h"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/data.h"
+#include "kernels/optim.h"
+#include "kernels/param_init.h"
+
+namespace paradiff {
+
+namespace {
+
+// Added to the gradient norm before dividing, as torch.nn.utils.clip_grad_norm_ does.
+constexpr double kClipEps = 1e-6;
+
+at::Tensor Zeros(int64_t n, at::ScalarType t) { return at::zeros({n}, at::TensorOptions().dtype(t)); }
+
+int64_t Bytes(const at::Tensor& t) {
+  return t.defined() ? t.numel() * static_cast<int64_t>(t.element_size()) : 0;
+}
+
+}  // namespace
+
+RankEngine::RankEngine(const Config& cfg, const FaultSet& faults, Communicator& world)
+    : cfg_(cfg),
+      faults_(faults),
+      world_(world),
+      dp_group_(world.Split(/*color=*/0, /*key=*/world.rank())),
+      spec_(BuildModelSpec(cfg.model)),
+      layout_(spec_, cfg.zero.align_elems, cfg.parallel.dp, faults),
+      units_(BuildUnits(spec_, cfg.model)),
+      num_(MakeNumerics(cfg.precision.compute)),
+      stage_(cfg.zero.stage),
+      dp_rank_(dp_group_->rank()) {
+  reducer_ = std::make_unique<GradReducer>(cfg, layout_, faults, *dp_group_, world.size());
+  shard_begin_ = stage_ == 0 ? 0 : layout_.ShardBegin(dp_rank_);
+  shard_size_ = stage_ == 0 ? layout_.padded() : layout_.ShardSize(dp_rank_);
+  last_use_.assign(layout_.entries().size(), static_cast<int64_t>(units_.size()));
+  for (size_t u = 0; u < units_.size(); ++u) {
+    std::vector<int> entries;
+    for (const auto& name : units_[u].params) {
+      const int e = layout_.EntryIndex(name);
+      entries.push_back(e);
+      last_use_[e] = std::min<int64_t>(last_use_[e], static_cast<int64_t>(u));
+    }
+    gather_plans_.push_back(MakePackPlan(layout_, entries));
+  }
+  for (size_t u = 0; u < units_.size(); ++u) {
+    std::vector<int> ready;
+    for (int e : gather_plans_[u].entries)
+      if (last_use_[e] == static_cast<int64_t>(u)) ready.push_back(e);
+    ready_plans_.push_back(MakePackPlan(layout_, ready));
+  }
+  InitState();
+}
+
+RankEngine::~RankEngine() = default;
+
+void RankEngine::InitState() {
+  const auto pdt = ToScalarType(cfg_.precision.param);
+  const auto adt = ToScalarType(cfg_.precision.accumulate);
+  // Each rank generates exactly the elements it holds (Note [Sharded generation]).
+  const int64_t held_begin = stage_ == 3 ? shard_begin_ : 0;
+  const int64_t held_size = stage_ == 3 ? shard_size_ : layout_.padded();
+  params_ = Zeros(held_size, pdt);
+  for (const auto& p : layout_.Pieces(held_begin, held_begin + held_size)) {
+    const ParamSpec& ps = spec_.params[p.entry];
+    params_.narrow(0, p.flat_offset - held_begin, p.count)
+        .copy_(GenerateParamSlice(ps, cfg_.seed, p.param_offset, p.count));
+  }
+  at::Tensor owned = params_.narrow(0, shard_begin_ - held_begin, shard_size_);
+  if (cfg_.precision.master_weights && pdt != at::kFloat) master_ = owned.to(at::kFloat);
+  for (size_t i = 0; i < OptimizerSlotNames(cfg_.optimizer.kind).size(); ++i)
+    slots_.push_back(Zeros(shard_size_, at::kFloat));
+  if (stage_ <= 2) grad_micro_ = Zeros(layout_.padded(), adt);
+  grad_acc_ = Zeros(stage_ <= 1 ? layout_.padded() : shard_size_, adt);
+}
+
+ParamMap RankEngine::Materialize(size_t unit, bool requires_grad) {
+  ParamMap map;
+  const PackPlan& plan = gather_plans_[unit];
+  at::Tensor gathered;
+  if (stage_ == 3) {
+    at::Tensor run = at::empty({plan.counts[dp_rank_]}, params_.options());
+    PackShard(layout_, plan, dp_rank_, params_, run);
+    gathered = at::zeros({plan.numel}, params_.options());
+    at::Tensor owned = gathered.narrow(0, 0, plan.owned);
+    dp_group_->AllGather(run, owned, plan.counts);
+    gathered_peak_ = std::max(gathered_peak_, Bytes(gathered));
+  }
+  int64_t pos = 0;
+  for (int e : plan.entries) {
+    const FlatEntry& fe = layout_.entries()[e];
+    at::Tensor t = stage_ == 3 ? gathered.narrow(0, pos, fe.numel) : params_.narrow(0, fe.offset, fe.numel);
+    pos += fe.numel;
+    t = t.view(fe.shape);
+    map[fe.name] = requires_grad ? t.detach().requires_grad_(true) : t;
+  }
+  return map;
+}
+
+void RankEngine::SinkGrads(size_t unit, const ParamMap& leaves, int64_t micro_step) {
+  const auto adt = ToScalarType(cfg_.precision.accumulate);
+  auto grad_of = [&](const FlatEntry& fe) {
+    const at::Tensor& g = leaves.at(fe.name).grad();
+    return g.defined() ? g.reshape({-1}).to(adt) : Zeros(fe.numel, adt);
+  };
+  if (stage_ <= 2) {
+    for (int e : gather_plans_[unit].entries) {
+      const FlatEntry& fe = layout_.entries()[e];
+      grad_micro_.narrow(0, fe.offset, fe.numel).add_(grad_of(fe));
+    }
+    return;
+  }
+  // Stage 3: a gradient is reduce-scattered once it is complete (at its last use in backward);
+  // partial gradients of parameters used again further down (tied embeddings) wait in pending_.
+  for (int e : gather_plans_[unit].entries) {
+    const FlatEntry& fe = layout_.entries()[e];
+    auto it = pending_.find(fe.name);
+    at::Tensor g = it == pending_.end() ? grad_of(fe) : it->second.add(grad_of(fe));
+    pending_[fe.name] = g;
+  }
+  const PackPlan& plan = ready_plans_[unit];
+  if (plan.entries.empty()) return;
+  at::Tensor pack = at::empty({plan.numel}, at::TensorOptions().dtype(adt));
+  int64_t pos = 0;
+  for (int e : plan.entries) {
+    const FlatEntry& fe = layout_.entries()[e];
+    pack.narrow(0, pos, fe.numel).copy_(pending_.at(fe.name));
+    pending_.erase(fe.name);
+    pos += fe.numel;
+  }
+  reducer_->ReduceScatterPack(plan, pack, grad_acc_, /*copy=*/micro_step == 0);
+}
+
+double RankEngine::ForwardBackward(const MicroBatch& mb, int64_t micro_step, bool boundary) {
+  const size_t n = units_.size();
+  std::vector<at::Tensor> inputs(n);
+  at::Tensor x;
+  {
+    at::NoGradGuard no_grad;
+    for (size_t u = 0; u < n; ++u) {
+      inputs[u] = x;
+      x = UnitForward(units_[u], cfg_.model, num_, Materialize(u, false), x, mb);
+    }
+  }
+  const double loss = x.item<double>();
+  if (stage_ <= 2) grad_micro_.zero_();
+  const double loss_mult = 1.0 / static_cast<double>(cfg_.batch.accumulation_steps);
+  at::Tensor grad_out;
+  for (size_t i = n; i-- > 0;) {
+    ParamMap leaves = Materialize(i, true);
+    at::Tensor xin = i == 0 ? at::Tensor() : inputs[i].detach().requires_grad_(true);
+    at::Tensor out = UnitForward(units_[i], cfg_.model, num_, leaves, xin, mb);
+    if (i == n - 1) {
+      (out * loss_mult).backward();
+    } else {
+      out.backward(grad_out);
+    }
+    if (i > 0) grad_out = xin.grad();
+    SinkGrads(i, leaves, micro_step);
+  }
+  if (stage_ <= 1) {
+    reducer_->AllReduceBuckets(grad_micro_);
+    if (micro_step == 0) {
+      grad_acc_.copy_(grad_micro_);
+    } else {
+      grad_acc_.add_(grad_micro_);
+    }
+  } else if (stage_ == 2) {
+    reducer_->ReduceScatterBuckets(grad_micro_, grad_acc_, micro_step, boundary);
+  }
+  return loss;
+}
+
+double RankEngine::GlobalGradNorm(const at::Tensor& owned_grads) {
+  // Each rank sums the squares of its dp shard (the same partition in every stage, so all stages
+  // round alike); the partial sums are added across the group.
+  const int64_t b = layout_.ShardBegin(dp_rank_) - shard_begin_;
+  at::Tensor part = owned_grads.narrow(0, b, layout_.ShardSize(dp_rank_)).to(at::kDouble);
+  at::Tensor sq = part.mul(part).sum().reshape({1});
+  dp_group_->AllReduce(sq, ReduceOp::kSum);
+  return std::sqrt(sq.item<double>());
+}
+
+void RankEngine::OptimizerStep(int64_t step, const at::Tensor& grads) {
+  const auto pdt = ToScalarType(cfg_.precision.param);
+  at::Tensor held = stage_ == 3 ? params_ : params_.narrow(0, shard_begin_, shard_size_);
+  at::Tensor target = master_.defined() ? master_ : (pdt == at::kFloat ? held : held.to(at::kFloat));
+  at::Tensor g = grads.to(at::kFloat);
+  OptimizerUpdate(cfg_.optimizer, step + 1, target, g, slots_);
+  if (!target.is_same(held)) held.copy_(target);
+  if (stage_ == 1 || stage_ == 2) {
+    std::vector<int64_t> counts;
+    int64_t total = 0;
+    for (int64_t r = 0; r < layout_.dp(); ++r) {
+      counts.push_back(layout_.ShardSize(r));
+      total += counts.back();
+    }
+    at::Tensor mine = held.clone();
+    at::Tensor all = params_.narrow(0, 0, total);
+    dp_group_->AllGather(mine, all, counts);
+  }
+}
+
+void RankEngine::AddPieces(std::vector<TensorPiece>& out, const char* kind, const at::Tensor& buf,
+                           int64_t buf_begin, int64_t begin, int64_t end) const {
+  for (const auto& p : layout_.Pieces(begin, end))
+    out.push_back({kind, layout_.entries()[p.entry].name, p.param_offset,
+                   buf.narrow(0, p.flat_offset - buf_begin, p.count).clone()});
+}
+
+MemoryAccount RankEngine::Memory() const {
+  MemoryAccount m;
+  m.bytes["params"] = Bytes(params_);
+  m.bytes["master"] = Bytes(master_);
+  int64_t opt = 0;
+  for (const auto& s : slots_) opt += Bytes(s);
+  m.bytes["optimizer"] = opt;
+  m.bytes["grads"] = Bytes(grad_micro_) + Bytes(grad_acc_);
+  m.bytes["buffers_peak"] = std::max(gathered_peak_, reducer_->peak_buffer_bytes());
+  return m;
+}
+
+RankObservations RankEngine::Run() {
+  RankObservations obs;
+  obs.rank = world_.rank();
+  const int64_t accum = cfg_.batch.accumulation_steps;
+  for (int64_t step = 0; step < cfg_.steps; ++step) {
+    RankStep rs;
+    for (int64_t m = 0; m < accum; ++m) {
+      MicroBatch mb = MakeMicroBatch(cfg_, step, dp_rank_ * accum + m);
+      rs.loss_sum += ForwardBackward(mb, m, m == accum - 1);
+      rs.loss_count += 1;
+    }
+    const int64_t acc_begin = stage_ <= 1 ? 0 : shard_begin_;
+    at::Tensor owned = grad_acc_.narrow(0, shard_begin_ - acc_begin, shard_size_);
+    rs.grad_norm = GlobalGradNorm(owned);
+    if (stage_ <= 1) {
+      AddPieces(rs.pieces, "grad", grad_acc_, 0, 0, layout_.padded());
+    } else {
+      AddPieces(rs.pieces, "grad", grad_acc_, shard_begin_, shard_begin_, shard_begin_ + shard_size_);
+    }
+    if (cfg_.clip_grad_norm > 0) {
+      const double coef = cfg_.clip_grad_norm / (rs.grad_norm + kClipEps);
+      if (coef < 1.0) owned.mul_(coef);
+    }
+    OptimizerStep(step, owned);
+    const int64_t held_begin = stage_ == 3 ? shard_begin_ : 0;
+    AddPieces(rs.pieces, "param", params_, held_begin, held_begin, held_begin + params_.numel());
+    if (master_.defined())
+      AddPieces(rs.pieces, "master", master_, shard_begin_, shard_begin_, shard_begin_ + shard_size_);
+    const auto names = OptimizerSlotNames(cfg_.optimizer.kind);
+    for (size_t i = 0; i < names.size(); ++i)
+      AddPieces(rs.pieces, names[i].c_str(), slots_[i], shard_begin_, shard_begin_,
+                shard_begin_ + shard_size_);
+    obs.steps.push_back(std::move(rs));
+    obs.memory.push_back(Memory());
+  }
+  return obs;
+}
+
+}  // namespace paradiff

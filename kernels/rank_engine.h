@@ -1,0 +1,74 @@
+// RankEngine: one rank of the distributed training engine under test (data parallel with ZeRO
+// stages 0-3). It owns that rank's flat parameter / gradient / optimizer buffers, runs the model
+// unit by unit (Note [Layer-wise execution]), reduces gradients through GradReducer, updates its
+// shard, and reports observations (kernels/observations.h).
+//
+// Note [Layer-wise execution]: forward runs unit by unit without autograd, keeping each unit's
+// input; backward walks the units in reverse, re-materializes each unit's parameters (ZeRO-3
+// gathers them again), recomputes the unit's forward with autograd and back-propagates the
+// incoming gradient. This is activation checkpointing per layer, the way ZeRO-3 frees parameters
+// between uses; all stages share the path, so stage k and stage 0 compute bitwise the same values.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <memory>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "core/config.h"
+#include "core/model_spec.h"
+#include "kernels/faults.h"
+#include "kernels/flat_layout.h"
+#include "kernels/flat_pack.h"
+#include "kernels/grad_reducer.h"
+#include "kernels/model.h"
+#include "kernels/observations.h"
+
+namespace paradiff {
+
+class RankEngine {
+ public:
+  // `world` is this rank's communicator over all ranks; process groups are split from it.
+  RankEngine(const Config& cfg, const FaultSet& faults, Communicator& world);
+  ~RankEngine();
+  RankObservations Run();
+
+ private:
+  void InitState();
+  double ForwardBackward(const MicroBatch& mb, int64_t micro_step, bool boundary);
+  ParamMap Materialize(size_t unit, bool requires_grad);
+  void SinkGrads(size_t unit, const ParamMap& leaves, int64_t micro_step);
+  double GlobalGradNorm(const at::Tensor& grads);
+  void OptimizerStep(int64_t step, const at::Tensor& grads);
+  void AddPieces(std::vector<TensorPiece>& out, const char* kind, const at::Tensor& buf,
+                 int64_t buf_begin, int64_t begin, int64_t end) const;
+  MemoryAccount Memory() const;
+
+  const Config& cfg_;
+  const FaultSet& faults_;
+  Communicator& world_;
+  std::unique_ptr<Communicator> dp_group_;
+  ModelSpec spec_;
+  FlatLayout layout_;
+  std::vector<Unit> units_;
+  std::vector<PackPlan> gather_plans_;  // stage 3: per unit, all its parameters
+  std::vector<PackPlan> ready_plans_;   // stage 3: per unit, parameters whose gradient completes there
+  std::vector<int64_t> last_use_;       // per entry: the unit where its gradient completes (lowest index)
+  ParamMap pending_;                    // stage 3: partial gradients of parameters used again below
+  Numerics num_;
+  std::unique_ptr<GradReducer> reducer_;
+  int64_t stage_;
+  int dp_rank_;
+  int64_t shard_begin_, shard_size_;
+
+  at::Tensor params_;       // param dtype: full flat (stages 0-2) or this rank's shard (stage 3)
+  at::Tensor master_;       // fp32 master copy of the owned region, undefined without master weights
+  std::vector<at::Tensor> slots_;  // fp32 optimizer state of the owned region
+  at::Tensor grad_micro_;   // accumulate dtype, full: this micro-step's local gradients (stages 0-2)
+  at::Tensor grad_acc_;     // accumulate dtype: reduced gradients summed over micro-steps; full for
+                            // stages 0/1, this rank's shard for stages 2/3
+  int64_t gathered_peak_ = 0;
+};
+
+}  // namespace paradiff

@@ -1,0 +1,150 @@
+#include "oracles/numeric_oracle.h"
+
+#include <ATen/ATen.h>
+
+#include <cmath>
+#include <map>
+#include <sstream>
+
+#include "core/model_spec.h"
+#include "oracles/tolerance.h"
+
+namespace paradiff {
+
+namespace {
+
+// Norms below this are treated as zero (switch to absolute error).
+constexpr double kTinyNorm = 1e-30;
+// Note [Adam sensitivity]: Adam moves an element by about lr * sign(g) whatever |g| is, so an
+// element whose true gradient is within kNoiseMultiple times its rounding noise (the larger of the
+// two runs' gradient errors there) may legitimately move the other way in the distributed run.
+// Such elements are "ill-conditioned" from that step on: they leave the norm-based comparison of
+// parameters and master weights, and must instead stay within kAdamStepBound * lr per step of the
+// truth (two runs moving in opposite directions by at most ~lr each, with margin).
+constexpr double kNoiseMultiple = 8.0;
+constexpr double kAdamStepBound = 4.0;
+
+Comparison CompareTensor(const at::Tensor& d, const at::Tensor& r, const at::Tensor& t,
+                         const Tolerance& tol) {
+  Comparison c;
+  const double tn = t.norm().item<double>();
+  const double scale = tn > kTinyNorm ? tn : 1.0;
+  at::Tensor diff = (d - t).abs();
+  // A NaN / inf in the distributed run where the truth is finite is an infinite error.
+  const bool finite = d.isfinite().all().item<bool>();
+  c.error = finite ? diff.norm().item<double>() / scale : INFINITY;
+  c.ref_error = (r - t).norm().item<double>() / scale;
+  c.bound = tol.factor * c.ref_error + tol.floor;
+  at::Tensor key = finite ? diff : d.isfinite().logical_not().to(at::kDouble);
+  c.index = key.argmax().item<int64_t>();
+  c.expected = t[c.index].item<double>();
+  c.actual = d[c.index].item<double>();
+  return c;
+}
+
+Comparison CompareScalar(double d, double r, double t, const Tolerance& tol) {
+  auto T = [](double v) { return at::full({1}, v, at::kDouble); };
+  return CompareTensor(T(d), T(r), T(t), tol);
+}
+
+// Elementwise: where |t| is within kNoiseMultiple of the gradient noise of either run.
+at::Tensor IllConditioned(const at::Tensor& d, const at::Tensor& r, const at::Tensor& t) {
+  at::Tensor noise = at::maximum((r - t).abs(), (d - t).abs());
+  return t.abs().le(noise * kNoiseMultiple);
+}
+
+// Compares parameters of an Adam run outside the ill-conditioned elements, and checks those
+// against the per-step movement bound.
+Comparison CompareAdamParam(const at::Tensor& d, const at::Tensor& r, const at::Tensor& t,
+                            const at::Tensor& ill, const Tolerance& tol, double max_move) {
+  Comparison c = CompareTensor(at::where(ill, t, d), at::where(ill, t, r), t, tol);
+  if (!ill.any().item<bool>()) return c;
+  at::Tensor diff = at::where(ill, (d - t).abs(), at::zeros_like(t));
+  const double worst = diff.max().item<double>();
+  if (worst > max_move || !d.isfinite().all().item<bool>()) {
+    c.index = diff.argmax().item<int64_t>();
+    c.expected = t[c.index].item<double>();
+    c.actual = d[c.index].item<double>();
+    c.error = worst;
+    c.bound = max_move;
+  }
+  return c;
+}
+
+}  // namespace
+
+NumericResult CheckNumerics(const Config& cfg, const Assembly& dist, const RefPair& ref) {
+  NumericResult out;
+  const ModelSpec spec = BuildModelSpec(cfg.model);
+  const auto kinds = ExpectedKinds(cfg);
+  std::map<std::string, at::Tensor> ill;  // per parameter: ill-conditioned elements so far
+  auto add = [&](Comparison c, int64_t step, const char* phase, const std::string& kind,
+                 const std::string& tensor, const std::string& layer) {
+    c.step = step;
+    c.phase = phase;
+    c.kind = kind;
+    c.tensor = tensor;
+    c.layer = layer;
+    out.comparisons.push_back(c);
+  };
+  for (int64_t s = 0; s < cfg.steps; ++s) {
+    const AssembledStep& d = dist.steps[s];
+    const RefStep& t = ref.truth.steps[s];
+    const RefStep& r = ref.same.steps[s];
+    auto tol = [&](const std::string& q) { return LookupTolerance(q, QuantityDType(cfg, q)); };
+    add(CompareScalar(d.loss, r.loss, t.loss, tol("loss")), s, "forward", "loss", "", "");
+    for (const auto& ps : spec.params) {
+      const std::string key = "grad:" + ps.name;
+      add(CompareTensor(d.tensors.at(key), r.tensors.at(key), t.tensors.at(key), tol("grad")), s,
+          "gradient", "grad", ps.name, Name(ps.layer));
+    }
+    add(CompareScalar(d.grad_norm, r.grad_norm, t.grad_norm, tol("grad_norm")), s, "gradient",
+        "grad_norm", "", "");
+    const bool adam = cfg.optimizer.kind != OptimizerKind::kSgd;
+    for (const auto& ps : spec.params) {
+      const std::string g = "grad:" + ps.name;
+      at::Tensor now = IllConditioned(d.tensors.at(g), r.tensors.at(g), t.tensors.at(g));
+      auto it = ill.find(ps.name);
+      ill[ps.name] = it == ill.end() ? now : it->second.logical_or(now);
+    }
+    const double max_move = kAdamStepBound * cfg.optimizer.lr * static_cast<double>(s + 1);
+    for (const auto& kind : kinds) {
+      if (kind == "grad") continue;
+      for (const auto& ps : spec.params) {
+        const std::string key = kind + ":" + ps.name;
+        const at::Tensor &dv = d.tensors.at(key), &rv = r.tensors.at(key), &tv = t.tensors.at(key);
+        Comparison c = adam && (kind == "param" || kind == "master")
+                           ? CompareAdamParam(dv, rv, tv, ill.at(ps.name), tol(kind), max_move)
+                           : CompareTensor(dv, rv, tv, tol(kind));
+        add(c, s, "optimizer", kind, ps.name, Name(ps.layer));
+      }
+    }
+  }
+  for (const auto& c : out.comparisons) {
+    if (c.ok()) continue;
+    Verdict& v = out.verdict;
+    v.kind = VerdictKind::kMismatch;
+    v.oracle = "numeric";
+    v.where.step = c.step;
+    v.where.phase = c.phase;
+    v.where.tensor = c.tensor;
+    v.where.tensor_kind = c.kind;
+    v.where.layer = c.layer;
+    v.where.index = c.index;
+    v.where.expected = c.expected;
+    v.where.actual = c.actual;
+    v.where.error = c.error;
+    v.where.bound = c.bound;
+    std::ostringstream msg;
+    msg.precision(6);
+    msg << "step " << c.step << " " << c.phase << ": " << c.kind
+        << (c.tensor.empty() ? "" : " of " + c.tensor) << " differs from the reference: relative error "
+        << c.error << " > bound " << c.bound << " (ratio " << c.ratio() << "); worst index " << c.index
+        << " expected " << c.expected << " actual " << c.actual << " (seed " << cfg.seed << ")";
+    v.message = msg.str();
+    break;
+  }
+  return out;
+}
+
+}  // namespace paradiff

@@ -1,0 +1,133 @@
+#include "oracles/reference.h"
+
+#include <ATen/ATen.h>
+
+#include <cmath>
+
+#include "core/config_json.h"
+#include "core/model_spec.h"
+#include "kernels/data.h"
+#include "kernels/model.h"
+#include "kernels/numerics.h"
+#include "kernels/optim.h"
+#include "kernels/param_init.h"
+
+namespace paradiff {
+
+namespace {
+
+// Same constant as the engine's clipping (torch.nn.utils.clip_grad_norm_).
+constexpr double kClipEps = 1e-6;
+
+struct RefState {
+  std::vector<at::Tensor> params;  // param dtype (truth: double), with shapes
+  std::vector<at::Tensor> master;  // float32 copies, empty without master weights
+  std::vector<std::vector<at::Tensor>> slots;
+};
+
+}  // namespace
+
+RefRun RunReference(const Config& cfg, bool truth) {
+  const ModelSpec spec = BuildModelSpec(cfg.model);
+  const std::vector<Unit> units = BuildUnits(spec, cfg.model);
+  const Numerics num = MakeNumerics(truth ? DType::kFp64 : cfg.precision.compute);
+  const auto pdt = truth ? at::kDouble : ToScalarType(cfg.precision.param);
+  const auto adt = truth ? at::kDouble : ToScalarType(cfg.precision.accumulate);
+  const auto rdt = truth ? at::kDouble : ToScalarType(cfg.precision.reduce);
+  const auto sdt = truth ? at::kDouble : at::kFloat;  // optimizer state / master dtype
+  const bool cfg_has_master = cfg.precision.master_weights && cfg.precision.param != DType::kFp32;
+  const bool has_master = !truth && cfg_has_master;
+  const auto slot_names = OptimizerSlotNames(cfg.optimizer.kind);
+
+  RefState st;
+  for (const auto& ps : spec.params) {
+    st.params.push_back(GenerateParam(ps, cfg.seed).to(pdt));
+    if (has_master) st.master.push_back(st.params.back().to(at::kFloat));
+    std::vector<at::Tensor> slots;
+    for (size_t i = 0; i < slot_names.size(); ++i) slots.push_back(at::zeros(ps.shape, at::TensorOptions().dtype(sdt)));
+    st.slots.push_back(std::move(slots));
+  }
+
+  const int64_t M = MicroBatchesPerStep(cfg);
+  RefRun run;
+  for (int64_t step = 0; step < cfg.steps; ++step) {
+    RefStep rs;
+    std::vector<at::Tensor> acc(spec.params.size());
+    double loss_sum = 0;
+    for (int64_t g = 0; g < M; ++g) {
+      MicroBatch mb = MakeMicroBatch(cfg, step, g);
+      ParamMap leaves;
+      for (size_t i = 0; i < spec.params.size(); ++i)
+        leaves[spec.params[i].name] = st.params[i].detach().requires_grad_(true);
+      at::Tensor x;
+      for (const auto& u : units) x = UnitForward(u, cfg.model, num, leaves, x, mb);
+      loss_sum += x.item<double>();
+      (x * (1.0 / static_cast<double>(M))).backward();
+      for (size_t i = 0; i < spec.params.size(); ++i) {
+        at::Tensor gi = leaves[spec.params[i].name].grad();
+        if (!gi.defined()) gi = at::zeros_like(st.params[i]);
+        gi = gi.to(rdt).to(adt);
+        acc[i] = g == 0 ? gi : acc[i].add(gi);
+      }
+    }
+    rs.loss = loss_sum / static_cast<double>(M);
+    double sq = 0;
+    for (const auto& a : acc) sq += a.to(at::kDouble).pow(2).sum().item<double>();
+    rs.grad_norm = std::sqrt(sq);
+    double coef = 1.0;
+    if (cfg.clip_grad_norm > 0) coef = std::min(1.0, cfg.clip_grad_norm / (rs.grad_norm + kClipEps));
+    for (size_t i = 0; i < spec.params.size(); ++i) {
+      const std::string& name = spec.params[i].name;
+      rs.tensors["grad:" + name] = acc[i].to(at::kDouble).reshape({-1});
+      at::Tensor g = acc[i].to(sdt);
+      if (coef < 1.0) g.mul_(coef);
+      at::Tensor target = has_master ? st.master[i] : (pdt == sdt ? st.params[i] : st.params[i].to(sdt));
+      OptimizerUpdate(cfg.optimizer, step + 1, target, g, st.slots[i]);
+      if (!target.is_same(st.params[i])) st.params[i].copy_(target);
+      rs.tensors["param:" + name] = st.params[i].to(at::kDouble).reshape({-1});
+      // The truth has no separate master copy: its float64 parameters are the master weights.
+      if (has_master) rs.tensors["master:" + name] = st.master[i].to(at::kDouble).reshape({-1});
+      if (truth && cfg_has_master) rs.tensors["master:" + name] = rs.tensors["param:" + name];
+      for (size_t k = 0; k < slot_names.size(); ++k)
+        rs.tensors[slot_names[k] + ":" + name] = st.slots[i][k].to(at::kDouble).reshape({-1});
+    }
+    run.steps.push_back(std::move(rs));
+  }
+  return run;
+}
+
+std::string ReferenceKey(const Config& cfg) {
+  nlohmann::json j = ConfigToJson(cfg);
+  nlohmann::json key;
+  for (const char* k : {"seed", "steps", "model", "precision", "optimizer", "clip_grad_norm"})
+    key[k] = j[k];
+  key["micro_batch"] = cfg.batch.micro_batch;
+  key["micro_batches_per_step"] = MicroBatchesPerStep(cfg);
+  return key.dump();
+}
+
+std::shared_ptr<const RefPair> ReferenceCache::Get(const Config& cfg) {
+  const std::string key = ReferenceKey(cfg);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = map_.find(key);
+    if (it != map_.end()) {
+      ++hits_;
+      return it->second;
+    }
+    ++misses_;
+  }
+  auto pair = std::make_shared<RefPair>();
+  pair->truth = RunReference(cfg, true);
+  pair->same = RunReference(cfg, false);
+  std::lock_guard<std::mutex> lock(mu_);
+  map_[key] = pair;
+  order_.push_back(key);
+  while (order_.size() > capacity_) {
+    map_.erase(order_.front());
+    order_.erase(order_.begin());
+  }
+  return pair;
+}
+
+}  // namespace paradiff

@@ -1,0 +1,65 @@
+// The single-device reference trainer: the same model, data, optimizer and clipping as the
+// engine, on one device, with plain autograd over the whole model. It runs twice: in float64 (the
+// truth) and in the config's own precision (the same-precision twin, whose own error against the
+// truth calibrates the tolerance). It mirrors the run's micro-batch structure (Note [Micro-batch
+// order] in kernels/data.h): micro-batch g = 0 .. dp * accumulation_steps - 1, in order,
+// accumulated in the configured accumulate dtype after a round trip through the reduce dtype.
+//
+// It never calls engine code that shards, partitions, buckets or communicates: only the pure
+// per-tensor math of kernels/model.h, optim.h, param_init.h, data.h and numerics.h.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/config.h"
+
+namespace paradiff {
+
+struct RefStep {
+  double loss = 0;       // mean micro-batch loss of the step
+  double grad_norm = 0;  // global gradient norm before clipping
+  // "kind:tensor" -> flat float64 values; kinds: grad (averaged, before clipping), param, master
+  // (only with master weights), and the optimizer slots (momentum | exp_avg, exp_avg_sq).
+  std::map<std::string, at::Tensor> tensors;
+};
+
+struct RefRun {
+  std::vector<RefStep> steps;
+};
+
+struct RefPair {
+  RefRun truth;  // float64 everywhere
+  RefRun same;   // the config's precision
+};
+
+// Runs the reference in float64 (truth = true) or in the config's precision.
+RefRun RunReference(const Config& cfg, bool truth);
+
+// The fields that determine a reference (model, data, optimizer, precision, steps, seed, the
+// number and size of micro-batches) and none of the layout; equal keys share one reference.
+std::string ReferenceKey(const Config& cfg);
+
+// Thread-safe cache of reference pairs by ReferenceKey, bounded to `capacity` entries (oldest
+// evicted first).
+class ReferenceCache {
+ public:
+  explicit ReferenceCache(size_t capacity = 64) : capacity_(capacity) {}
+  std::shared_ptr<const RefPair> Get(const Config& cfg);
+  int64_t hits() const { return hits_; }
+  int64_t misses() const { return misses_; }
+
+ private:
+  size_t capacity_;
+  std::mutex mu_;
+  std::map<std::string, std::shared_ptr<const RefPair>> map_;
+  std::vector<std::string> order_;
+  int64_t hits_ = 0, misses_ = 0;
+};
+
+}  // namespace paradiff

@@ -1,0 +1,37 @@
+#include "oracles/tolerance.h"
+
+namespace paradiff {
+
+namespace {
+
+// Base entries per storage dtype. The floor is a multiple of the dtype's unit roundoff u
+// (fp32 2^-24, bf16 2^-8, fp16 2^-11): a handful of roundings of difference between two
+// summation orders, relative to the tensor norm.
+constexpr Tolerance kFp32{8.0, 256 * 5.96e-8};   // ~1.5e-5: reduction order over <= 64 ranks
+constexpr Tolerance kBf16{4.0, 4 * 3.91e-3};     // ~1.6e-2: one extra bf16 rounding per element
+constexpr Tolerance kFp16{4.0, 8 * 4.88e-4};     // ~3.9e-3: one extra fp16 rounding per element
+constexpr Tolerance kFp64{8.0, 1e-12};           // float64 quantities (never the run's own dtype)
+
+}  // namespace
+
+Tolerance LookupTolerance(const std::string& quantity, DType dtype) {
+  Tolerance t = dtype == DType::kBf16 ? kBf16 : dtype == DType::kFp16 ? kFp16
+                : dtype == DType::kFp64 ? kFp64 : kFp32;
+  // Adam's update m / (sqrt(v) + eps) is ~sign(g) where |g| is at rounding level, so an element
+  // whose gradient is noise moves by +-lr in either run: the parameters and the first moment
+  // inherit the gradient's relative error amplified; widen the factor (the reference twin shows
+  // the same amplification, so the bound still scales with it).
+  if (quantity == "param" || quantity == "master" || quantity == "exp_avg") t.factor *= 2;
+  // The second moment is a sum of squares: relative errors double.
+  if (quantity == "exp_avg_sq") t.floor *= 2;
+  return t;
+}
+
+DType QuantityDType(const Config& cfg, const std::string& quantity) {
+  if (quantity == "grad" || quantity == "grad_norm") return cfg.precision.accumulate;
+  if (quantity == "param") return cfg.precision.param;
+  if (quantity == "loss") return cfg.precision.compute;
+  return DType::kFp32;  // master weights and optimizer state are fp32
+}
+
+}  // namespace paradiff

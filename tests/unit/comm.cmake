@@ -1,0 +1,7 @@
+# Communicator tests: the local backend and the recording decorator, one binary.
+paradiff_test(unit_comm
+  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/local_communicator_test.cpp
+          ${CMAKE_CURRENT_SOURCE_DIR}/unit/local_communicator_failure_test.cpp
+          ${CMAKE_CURRENT_SOURCE_DIR}/unit/recording_communicator_test.cpp
+  LIBS paradiff_comm
+  LABELS unit)

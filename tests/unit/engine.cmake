@@ -1,0 +1,7 @@
+paradiff_test(unit_engine
+  SOURCES
+    ${CMAKE_CURRENT_SOURCE_DIR}/unit/engine_parity_test.cpp
+    ${CMAKE_CURRENT_SOURCE_DIR}/unit/faults_test.cpp
+    ${CMAKE_CURRENT_SOURCE_DIR}/unit/flat_layout_test.cpp
+  LIBS paradiff_oracles
+  LABELS unit engine)

@@ -1,0 +1,44 @@
+// Shared helpers for the engine / oracle tests: small configs and a one-call check.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include "core/budget.h"
+#include "core/config.h"
+#include "kernels/engine.h"
+#include "oracles/check.h"
+
+namespace paradiff::testing {
+
+// A tiny GPT on a data-parallel layout; 19360 parameters (19360 % 3 == 1, % 7 == 5).
+inline Config SmallConfig(int64_t dp, int64_t stage) {
+  Config c;
+  c.steps = 2;
+  c.model.layers = 2;
+  c.model.hidden = 32;
+  c.model.heads = 4;
+  c.model.kv_heads = 4;
+  c.model.ffn = 64;
+  c.model.vocab = 61;
+  c.model.seq_len = 8;
+  c.batch.micro_batch = 2;
+  c.batch.accumulation_steps = 1;
+  c.parallel.dp = dp;
+  c.parallel.world = dp;
+  c.zero.stage = stage;
+  c.zero.bucket_elems = 4096;
+  return c;
+}
+
+// Validates (the test's configs must be valid and supported) and checks one config.
+inline CheckResult Check(const Config& c, ReferenceCache* cache = nullptr) {
+  const Status s = CheckConfig(c, ResourceBudget{});
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  const Status sup = EngineSupports(c);
+  EXPECT_TRUE(sup.ok()) << sup.ToString();
+  CheckOptions opts;
+  opts.cache = cache;
+  return CheckRun(c, opts);
+}
+
+}  // namespace paradiff::testing

@@ -1,0 +1,107 @@
+#include "tools/cli.h"
+
+#include <boost/program_options.hpp>
+
+#include <sstream>
+
+namespace paradiff {
+
+namespace po = boost::program_options;
+
+const std::vector<Subcommand>& Subcommands() {
+  static const std::vector<Subcommand> kSubcommands = {
+      {"version", "paradiff version", "print the version and build facts", CmdVersion},
+      {"validate", "paradiff validate CONFIG...",
+       "check configs against the schema, the rules and the resource budget", CmdValidate},
+      {"run", "paradiff run CONFIG [--inject NAME]... [--report FILE.json]",
+       "train one config distributed and on the reference; compare; print a verdict", CmdRun},
+  };
+  return kSubcommands;
+}
+
+namespace {
+
+// The one options table: which subcommands take each option.
+po::options_description Options(const std::string& sub, Args& a) {
+  po::options_description d("options");
+  d.add_options()("help,h", po::bool_switch(&a.help), "show help for this subcommand");
+  if (sub == "run") {
+    d.add_options()
+      ("inject", po::value<std::vector<std::string>>(&a.inject)->composing(),
+       "turn on a bug-zoo fault switch (repeatable; see docs/BUGZOO.md)")
+      ("report", po::value<std::string>(&a.report), "write the JSON report to this file (atomically)")
+      ("timeout-ms", po::value<int64_t>(&a.timeout_ms)->default_value(20000),
+       "watchdog: a rank waiting longer than this in one collective is a hang");
+  }
+  if (sub == "validate" || sub == "run")
+    d.add_options()("quiet,q", po::bool_switch(&a.quiet), "print only ERROR and SUMMARY lines");
+  return d;
+}
+
+const Subcommand* Find(const std::string& name) {
+  for (const auto& s : Subcommands())
+    if (name == s.name) return &s;
+  return nullptr;
+}
+
+}  // namespace
+
+bool ParseArgs(int argc, char** argv, Args& out, std::string& error) {
+  if (argc < 2) {
+    out.help = true;
+    return true;
+  }
+  const std::string first = argv[1];
+  if (first == "--help" || first == "-h" || first == "help") {
+    out.help = true;
+    if (first == "help" && argc > 2) out.subcommand = argv[2];
+    return true;
+  }
+  if (first == "--version") {
+    out.subcommand = "version";
+    return true;
+  }
+  if (!Find(first)) {
+    error = "unknown subcommand '" + first + "' (see paradiff --help)";
+    return false;
+  }
+  out.subcommand = first;
+  po::options_description opts = Options(first, out);
+  po::options_description hidden;
+  hidden.add_options()("positional", po::value<std::vector<std::string>>(&out.positional));
+  po::options_description all;
+  all.add(opts).add(hidden);
+  po::positional_options_description pos;
+  pos.add("positional", -1);
+  try {
+    po::variables_map vm;
+    po::store(po::command_line_parser(argc - 1, argv + 1).options(all).positional(pos).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    error = std::string(e.what()) + " (see paradiff " + first + " --help)";
+    return false;
+  }
+  if (out.timeout_ms <= 0) {
+    error = "--timeout-ms must be positive";
+    return false;
+  }
+  return true;
+}
+
+std::string HelpText(const std::string& sub) {
+  std::ostringstream os;
+  const Subcommand* s = Find(sub);
+  if (!s) {
+    os << "paradiff: differential testing and fuzzing of distributed LLM training\n\n"
+       << "usage: paradiff SUBCOMMAND [options]\n\nsubcommands:\n";
+    for (const auto& c : Subcommands()) os << "  " << c.name << "\t" << c.summary << "\n";
+    os << "\nexit codes: 0 pass, 1 internal error, 2 bad input, 3 finding\n"
+       << "paradiff SUBCOMMAND --help shows a subcommand's options.\n";
+    return os.str();
+  }
+  Args scratch;
+  os << "usage: " << s->usage << "\n" << s->summary << "\n\n" << Options(sub, scratch);
+  return os.str();
+}
+
+}  // namespace paradiff
