@@ -1,0 +1,46 @@
+// The config domain of the fuzzer: generate, mutate and shrink configs. Valid by construction
+// (unless asked for invalid ones), weighted toward where distributed-training bugs live: sizes that
+// do not divide (parameters vs dp, vocab vs tp, layers vs pp), odd and prime world sizes, buckets
+// smaller than one tensor or larger than all, accumulation > 1, low precision, tied embeddings,
+// every ZeRO stage. Every decision comes from the SeqRng passed in: same seed, same configs.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/config.h"
+#include "core/rng.h"
+#include "core/status.h"
+
+namespace paradiff {
+
+struct DomainOptions {
+  int64_t max_world = 8;        // largest world size generated
+  int64_t max_layers = 4;       // largest model.layers
+  int64_t max_hidden = 64;      // largest model.hidden
+  int64_t max_steps = 3;        // largest steps
+  double invalid_share = 0.0;   // share of deliberately invalid configs (Generate / Mutate)
+  std::vector<std::string> faults;  // copied into every generated config
+  // Configs this predicate rejects are re-drawn (e.g. what the engine build supports); null = all.
+  std::function<bool(const Config&)> accept;
+};
+
+// A fresh config. Valid (Validate + CheckBudget pass) and accepted unless it drew "invalid".
+Config GenerateConfig(SeqRng& rng, const DomainOptions& opts);
+
+// One field-aware mutation of `base` (change one degree, swap a schedule, flip a precision, nudge a
+// size to a non-divisible value, ...). Keeps the result valid and accepted unless it drew "invalid".
+Config MutateConfig(const Config& base, SeqRng& rng, const DomainOptions& opts);
+
+// Candidates one step smaller / simpler than `c` (fewer ranks, steps, layers, smaller sizes,
+// fp32 instead of low precision, ZeRO 0, no accumulation, no clipping, ...), most aggressive
+// first. Each candidate is valid if `c` is (the minimizer re-checks).
+std::vector<Config> ShrinkCandidates(const Config& c);
+
+// Feature values of a config for coverage ("zero=3", "tp=2", "dp=odd", "param=bf16",
+// "accum>1", "uneven.dp", "tied", ...); the campaign counts pairs of these.
+std::vector<std::string> ConfigFeatures(const Config& c);
+
+}  // namespace paradiff

@@ -1,0 +1,9 @@
+# End-to-end tests of the paradiff command, one ctest test per case of cli_test.sh.
+foreach(case help usage_errors validate_examples validate_invalid run_pass_and_report
+        run_unsupported_or_bad_inject fault_zero_uneven_last_shard fault_gas_overwrite_grad
+        fault_comm_rank_dependent_bucket_order)
+  add_test(NAME e2e.cli.${case}
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/cli_test.sh $<TARGET_FILE:paradiff>
+                   ${PROJECT_SOURCE_DIR} ${case})
+  set_tests_properties(e2e.cli.${case} PROPERTIES LABELS "e2e" TIMEOUT 120)
+endforeach()
