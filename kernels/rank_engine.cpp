@@ -221,6 +221,11 @@ MemoryAccount RankEngine::Memory() const {
   for (const auto& s : slots_) opt += Bytes(s);
   m.bytes["optimizer"] = opt;
   m.bytes["grads"] = Bytes(grad_micro_) + Bytes(grad_acc_);
+  // Elements of the held parameter buffer that belong to no parameter (alignment and dp padding).
+  const int64_t held_begin = stage_ == 3 ? shard_begin_ : 0;
+  int64_t data = 0;
+  for (const auto& p : layout_.Pieces(held_begin, held_begin + params_.numel())) data += p.count;
+  m.bytes["padding"] = (params_.numel() - data) * static_cast<int64_t>(params_.element_size());
   m.bytes["buffers_peak"] = std::max(gathered_peak_, reducer_->peak_buffer_bytes());
   return m;
 }

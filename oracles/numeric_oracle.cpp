@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <sstream>
@@ -24,11 +25,18 @@ constexpr double kTinyNorm = 1e-30;
 constexpr double kNoiseMultiple = 8.0;
 constexpr double kAdamStepBound = 4.0;
 
+// Note [Floor scale]: rounding errors scale with the magnitude of the summands, not of the result,
+// so a tensor whose values nearly cancel (a norm bias's gradient) carries errors far above its own
+// norm. The floor is therefore relative to the larger of the tensor's norm and the norm it would
+// have at its kind's RMS (`kind_rms`, over every tensor of that kind and step). It also grows with
+// the step: after step 0 the runs start from parameters that already differ by rounding.
 Comparison CompareTensor(const at::Tensor& d, const at::Tensor& r, const at::Tensor& t,
-                         const Tolerance& tol) {
+                         Tolerance tol, double kind_rms = 0, int64_t step = 0) {
   Comparison c;
   const double tn = t.norm().item<double>();
   const double scale = tn > kTinyNorm ? tn : 1.0;
+  const double typical = kind_rms * std::sqrt(static_cast<double>(t.numel()));
+  tol.floor *= static_cast<double>(step + 1) * std::max(1.0, typical / scale);
   at::Tensor diff = (d - t).abs();
   // A NaN / inf in the distributed run where the truth is finite is an infinite error.
   const bool finite = d.isfinite().all().item<bool>();
@@ -56,8 +64,9 @@ at::Tensor IllConditioned(const at::Tensor& d, const at::Tensor& r, const at::Te
 // Compares parameters of an Adam run outside the ill-conditioned elements, and checks those
 // against the per-step movement bound.
 Comparison CompareAdamParam(const at::Tensor& d, const at::Tensor& r, const at::Tensor& t,
-                            const at::Tensor& ill, const Tolerance& tol, double max_move) {
-  Comparison c = CompareTensor(at::where(ill, t, d), at::where(ill, t, r), t, tol);
+                            const at::Tensor& ill, const Tolerance& tol, double max_move,
+                            double kind_rms, int64_t step) {
+  Comparison c = CompareTensor(at::where(ill, t, d), at::where(ill, t, r), t, tol, kind_rms, step);
   if (!ill.any().item<bool>()) return c;
   at::Tensor diff = at::where(ill, (d - t).abs(), at::zeros_like(t));
   const double worst = diff.max().item<double>();
@@ -91,14 +100,30 @@ NumericResult CheckNumerics(const Config& cfg, const Assembly& dist, const RefPa
     const AssembledStep& d = dist.steps[s];
     const RefStep& t = ref.truth.steps[s];
     const RefStep& r = ref.same.steps[s];
-    auto tol = [&](const std::string& q) { return LookupTolerance(q, QuantityDType(cfg, q)); };
-    add(CompareScalar(d.loss, r.loss, t.loss, tol("loss")), s, "forward", "loss", "", "");
+    std::map<std::string, double> rms;  // kind -> RMS of the truth over all its tensors
+    {
+      std::map<std::string, std::pair<double, double>> acc;  // kind -> (sum of squares, count)
+      for (const auto& [key, v] : t.tensors) {
+        auto& a = acc[key.substr(0, key.find(':'))];
+        a.first += v.pow(2).sum().item<double>();
+        a.second += static_cast<double>(v.numel());
+      }
+      for (const auto& [kind, a] : acc) rms[kind] = a.second > 0 ? std::sqrt(a.first / a.second) : 0;
+    }
+    const bool no_master = cfg.precision.param != DType::kFp32 && !cfg.precision.master_weights;
+    auto tol = [&](const std::string& q) { return LookupTolerance(q, ToleranceDType(cfg), s, no_master); };
+    Tolerance loss_tol = tol("loss"), norm_tol = tol("grad_norm");
+    loss_tol.floor *= static_cast<double>(s + 1);
+    norm_tol.floor *= static_cast<double>(s + 1);
+    add(CompareScalar(d.loss, r.loss, t.loss, loss_tol), s, "forward", "loss", "", "");
     for (const auto& ps : spec.params) {
       const std::string key = "grad:" + ps.name;
-      add(CompareTensor(d.tensors.at(key), r.tensors.at(key), t.tensors.at(key), tol("grad")), s,
+      add(CompareTensor(d.tensors.at(key), r.tensors.at(key), t.tensors.at(key), tol("grad"),
+                        rms["grad"], s),
+          s,
           "gradient", "grad", ps.name, Name(ps.layer));
     }
-    add(CompareScalar(d.grad_norm, r.grad_norm, t.grad_norm, tol("grad_norm")), s, "gradient",
+    add(CompareScalar(d.grad_norm, r.grad_norm, t.grad_norm, norm_tol), s, "gradient",
         "grad_norm", "", "");
     const bool adam = cfg.optimizer.kind != OptimizerKind::kSgd;
     for (const auto& ps : spec.params) {
@@ -114,8 +139,9 @@ NumericResult CheckNumerics(const Config& cfg, const Assembly& dist, const RefPa
         const std::string key = kind + ":" + ps.name;
         const at::Tensor &dv = d.tensors.at(key), &rv = r.tensors.at(key), &tv = t.tensors.at(key);
         Comparison c = adam && (kind == "param" || kind == "master")
-                           ? CompareAdamParam(dv, rv, tv, ill.at(ps.name), tol(kind), max_move)
-                           : CompareTensor(dv, rv, tv, tol(kind));
+                           ? CompareAdamParam(dv, rv, tv, ill.at(ps.name), tol(kind), max_move,
+                                              rms[kind], s)
+                           : CompareTensor(dv, rv, tv, tol(kind), rms[kind], s);
         add(c, s, "optimizer", kind, ps.name, Name(ps.layer));
       }
     }

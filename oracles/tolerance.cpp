@@ -14,7 +14,8 @@ constexpr Tolerance kFp64{8.0, 1e-12};           // float64 quantities (never th
 
 }  // namespace
 
-Tolerance LookupTolerance(const std::string& quantity, DType dtype) {
+Tolerance LookupTolerance(const std::string& quantity, DType dtype, int64_t step,
+                          bool low_precision_params_without_master) {
   Tolerance t = dtype == DType::kBf16 ? kBf16 : dtype == DType::kFp16 ? kFp16
                 : dtype == DType::kFp64 ? kFp64 : kFp32;
   // Adam's update m / (sqrt(v) + eps) is ~sign(g) where |g| is at rounding level, so an element
@@ -24,14 +25,28 @@ Tolerance LookupTolerance(const std::string& quantity, DType dtype) {
   if (quantity == "param" || quantity == "master" || quantity == "exp_avg") t.factor *= 2;
   // The second moment is a sum of squares: relative errors double.
   if (quantity == "exp_avg_sq") t.floor *= 2;
+  if (low_precision_params_without_master) {
+    // Without master weights every update is rounded to the bf16 / fp16 parameter itself: an
+    // update near half an ulp rounds either way, so parameters differ by an extra ulp per step
+    // (double floor) and, from step 1 on, both runs follow trajectories that differ by those
+    // roundings, which the reference twin's own error does not track (factor x4).
+    if (quantity == "param") t.floor *= 2;
+    if (step > 0) t.factor *= 4;
+  }
   return t;
 }
 
-DType QuantityDType(const Config& cfg, const std::string& quantity) {
-  if (quantity == "grad" || quantity == "grad_norm") return cfg.precision.accumulate;
-  if (quantity == "param") return cfg.precision.param;
-  if (quantity == "loss") return cfg.precision.compute;
-  return DType::kFp32;  // master weights and optimizer state are fp32
+DType ToleranceDType(const Config& cfg) {
+  // Every quantity inherits the rounding of the coarsest dtype on its path: gradients come out of
+  // compute in `compute` / `param`, are summed across ranks in `reduce` (which the single-device
+  // reference cannot mirror: it has no cross-rank sum) and over micro-steps in `accumulate`; the
+  // parameters, master weights and optimizer state are driven by those gradients.
+  const PrecisionConfig& p = cfg.precision;
+  auto bits = [](DType d) { return d == DType::kBf16 ? 8 : d == DType::kFp16 ? 11 : d == DType::kFp32 ? 24 : 53; };
+  DType coarsest = p.compute;
+  for (DType d : {p.param, p.reduce, p.accumulate})
+    if (bits(d) < bits(coarsest)) coarsest = d;
+  return coarsest;
 }
 
 }  // namespace paradiff

@@ -20,10 +20,11 @@ struct Tolerance {
 
 // `quantity`: loss, grad_norm, grad, param, master, momentum, exp_avg, exp_avg_sq.
 // `dtype`: the dtype the quantity is stored / accumulated in for this config.
-Tolerance LookupTolerance(const std::string& quantity, DType dtype);
+// `step` is 0-based; `low_precision_params_without_master` as the config says.
+Tolerance LookupTolerance(const std::string& quantity, DType dtype, int64_t step = 0,
+                          bool low_precision_params_without_master = false);
 
-// The dtype a quantity of `cfg` lives in (grad -> accumulate; param -> param; loss -> compute; the
-// optimizer state and master weights -> fp32).
-DType QuantityDType(const Config& cfg, const std::string& quantity);
+// The dtype whose rounding bounds a quantity of `cfg`: the coarsest of its precision settings.
+DType ToleranceDType(const Config& cfg);
 
 }  // namespace paradiff

@@ -15,6 +15,11 @@ const std::vector<Subcommand>& Subcommands() {
        "check configs against the schema, the rules and the resource budget", CmdValidate},
       {"run", "paradiff run CONFIG [--inject NAME]... [--report FILE.json]",
        "train one config distributed and on the reference; compare; print a verdict", CmdRun},
+      {"campaign", "paradiff campaign --workdir DIR (--budget 90s | --runs N) [options]",
+       "fuzz: generate configs, check them in worker processes, store findings; resumable",
+       CmdCampaign},
+      {"worker", "paradiff worker", "internal: the campaign's worker process (tasks on stdin)",
+       CmdWorker},
   };
   return kSubcommands;
 }
@@ -33,6 +38,24 @@ po::options_description Options(const std::string& sub, Args& a) {
       ("timeout-ms", po::value<int64_t>(&a.timeout_ms)->default_value(20000),
        "watchdog: a rank waiting longer than this in one collective is a hang");
   }
+  if (sub == "campaign") {
+    d.add_options()
+      ("workdir", po::value<std::string>(&a.workdir), "work dir: findings/, corpus/, stats.json (resumed if present)")
+      ("budget", po::value<std::string>(&a.budget), "total time budget: 90s, 10m, 8h")
+      ("runs", po::value<int64_t>(&a.runs), "total executions budget")
+      ("jobs", po::value<int>(&a.jobs)->default_value(1), "worker processes")
+      ("seed", po::value<uint64_t>(&a.seed)->default_value(1), "campaign seed (same seed, same configs)")
+      ("corpus", po::value<std::string>(&a.corpus), "seed corpus directory of JSON configs")
+      ("inject", po::value<std::vector<std::string>>(&a.inject)->composing(),
+       "turn on a bug-zoo fault switch in every config (repeatable)")
+      ("stop-on-first", po::bool_switch(&a.stop_on_first), "stop at the first finding")
+      ("task-timeout-s", po::value<double>(&a.task_timeout_s)->default_value(120),
+       "a config whose check takes longer is recorded as a hang")
+      ("worker-mem-mb", po::value<int64_t>(&a.worker_mem_mb)->default_value(8192),
+       "address-space limit of each worker process")
+      ("debug-crash-at", po::value<int64_t>(&a.debug_crash_at), "testing: the worker aborts at this execution")
+      ("debug-hang-at", po::value<int64_t>(&a.debug_hang_at), "testing: the worker blocks at this execution");
+  }
   if (sub == "validate" || sub == "run")
     d.add_options()("quiet,q", po::bool_switch(&a.quiet), "print only ERROR and SUMMARY lines");
   return d;
@@ -45,6 +68,21 @@ const Subcommand* Find(const std::string& name) {
 }
 
 }  // namespace
+
+double ParseDuration(const std::string& text) {
+  if (text.empty()) return -1;
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    return -1;
+  }
+  const std::string unit = text.substr(used);
+  const double mult = unit.empty() || unit == "s" ? 1 : unit == "m" ? 60 : unit == "h" ? 3600 : -1;
+  if (mult < 0 || !(v > 0)) return -1;
+  return v * mult;
+}
 
 bool ParseArgs(int argc, char** argv, Args& out, std::string& error) {
   if (argc < 2) {
@@ -94,7 +132,8 @@ std::string HelpText(const std::string& sub) {
   if (!s) {
     os << "paradiff: differential testing and fuzzing of distributed LLM training\n\n"
        << "usage: paradiff SUBCOMMAND [options]\n\nsubcommands:\n";
-    for (const auto& c : Subcommands()) os << "  " << c.name << "\t" << c.summary << "\n";
+    for (const auto& c : Subcommands())
+      if (std::string(c.name) != "worker") os << "  " << c.name << "\t" << c.summary << "\n";
     os << "\nexit codes: 0 pass, 1 internal error, 2 bad input, 3 finding\n"
        << "paradiff SUBCOMMAND --help shows a subcommand's options.\n";
     return os.str();

@@ -17,7 +17,22 @@ struct Args {
   int64_t timeout_ms = 20000;           // --timeout-ms
   bool quiet = false;                   // --quiet
   bool help = false;
+  // campaign
+  std::string workdir;                  // --workdir DIR
+  std::string budget;                   // --budget 90s | 10m | 8h
+  int64_t runs = 0;                     // --runs N
+  int jobs = 1;                         // --jobs N
+  uint64_t seed = 1;                    // --seed S
+  std::string corpus;                   // --corpus DIR
+  bool stop_on_first = false;           // --stop-on-first
+  double task_timeout_s = 120;          // --task-timeout-s
+  int64_t worker_mem_mb = 8192;         // --worker-mem-mb
+  int64_t debug_crash_at = -1;          // --debug-crash-at N (tests)
+  int64_t debug_hang_at = -1;           // --debug-hang-at N (tests)
 };
+
+// "90s", "10m", "8h", "1.5h" or plain seconds; -1 on a malformed value.
+double ParseDuration(const std::string& text);
 
 struct Subcommand {
   const char* name;
@@ -35,5 +50,7 @@ std::string HelpText(const std::string& subcommand);  // "" = top-level help
 int CmdVersion(const Args& args);
 int CmdValidate(const Args& args);
 int CmdRun(const Args& args);
+int CmdCampaign(const Args& args);
+int CmdWorker(const Args& args);
 
 }  // namespace paradiff

@@ -1,0 +1,271 @@
+#include "fuzz/campaign.h"
+
+#include <algorithm>
+#include <csignal>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include "core/budget.h"
+#include "core/config_json.h"
+#include "core/fault_names.h"
+#include "core/rng.h"
+#include "fuzz/coverage.h"
+#include "fuzz/worker_pool.h"
+#include "fuzz/workdir.h"
+#include "kernels/engine.h"
+
+namespace paradiff {
+
+namespace {
+
+constexpr int64_t kFamilySize = 8;        // executions sharing one base config
+constexpr double kSeedCorpusShare = 0.3;  // families based on a seed-corpus config
+constexpr double kStatsEverySeconds = 1.0;
+constexpr std::chrono::milliseconds kPollWait{100};
+
+// Set by SIGINT / SIGTERM; the only way a signal handler may talk to the loop.
+volatile std::sig_atomic_t g_interrupted = 0;
+extern "C" void OnInterrupt(int) { g_interrupted = 1; }
+
+using Clock = std::chrono::steady_clock;
+
+nlohmann::json WorkerVerdict(const char* kind, const std::string& detail, const Config& cfg) {
+  // Stable signatures: the reason class, never the pid or the time.
+  const std::string what = std::string(kind) == "hang" ? "timeout" : "worker-died";
+  return {{"kind", kind}, {"oracle", "worker"},
+          {"signature", std::string(kind) + ".worker.-.-." + what},
+          {"message", detail + " (seed " + std::to_string(cfg.seed) + ")"}};
+}
+
+struct State {
+  int64_t done_below = 0;        // every index below is complete
+  std::set<int64_t> completed;   // complete indices >= done_below
+  int64_t execs = 0, findings = 0, inconclusive = 0, rejected = 0;
+  double elapsed_prev = 0;
+  PairCoverage coverage;
+
+  void Complete(int64_t i) {
+    completed.insert(i);
+    while (completed.count(done_below)) completed.erase(done_below++);
+  }
+  bool IsComplete(int64_t i) const { return i < done_below || completed.count(i); }
+};
+
+nlohmann::json StatsJson(const CampaignOptions& o, const State& s, double elapsed) {
+  return {{"paradiff_campaign", 1}, {"seed", o.seed}, {"inject", o.inject},
+          {"done_below", s.done_below}, {"completed", s.completed}, {"execs", s.execs},
+          {"findings", s.findings}, {"inconclusive", s.inconclusive}, {"rejected", s.rejected},
+          {"elapsed_s", elapsed}, {"coverage", s.coverage.ToJson()}};
+}
+
+Status LoadState(const CampaignOptions& o, const nlohmann::json& j, State& s) {
+  if (j.empty()) return Status();
+  if (j.value("seed", uint64_t{0}) != o.seed)
+    return Status::Error("--seed", "--seed=" + std::to_string(o.seed) + " differs from the work dir's seed " +
+                                       std::to_string(j.value("seed", uint64_t{0})) +
+                                       " (resume with the same seed, or use a new --workdir)");
+  if (j.value("inject", std::vector<std::string>{}) != o.inject)
+    return Status::Error("--inject", "--inject differs from the work dir's (resume with the same switches)");
+  s.done_below = j.value("done_below", int64_t{0});
+  s.completed = j.value("completed", std::set<int64_t>{});
+  s.execs = j.value("execs", int64_t{0});
+  s.findings = j.value("findings", int64_t{0});
+  s.inconclusive = j.value("inconclusive", int64_t{0});
+  s.rejected = j.value("rejected", int64_t{0});
+  s.elapsed_prev = j.value("elapsed_s", 0.0);
+  if (j.contains("coverage")) s.coverage.FromJson(j["coverage"]);
+  return Status();
+}
+
+std::vector<std::string> Signatures(const std::string& workdir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(workdir + "/findings", ec))
+    if (std::filesystem::exists(e.path() / "meta.json")) out.push_back(e.path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+Config ConfigAt(const CampaignOptions& opts, const std::vector<Config>& seeds,
+                const DomainOptions& domain, int64_t i) {
+  const int64_t family = i / kFamilySize;
+  SeqRng frng(Mix64(opts.seed ^ Mix64(static_cast<uint64_t>(family) + 0xFA5EEDULL)));
+  Config base;
+  if (!seeds.empty() && frng.Chance(kSeedCorpusShare)) {
+    base = seeds[frng.Below(seeds.size())];
+    for (const auto& f : opts.inject)
+      if (std::find(base.faults.begin(), base.faults.end(), f) == base.faults.end()) base.faults.push_back(f);
+  } else {
+    base = GenerateConfig(frng, domain);
+  }
+  if (i % kFamilySize == 0) return base;
+  SeqRng rng(Mix64(opts.seed ^ Mix64(static_cast<uint64_t>(i) + 0x5EEDULL)));
+  return MutateConfig(base, rng, domain);
+}
+
+StatusOr<std::vector<Config>> LoadCorpus(const std::string& dir) {
+  std::vector<Config> out;
+  if (dir.empty()) return out;
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec))
+    return Status::Error("--corpus", "--corpus=" + dir + ": not a directory");
+  std::vector<std::string> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec))
+    if (e.path().extension() == ".json") files.push_back(e.path().string());
+  std::sort(files.begin(), files.end());
+  Status bad;
+  for (const auto& f : files) {
+    StatusOr<Config> c = LoadConfigFile(f);
+    Status s = c.ok() ? CheckConfig(c.value(), ResourceBudget{}) : c.status();
+    if (!s.ok()) {
+      for (const auto& e : s.errors()) bad.Add(e.field, f + ": " + e.message);
+      continue;
+    }
+    if (EngineSupports(c.value()).ok()) out.push_back(c.value());
+  }
+  if (!bad.ok()) return bad;
+  return out;
+}
+
+StatusOr<CampaignSummary> RunCampaign(const CampaignOptions& opts, std::ostream& log) {
+  if (opts.workdir.empty()) return Status::Error("--workdir", "--workdir is required");
+  if (opts.jobs < 1 || opts.jobs > 64) return Status::Error("--jobs", "--jobs must be in 1..64");
+  if (opts.budget_s <= 0 && opts.runs <= 0)
+    return Status::Error("--budget", "give --budget (e.g. 90s, 10m, 8h) or --runs N");
+  for (const auto& f : opts.inject)
+    if (!IsKnownFault(f)) return Status::Error("--inject", "--inject=" + f + ": unknown fault switch");
+  StatusOr<std::vector<Config>> seeds = LoadCorpus(opts.corpus_dir);
+  if (!seeds.ok()) return seeds.status();
+  WorkDir wd(opts.workdir);
+  StatusOr<nlohmann::json> stats = wd.LoadStats();
+  if (!stats.ok()) return stats.status();
+  State st;
+  Status loaded = LoadState(opts, stats.value(), st);
+  if (!loaded.ok()) return loaded;
+  const Status mk = wd.SaveStats(StatsJson(opts, st, st.elapsed_prev));
+  if (!mk.ok()) return mk;
+
+  DomainOptions domain;
+  domain.faults = opts.inject;
+  domain.accept = [](const Config& c) { return EngineSupports(c).ok(); };
+
+  g_interrupted = 0;
+  auto old_int = std::signal(SIGINT, OnInterrupt);
+  auto old_term = std::signal(SIGTERM, OnInterrupt);
+  const auto start = Clock::now();
+  auto elapsed = [&] { return st.elapsed_prev + std::chrono::duration<double>(Clock::now() - start).count(); };
+  log << "INFO: campaign workdir=" << opts.workdir << " seed=" << opts.seed << " jobs=" << opts.jobs
+      << " budget=" << opts.budget_s << "s runs=" << opts.runs << " resume_from=" << st.done_below
+      << " seeds=" << seeds.value().size() << std::endl;
+
+  CampaignSummary sum;
+  WorkerPool pool(opts.exe, opts.jobs, opts.worker_mem_mb,
+                  std::chrono::milliseconds(static_cast<int64_t>(opts.task_timeout_s * 1000)));
+  std::map<int64_t, Config> in_flight;
+  int64_t next = st.done_below;
+  bool found = false;
+  auto last_progress = Clock::now(), last_stats = Clock::now();
+  const int64_t execs_at_start = st.execs;
+
+  auto progress = [&](const char* tag) {
+    const double e = elapsed(), here = std::chrono::duration<double>(Clock::now() - start).count();
+    const int64_t possible = st.coverage.possible();
+    char line[400];
+    std::snprintf(line, sizeof line,
+                  "%s: campaign elapsed=%.0fs execs=%lld execs/s=%.1f findings=%lld unique=%zu "
+                  "inconclusive=%lld rejected=%lld pairs=%lld/%lld (%.0f%%)",
+                  tag, e, static_cast<long long>(st.execs),
+                  here > 0 ? static_cast<double>(st.execs - execs_at_start) / here : 0.0,
+                  static_cast<long long>(st.findings), Signatures(opts.workdir).size(),
+                  static_cast<long long>(st.inconclusive), static_cast<long long>(st.rejected),
+                  static_cast<long long>(st.coverage.covered()), static_cast<long long>(possible),
+                  possible ? 100.0 * static_cast<double>(st.coverage.covered()) / possible : 0.0);
+    log << line << std::endl;
+  };
+
+  for (;;) {
+    const bool stop = g_interrupted || (opts.budget_s > 0 && elapsed() >= opts.budget_s) ||
+                      (opts.stop_on_first && found);
+    while (!stop && pool.HasIdle()) {
+      while (st.IsComplete(next) || in_flight.count(next)) ++next;
+      if (opts.runs > 0 && next >= opts.runs) break;
+      const int64_t i = next++;
+      Config cfg = ConfigAt(opts, seeds.value(), domain, i);
+      if (!CheckConfig(cfg, ResourceBudget{}).ok() || !EngineSupports(cfg).ok()) {
+        ++st.rejected;  // a deliberately invalid config, rejected before any rank starts
+        ++st.execs;
+        st.Complete(i);
+        continue;
+      }
+      if (st.coverage.Add(ConfigFeatures(cfg))) wd.SaveCorpus(cfg);
+      nlohmann::json task = {{"index", i}, {"config", ConfigToJson(cfg)}};
+      if (i == opts.debug_crash_at) task["debug"] = "crash";
+      if (i == opts.debug_hang_at) task["debug"] = "hang";
+      pool.Submit(task);
+      in_flight[i] = std::move(cfg);
+    }
+    if (pool.Busy() == 0 && (stop || (opts.runs > 0 && next >= opts.runs))) break;
+    for (const PoolEvent& e : pool.Poll(kPollWait)) {
+      auto it = in_flight.find(e.index);
+      if (it == in_flight.end()) continue;
+      const Config cfg = it->second;
+      in_flight.erase(it);
+      nlohmann::json verdict =
+          e.kind == PoolEvent::kResult  ? e.result.value("verdict", nlohmann::json::object())
+          : e.kind == PoolEvent::kCrash ? WorkerVerdict("crash", e.detail, cfg)
+                                        : WorkerVerdict("hang", e.detail, cfg);
+      const std::string kind = verdict.value("kind", "crash");
+      if (kind == "inconclusive") {
+        ++st.inconclusive;
+      } else if (kind != "pass") {
+        ++st.findings;
+        found = true;
+        const nlohmann::json report = e.result.is_object() && e.result.contains("report")
+                                          ? e.result["report"]
+                                          : nlohmann::json{{"verdict", verdict}, {"config", ConfigToJson(cfg)}};
+        StatusOr<bool> rec = wd.RecordFinding(verdict, cfg, report, e.index, elapsed());
+        if (!rec.ok()) return rec.status();
+        if (rec.value()) {
+          ++sum.new_unique;
+          log << "INFO: new finding sig=" << verdict.value("signature", "?") << " index=" << e.index
+              << " seed=" << cfg.seed << " dir=" << wd.FindingDir(verdict.value("signature", "?"))
+              << "\nINFO:   " << verdict.value("message", "") << std::endl;
+        }
+      }
+      ++st.execs;
+      st.Complete(e.index);
+      if (kind != "pass" || std::chrono::duration<double>(Clock::now() - last_stats).count() > kStatsEverySeconds) {
+        const Status s = wd.SaveStats(StatsJson(opts, st, elapsed()));
+        if (!s.ok()) return s;
+        last_stats = Clock::now();
+      }
+    }
+    if (std::chrono::duration<double>(Clock::now() - last_progress).count() >= opts.progress_every_s) {
+      progress("INFO");
+      last_progress = Clock::now();
+    }
+  }
+  sum.interrupted = g_interrupted != 0;
+  std::signal(SIGINT, old_int);
+  std::signal(SIGTERM, old_term);
+  const Status s = wd.SaveStats(StatsJson(opts, st, elapsed()));
+  if (!s.ok()) return s;
+  progress("INFO");
+  sum.execs = st.execs;
+  sum.findings = st.findings;
+  sum.inconclusive = st.inconclusive;
+  sum.rejected = st.rejected;
+  sum.pairs_covered = st.coverage.covered();
+  sum.pairs_possible = st.coverage.possible();
+  sum.elapsed_s = elapsed();
+  sum.signatures = Signatures(opts.workdir);
+  sum.unique = static_cast<int64_t>(sum.signatures.size());
+  return sum;
+}
+
+}  // namespace paradiff

@@ -1,0 +1,353 @@
+// GenerateConfig and the per-field draws it shares with MutateConfig. Owns the generated
+// distribution: which layouts, sizes, precisions and optimizers are drawn and how often, weighted
+// toward bug territory (BUGZOO.md): odd and prime world sizes, parameter counts dp does not divide,
+// vocabularies 4*tp does not divide, layers pp does not divide, buckets smaller than one tensor or
+// larger than all, accumulation > 1, bf16 with and without master weights, every ZeRO stage.
+//
+// Note [Exotic decay]: DomainOptions::accept filters what this engine build cannot run (today tp,
+// pp, sp, loss scaling, checkpoints and non-local backends). A rejected draw is redrawn with the
+// probability of those "exotic" features halved, so a strict predicate costs a few cheap redraws
+// (Validate + accept are microseconds) while a permissive one still sees them often.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "core/model_spec.h"
+#include "fuzz/config_domain.h"
+#include "fuzz/config_domain_internal.h"
+
+namespace paradiff {
+namespace domain_internal {
+namespace {
+
+constexpr int kMaxGenerateAttempts = 1000;
+constexpr int kExoticDecayAttempts = 12;  // after that, no exotic feature at all
+constexpr double kExactShare = 0.12;      // model.kind=exact_linear
+constexpr double kTpShare = 0.35;         // tp > 1 (times the exotic factor)
+constexpr double kPpShare = 0.35;         // pp > 1 (times the exotic factor)
+constexpr double kSpShare = 0.4;          // sp, given tp > 1 (times the exotic factor)
+constexpr double kCheckpointShare = 0.15;
+constexpr double kBackendShare = 0.04;
+constexpr double kUnevenDpShare = 0.85;  // nudge the model so dp does not divide its parameters
+constexpr int kMaxNudges = 16;
+
+// x rounded to two significant digits, so configs print short numbers.
+double Round2(double x) {
+  const double scale = std::pow(10.0, 1.0 - std::floor(std::log10(x)));
+  return std::round(x * scale) / scale;
+}
+
+double LogUniform(SeqRng& rng, double lo, double hi) {
+  const double u = static_cast<double>(rng.Next() >> 11) * (1.0 / 9007199254740992.0);
+  return lo * std::pow(hi / lo, u);
+}
+
+template <class T>
+T Pick(SeqRng& rng, const std::vector<T>& v) {
+  return v[rng.Below(v.size())];
+}
+
+// A vocabulary in range, usually not a multiple of 4*tp (the tp padding case).
+int64_t DrawVocab(SeqRng& rng, int64_t tp) {
+  int64_t v = rng.Range(kMinVocab, kMaxVocab);
+  if (tp > 1 && v % (4 * tp) == 0 && rng.Chance(0.85)) v += v < kMaxVocab ? 1 : -1;
+  return v;
+}
+
+// seq_len in range; a multiple of tp under sequence parallelism.
+int64_t DrawSeqLen(SeqRng& rng, const Config& c) {
+  int64_t s = rng.Range(kMinSeqLen, kMaxSeqLen);
+  const int64_t tp = c.parallel.tp;
+  if (c.parallel.sp) s = std::max(s / tp * tp, RoundUpTo(kMinSeqLen, tp));
+  return s;
+}
+
+int64_t DrawHeadDim(SeqRng& rng, int64_t heads, int64_t max_hidden) {
+  const int64_t max_hd = std::max<int64_t>(1, std::min(kMaxHeadDim, max_hidden / heads));
+  return rng.Range(std::min<int64_t>(2, max_hd), max_hd);
+}
+
+int64_t DrawTp(SeqRng& rng, int64_t max_world, int64_t max_hidden, double exotic) {
+  if (!rng.Chance(kTpShare * exotic)) return 1;
+  const int64_t tp = Pick<int64_t>(rng, {2, 2, 3, 4});
+  return tp <= max_world && tp <= max_hidden ? tp : 1;
+}
+
+int64_t DrawPp(SeqRng& rng, int64_t max_pp, double exotic) {
+  if (max_pp < 2 || !rng.Chance(kPpShare * exotic)) return 1;
+  return rng.Range(2, std::min(kMaxPp, max_pp));
+}
+
+void DrawSchedule(Config& c, SeqRng& rng, int64_t max_layers) {
+  ParallelConfig& p = c.parallel;
+  if (p.pp == 1) return;  // defaults: 1f1b, one chunk per stage
+  if (2 * p.pp <= max_layers && rng.Chance(0.3)) {
+    p.schedule = Schedule::kInterleaved;
+    p.virtual_stages = rng.Range(2, std::min(kMaxVirtualStages, max_layers / p.pp));
+  } else {
+    p.schedule = rng.Chance(0.5) ? Schedule::kGpipe : Schedule::k1F1B;
+  }
+}
+
+// layers >= pp * virtual_stages, usually not a multiple of pp when pp > 1.
+int64_t DrawLayers(SeqRng& rng, const ParallelConfig& p, int64_t max_layers) {
+  const int64_t lo = p.pp * p.virtual_stages, hi = std::max(lo, max_layers);
+  int64_t layers = rng.Range(lo, hi);
+  if (p.pp > 1 && layers % p.pp == 0 && rng.Chance(0.7)) {
+    std::vector<int64_t> uneven;
+    for (int64_t l = lo; l <= hi; ++l)
+      if (l % p.pp != 0) uneven.push_back(l);
+    if (!uneven.empty()) layers = Pick(rng, uneven);
+  }
+  return layers;
+}
+
+void DrawPartition(Config& c, SeqRng& rng) {
+  ParallelConfig& p = c.parallel;
+  if (p.pp == 1) return;
+  const uint64_t r = rng.Below(4);
+  if (r < 2) return;  // uniform
+  if (r == 2) {
+    p.partition = PartitionMethod::kParameters;
+    return;
+  }
+  const int64_t chunks = p.pp * p.virtual_stages;
+  p.partition = PartitionMethod::kExplicit;
+  p.partition_layers.assign(static_cast<size_t>(chunks), 1);
+  for (int64_t extra = c.model.layers - chunks; extra > 0; --extra)
+    ++p.partition_layers[rng.Below(static_cast<uint64_t>(chunks))];
+}
+
+void DrawGptModel(Config& c, SeqRng& rng, int64_t max_layers, int64_t max_hidden) {
+  ModelConfig& m = c.model;
+  const int64_t tp = c.parallel.tp;
+  std::vector<int64_t> heads;
+  for (int64_t h : {1, 2, 3, 4, 6, 8})
+    if (h % tp == 0 && h <= max_hidden && (tp == 3 || h % 3 != 0)) heads.push_back(h);
+  m.heads = Pick(rng, heads);
+  DrawKvHeads(c, rng);
+  m.hidden = m.heads * DrawHeadDim(rng, m.heads, max_hidden);
+  m.ffn = std::max(tp, rng.Range(std::max<int64_t>(1, m.hidden / 2), 4 * m.hidden) / tp * tp);
+  m.vocab = DrawVocab(rng, tp);
+  m.seq_len = DrawSeqLen(rng, c);
+  m.layers = DrawLayers(rng, c.parallel, max_layers);
+  m.tied_embeddings = rng.Chance(0.5);
+  m.position_embeddings = rng.Chance(0.7);
+  m.activation = rng.Chance(0.4) ? Activation::kSwiglu : Activation::kGelu;
+}
+
+// exact_linear: power-of-two sizes so every intermediate is dyadic (Note [Sharded generation]).
+void DrawExactModel(Config& c, SeqRng& rng, int64_t max_layers, int64_t max_hidden) {
+  std::vector<int64_t> hidden;
+  for (int64_t h = 1; h <= max_hidden; h *= 2)
+    if (h >= 4 || max_hidden < 4) hidden.push_back(h);
+  c.model.hidden = Pick(rng, hidden);
+  c.model.seq_len = Pick<int64_t>(rng, {4, 8, 16});
+  c.model.layers = DrawLayers(rng, c.parallel, max_layers);
+}
+
+void DrawCheckpoint(Config& c, SeqRng& rng, double exotic) {
+  if (c.steps < 2 || !rng.Chance(kCheckpointShare * exotic)) return;
+  CheckpointConfig& k = c.checkpoint;
+  k.save_at = rng.Range(1, c.steps - 1);
+  k.reload.tp = rng.Chance(0.5) ? c.parallel.tp : 1;
+  k.reload.pp = rng.Range(1, std::min(kMaxPp, c.model.layers));
+  k.reload.dp = rng.Range(1, 4);
+  k.reload.zero_stage = rng.Range(0, k.reload.pp > 1 ? 2 : 3);
+}
+
+Config DrawConfig(SeqRng& rng, const DomainOptions& opts, double exotic) {
+  const ResourceBudget budget = DomainBudget();
+  const int64_t max_world = std::clamp<int64_t>(opts.max_world, 1, budget.max_world);
+  const int64_t max_layers = std::clamp<int64_t>(opts.max_layers, 1, budget.max_layers);
+  const int64_t max_hidden = std::max<int64_t>(1, opts.max_hidden);
+  Config c;
+  c.seed = rng.Next() >> 16;
+  c.faults = opts.faults;
+  const bool exact = rng.Chance(kExactShare);
+  c.model.kind = exact ? ModelKind::kExactLinear : ModelKind::kGpt;
+  ParallelConfig& p = c.parallel;
+  p.tp = exact ? 1 : DrawTp(rng, max_world, max_hidden, exotic);
+  p.pp = DrawPp(rng, std::min(max_world / p.tp, max_layers), exotic);
+  p.dp = DrawDp(rng, max_world / (p.tp * p.pp));
+  FixWorld(c);
+  DrawSchedule(c, rng, max_layers);
+  p.sp = p.tp > 1 && rng.Chance(kSpShare * exotic);
+  if (exact)
+    DrawExactModel(c, rng, max_layers, max_hidden);
+  else
+    DrawGptModel(c, rng, max_layers, max_hidden);
+  DrawPartition(c, rng);
+  c.batch.micro_batch = rng.Range(1, exact ? 2 : kMaxMicroBatch);
+  DrawAccumulation(c, rng);
+  c.zero.stage = rng.Range(0, p.pp > 1 ? 2 : 3);
+  c.zero.align_elems = DrawAlign(rng);
+  if (!exact && p.dp > 1 && rng.Chance(kUnevenDpShare)) NudgeUnevenDp(c, rng, opts);
+  DrawBucket(c, rng);
+  DrawPrecision(c, rng, exotic);
+  DrawOptimizer(c, rng);
+  DrawClip(c, rng);
+  c.steps = DrawSteps(rng, opts);
+  DrawCheckpoint(c, rng, exotic);
+  if (rng.Chance(kBackendShare * exotic))
+    c.backend = rng.Chance(0.5) ? Backend::kMpi : Backend::kNccl;
+  return c;
+}
+
+}  // namespace
+
+int64_t DrawDp(SeqRng& rng, int64_t max_dp) {
+  if (max_dp <= 1 || rng.Chance(0.12)) return 1;
+  // Weights: 1, +2 when odd, +2 when prime (2 -> 3, 3 -> 5, 4 -> 1, 5 -> 5, 9 -> 3).
+  std::vector<int64_t> weighted;
+  for (int64_t d = 2; d <= max_dp; ++d) {
+    const int64_t w = 1 + (d % 2 == 1 ? 2 : 0) + (IsPrime(d) ? 2 : 0);
+    weighted.insert(weighted.end(), static_cast<size_t>(w), d);
+  }
+  return Pick(rng, weighted);
+}
+
+void DrawKvHeads(Config& c, SeqRng& rng) {
+  ModelConfig& m = c.model;
+  const int64_t tp = c.parallel.tp;
+  std::vector<int64_t> grouped;  // 1 < kv < heads, fitting heads and tp
+  for (int64_t kv = 2; kv < m.heads; ++kv)
+    if (m.heads % kv == 0 && (kv >= tp ? kv % tp == 0 : tp % kv == 0)) grouped.push_back(kv);
+  const bool mqa_fits = m.heads > 1;  // kv=1 fits every tp (tp % 1 == 0)
+  const uint64_t r = rng.Below(100);
+  if (r < 50 || (!mqa_fits && grouped.empty())) {
+    m.kv_heads = m.heads;  // multi-head attention
+  } else if (grouped.empty() || (mqa_fits && r < 70)) {
+    m.kv_heads = 1;  // multi-query: replicated across tp ranks when tp > 1
+  } else {
+    m.kv_heads = Pick(rng, grouped);
+  }
+}
+
+void DrawBucket(Config& c, SeqRng& rng) {
+  const int64_t total = std::max<int64_t>(1, ModelParameterCount(c.model));
+  const double r = static_cast<double>(rng.Below(100)) / 100.0;
+  if (r < 0.35) {
+    c.zero.bucket_elems = rng.Range(kSmallBucketMin, kSmallBucketMax);
+  } else if (r < 0.7) {
+    const int64_t lo = std::min(kSmallBucketMax + 1, total);
+    c.zero.bucket_elems = rng.Range(lo, std::max(lo, total - 1));
+  } else {
+    c.zero.bucket_elems = rng.Range(total, 2 * total);
+  }
+}
+
+int64_t DrawAlign(SeqRng& rng) {
+  return rng.Chance(0.5) ? 1 : int64_t{1} << rng.Range(1, kMaxAlignLog2);
+}
+
+void DrawPrecision(Config& c, SeqRng& rng, double exotic) {
+  PrecisionConfig& p = c.precision;
+  p = PrecisionConfig{};
+  if (c.model.kind == ModelKind::kExactLinear) return;
+  const uint64_t r = rng.Below(100);
+  if (r < 40) return;  // fp32
+  if (r < 48) {        // fp32 parameters, bf16 math
+    p.compute = DType::kBf16;
+    return;
+  }
+  const DType low = r < 90 ? DType::kBf16 : DType::kFp16;
+  p.param = p.compute = low;
+  p.master_weights = rng.Chance(0.6);
+  if (rng.Chance(0.3)) p.reduce = low;
+  if (rng.Chance(0.15)) p.accumulate = low;
+  if (low == DType::kFp16 && rng.Chance(0.6 * exotic)) {
+    LossScaleConfig& s = p.loss_scale;
+    s.mode = rng.Chance(0.7) ? LossScaleMode::kDynamic : LossScaleMode::kStatic;
+    s.init = std::ldexp(1.0, static_cast<int>(rng.Range(4, 16)));
+    s.growth_interval = rng.Range(1, 4);
+    s.hysteresis = rng.Range(1, 2);
+  }
+}
+
+void DrawOptimizer(Config& c, SeqRng& rng) {
+  OptimizerConfig& o = c.optimizer;
+  o = OptimizerConfig{};
+  if (c.model.kind == ModelKind::kExactLinear) {  // dyadic: exact in any reduction order
+    o.kind = OptimizerKind::kSgd;
+    o.lr = std::ldexp(1.0, static_cast<int>(rng.Range(-5, -2)));
+    o.momentum = rng.Chance(0.5) ? 0.0 : 0.5;
+    return;
+  }
+  const uint64_t r = rng.Below(10);
+  o.kind = r < 3 ? OptimizerKind::kSgd : r < 6 ? OptimizerKind::kAdam : OptimizerKind::kAdamW;
+  if (o.kind == OptimizerKind::kSgd) {
+    o.lr = Round2(LogUniform(rng, 0.05, 0.5));
+    o.momentum = rng.Chance(0.3) ? 0.0 : 0.9;
+  } else {
+    o.lr = Round2(LogUniform(rng, 1e-3, 2e-2));
+  }
+  if (rng.Chance(0.35)) o.weight_decay = Round2(LogUniform(rng, 0.01, 0.1));
+}
+
+void DrawClip(Config& c, SeqRng& rng) {
+  c.clip_grad_norm = 0.0;
+  if (c.model.kind == ModelKind::kGpt && rng.Chance(0.3))
+    c.clip_grad_norm = Round2(LogUniform(rng, 0.05, 1.0));
+}
+
+void DrawAccumulation(Config& c, SeqRng& rng) {
+  const int64_t pp = c.parallel.pp;
+  if (c.parallel.schedule == Schedule::kInterleaved) {
+    c.batch.accumulation_steps = pp * rng.Range(1, std::max<int64_t>(1, kMaxAccumulation / pp));
+    return;
+  }
+  c.batch.accumulation_steps = rng.Chance(0.3) ? 1 : rng.Range(2, kMaxAccumulation);
+}
+
+int64_t DrawSteps(SeqRng& rng, const DomainOptions& opts) {
+  const int64_t max_steps = std::clamp<int64_t>(opts.max_steps, 1, DomainBudget().max_steps);
+  if (max_steps == 1 || rng.Chance(0.2)) return 1;
+  return rng.Range(2, max_steps);
+}
+
+bool NudgeUnevenDp(Config& c, SeqRng& rng, const DomainOptions& opts) {
+  ModelConfig& m = c.model;
+  const int64_t dp = c.parallel.dp, tp = c.parallel.tp;
+  if (m.kind != ModelKind::kGpt || dp < 2 || !SaneModel(m)) return false;
+  // Both the logical count and the aligned flat buffer (what ZeRO partitions) must not divide.
+  const auto uneven = [&] {
+    return ModelParameterCount(m) % dp != 0 && FlatNumel(m, c.zero.align_elems) % dp != 0;
+  };
+  for (int i = 0; i < kMaxNudges && !uneven(); ++i) {
+    switch (rng.Below(4)) {
+      case 0:
+        m.vocab = DrawVocab(rng, tp);
+        break;
+      case 1:
+        m.ffn = std::max(tp, m.ffn + tp * (rng.Chance(0.5) ? 1 : -1));
+        break;
+      case 2:
+        m.seq_len = DrawSeqLen(rng, c);
+        break;
+      default:
+        m.hidden = m.heads * DrawHeadDim(rng, m.heads, opts.max_hidden);
+        break;
+    }
+  }
+  return uneven();
+}
+
+}  // namespace domain_internal
+
+Config GenerateConfig(SeqRng& rng, const DomainOptions& opts) {
+  using namespace domain_internal;  // NOLINT(build/namespaces): this file implements it
+  if (opts.invalid_share > 0 && rng.Chance(opts.invalid_share)) {
+    DomainOptions valid = opts;
+    valid.invalid_share = 0;
+    return BreakOneRule(GenerateConfig(rng, valid), rng);
+  }
+  for (int attempt = 0; attempt < kMaxGenerateAttempts; ++attempt) {
+    const double exotic = attempt < kExoticDecayAttempts ? std::ldexp(1.0, -attempt) : 0.0;
+    Config c = DrawConfig(rng, opts, exotic);
+    if (Passes(c, opts)) return c;
+  }
+  return FallbackConfig(rng, opts);
+}
+
+}  // namespace paradiff

@@ -1,0 +1,80 @@
+#include "fuzz/workdir.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "core/atomic_file.h"
+#include "core/config_json.h"
+#include "core/rng.h"
+
+namespace paradiff {
+
+namespace {
+
+StatusOr<nlohmann::json> ReadJson(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return nlohmann::json::object();
+  std::stringstream ss;
+  ss << in.rdbuf();
+  nlohmann::json j = nlohmann::json::parse(ss.str(), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return Status::Error(path, path + ": corrupt JSON (delete it to start over)");
+  return j;
+}
+
+}  // namespace
+
+std::string ConfigHash(const Config& cfg) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx",
+                static_cast<unsigned long long>(Mix64(HashName(WriteConfig(cfg)))));
+  return buf;
+}
+
+StatusOr<nlohmann::json> WorkDir::LoadStats() const { return ReadJson(root_ + "/stats.json"); }
+
+Status WorkDir::SaveStats(const nlohmann::json& stats) const {
+  return WriteFileAtomic(root_ + "/stats.json", stats.dump(2) + "\n");
+}
+
+std::string WorkDir::FindingDir(const std::string& signature) const {
+  return root_ + "/findings/" + signature;
+}
+
+StatusOr<bool> WorkDir::RecordFinding(const nlohmann::json& v, const Config& cfg,
+                                      const nlohmann::json& report, int64_t index,
+                                      double elapsed_s) const {
+  const std::string sig = v.value("signature", "unknown");
+  const std::string dir = FindingDir(sig);
+  StatusOr<nlohmann::json> loaded = ReadJson(dir + "/meta.json");
+  if (!loaded.ok()) return loaded.status();
+  nlohmann::json meta = loaded.value();
+  const bool is_new = meta.empty();
+  if (is_new) {
+    // Reproducer first, meta last: meta.json existing means the finding is complete.
+    Status s = WriteFileAtomic(dir + "/config.json", WriteConfig(cfg));
+    s.Merge(WriteFileAtomic(dir + "/report.json", report.dump(2) + "\n"));
+    s.Merge(WriteFileAtomic(dir + "/log", v.value("message", "") + "\n"));
+    if (!s.ok()) return s;
+    meta = {{"signature", sig}, {"kind", v.value("kind", "")}, {"oracle", v.value("oracle", "")},
+            {"first_seen_index", index}, {"first_seen_s", elapsed_s}, {"seed", cfg.seed},
+            {"indices", nlohmann::json::array()}};
+  }
+  std::set<int64_t> indices = meta["indices"].get<std::set<int64_t>>();
+  if (indices.count(index)) return is_new;
+  indices.insert(index);
+  meta["indices"] = indices;
+  meta["count"] = indices.size();
+  meta["last_seen_index"] = index;
+  meta["last_seen_s"] = elapsed_s;
+  Status s = WriteFileAtomic(dir + "/meta.json", meta.dump(2) + "\n");
+  if (!s.ok()) return s;
+  return is_new;
+}
+
+Status WorkDir::SaveCorpus(const Config& cfg) const {
+  return WriteFileAtomic(root_ + "/corpus/" + ConfigHash(cfg) + ".json", WriteConfig(cfg));
+}
+
+}  // namespace paradiff

@@ -1,0 +1,53 @@
+// WorkDir: a campaign's persistent state on disk. Every write is atomic (core/atomic_file.h) and
+// idempotent, so a campaign killed at any point (SIGINT or SIGKILL) resumes from it with nothing
+// lost and nothing counted twice (Note [Idempotent findings]).
+//
+//   DIR/stats.json                      seed, options, completed execution indices, counters
+//   DIR/findings/<signature>/config.json    the first config that showed it (a reproducer)
+//   DIR/findings/<signature>/report.json    its full report
+//   DIR/findings/<signature>/log            the finding's message
+//   DIR/findings/<signature>/meta.json      kind, count, first/last seen, execution indices
+//   DIR/corpus/<hash>.json              configs that covered a new feature pair
+//
+// Note [Idempotent findings]: meta.json keeps the set of execution indices that showed the
+// signature; recording an index twice (a resumed campaign re-running an execution whose result
+// was stored but not yet marked complete in stats.json) changes nothing, and count = |indices|.
+#pragma once
+
+#include <cstdint>
+#include <set>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/config.h"
+#include "core/status.h"
+
+namespace paradiff {
+
+class WorkDir {
+ public:
+  explicit WorkDir(std::string root) : root_(std::move(root)) {}
+  const std::string& root() const { return root_; }
+
+  // Loads DIR/stats.json; an absent file gives an empty object. A corrupt one is an error.
+  StatusOr<nlohmann::json> LoadStats() const;
+  Status SaveStats(const nlohmann::json& stats) const;
+
+  // Records that execution `index` showed the finding `verdict` (VerdictJson form: signature, kind,
+  // oracle, message) on `cfg`. Returns true when the signature is new to this work dir.
+  StatusOr<bool> RecordFinding(const nlohmann::json& verdict, const Config& cfg,
+                               const nlohmann::json& report, int64_t index, double elapsed_s) const;
+  // Saves an interesting config to DIR/corpus/ (named by its content hash).
+  Status SaveCorpus(const Config& cfg) const;
+
+  std::string FindingDir(const std::string& signature) const;
+
+ private:
+  std::string root_;
+};
+
+// Content hash of a config's stable JSON bytes (16 hex digits).
+std::string ConfigHash(const Config& cfg);
+
+}  // namespace paradiff

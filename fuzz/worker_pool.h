@@ -1,0 +1,59 @@
+// WorkerPool: child processes running `paradiff worker` (fuzz/worker.h), each with a memory limit,
+// fed one task at a time over pipes. The pool notices a worker that died (crash) or overran its
+// task's time limit (hang: the worker is killed), reports the lost task, and starts a fresh worker.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace paradiff {
+
+struct PoolEvent {
+  enum Kind { kResult, kCrash, kTimeout } kind = kResult;
+  int64_t index = -1;
+  nlohmann::json result;  // kResult: the worker's line
+  std::string detail;     // kCrash: how the worker ended (signal / exit code); kTimeout: the limit
+};
+
+class WorkerPool {
+ public:
+  // `exe`: the paradiff binary; `mem_mb`: address-space limit per worker (0 = none).
+  WorkerPool(std::string exe, int jobs, int64_t mem_mb, std::chrono::milliseconds task_timeout);
+  ~WorkerPool();  // kills every worker
+  WorkerPool(const WorkerPool&) = delete;
+  WorkerPool& operator=(const WorkerPool&) = delete;
+
+  bool HasIdle() const;
+  int Busy() const;
+  // Sends `task` (a JSON object with "index") to an idle worker. Returns false if none is idle.
+  bool Submit(const nlohmann::json& task);
+  // Waits up to `wait` for events; returns what happened (possibly nothing).
+  std::vector<PoolEvent> Poll(std::chrono::milliseconds wait);
+  int64_t restarts() const { return restarts_; }
+
+ private:
+  struct Worker {
+    pid_t pid = -1;
+    int to = -1, from = -1;
+    std::string buffer;
+    int64_t task = -1;
+    std::chrono::steady_clock::time_point started;
+  };
+  void Start(Worker& w);
+  void Stop(Worker& w, bool kill);
+  std::string Reap(Worker& w);
+
+  std::string exe_;
+  int64_t mem_mb_;
+  std::chrono::milliseconds task_timeout_;
+  std::vector<Worker> workers_;
+  int64_t restarts_ = 0;
+};
+
+}  // namespace paradiff

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# End-to-end tests of `paradiff campaign`: clean runs, injected bugs found and replayed, worker
+# crashes and hangs recorded, kill-and-resume losing and double-counting nothing.
+# Usage: campaign_test.sh PARADIFF_BINARY CASE
+set -u
+P=$1
+CASE=$2
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+fail() { echo "FAIL: $CASE: $*"; exit 1; }
+expect() {
+  local want=$1; shift
+  "$@" >"$TMP/out" 2>&1
+  local got=$?
+  [ "$got" -eq "$want" ] || { tail -30 "$TMP/out"; fail "'$*' exited $got, expected $want"; }
+}
+has() { grep -qE -- "$1" "$TMP/out" || { tail -30 "$TMP/out"; fail "output lacks /$1/"; }; }
+stat_of() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$1/stats.json" "$2"; }
+# Sum over findings of meta.json's count, and the sorted signatures.
+findings_of() {
+  python3 - "$1" <<'PY'
+import json, os, sys
+d = os.path.join(sys.argv[1], "findings")
+sigs = sorted(os.listdir(d)) if os.path.isdir(d) else []
+total = sum(json.load(open(os.path.join(d, s, "meta.json")))["count"] for s in sigs)
+print(total, " ".join(sigs))
+PY
+}
+
+case $CASE in
+  clean)
+    expect 0 "$P" campaign --workdir "$TMP/w" --runs 24 --jobs 2 --seed 7
+    has "SUMMARY: paradiff: campaign CLEAN seed=7 execs=24 findings=0"
+    has "INFO: campaign elapsed=.* execs/s=.* pairs=[0-9]+/[0-9]+"
+    [ "$(stat_of "$TMP/w" done_below)" = 24 ] || fail "stats.json done_below != 24"
+    ls "$TMP/w/corpus/"*.json >/dev/null 2>&1 || fail "no corpus configs saved"
+    ;;
+  injected_found_and_replayed)
+    expect 3 "$P" campaign --workdir "$TMP/w" --runs 200 --jobs 2 --seed 3 \
+      --inject zero.uneven_last_shard --stop-on-first
+    has "SUMMARY: paradiff: campaign FINDINGS"
+    sig=$(ls "$TMP/w/findings" | head -1)
+    [ -n "$sig" ] || fail "no finding stored"
+    for f in config.json report.json log meta.json; do
+      [ -f "$TMP/w/findings/$sig/$f" ] || fail "finding lacks $f"
+    done
+    expect 3 "$P" run "$TMP/w/findings/$sig/config.json"
+    has "SUMMARY: paradiff: FINDING kind=[a-z-]+ sig=$sig "
+    ;;
+  crash_and_hang_recorded)
+    expect 3 "$P" campaign --workdir "$TMP/w" --runs 16 --jobs 2 --seed 5 \
+      --debug-crash-at 3 --debug-hang-at 6 --task-timeout-s 3
+    has "execs=16"
+    [ -f "$TMP/w/findings/crash.worker.-.-.worker-died/meta.json" ] || fail "crash not recorded"
+    [ -f "$TMP/w/findings/hang.worker.-.-.timeout/meta.json" ] || fail "hang not recorded"
+    ;;
+  kill_and_resume)
+    args=(campaign --runs 64 --jobs 2 --seed 11 --inject comm.rank_dependent_bucket_order)
+    expect 3 "$P" "${args[@]}" --workdir "$TMP/ref"
+    "$P" "${args[@]}" --workdir "$TMP/w" >"$TMP/first" 2>&1 &
+    pid=$!
+    for _ in $(seq 1 100); do  # until some progress is on disk, then kill -9
+      [ -f "$TMP/w/stats.json" ] && [ "$(stat_of "$TMP/w" execs)" -ge 8 ] && break
+      sleep 0.1
+    done
+    kill -9 "$pid"; wait "$pid" 2>/dev/null
+    [ "$(stat_of "$TMP/w" done_below)" -lt 64 ] || fail "the campaign finished before the kill"
+    expect 3 "$P" "${args[@]}" --workdir "$TMP/w"
+    has "resume_from=[1-9]"
+    [ "$(stat_of "$TMP/w" execs)" = 64 ] || fail "resumed execs $(stat_of "$TMP/w" execs) != 64"
+    [ "$(findings_of "$TMP/w")" = "$(findings_of "$TMP/ref")" ] ||
+      fail "resumed findings '$(findings_of "$TMP/w")' != uninterrupted '$(findings_of "$TMP/ref")'"
+    ;;
+  bad_options)
+    expect 2 "$P" campaign --workdir "$TMP/w"; has "--budget"
+    expect 2 "$P" campaign --workdir "$TMP/w" --budget 5parsecs; has "--budget=5parsecs"
+    expect 2 "$P" campaign --workdir "$TMP/w" --runs 4 --inject nope; has "unknown fault"
+    expect 0 "$P" campaign --workdir "$TMP/w" --runs 2 --seed 1
+    expect 2 "$P" campaign --workdir "$TMP/w" --runs 4 --seed 2; has "differs from the work dir"
+    ;;
+  *) fail "unknown case" ;;
+esac
+echo "PASS: $CASE"

@@ -1,0 +1,353 @@
+// Tests of fuzz/config_domain.h: generated configs are valid and accepted, reproducible from the
+// seed and weighted toward bug territory (distribution checks that fail when a weight is lost);
+// invalid_share produces configs Validate rejects; mutations stay valid and change something;
+// shrink candidates are valid and smaller or simpler; features are deterministic.
+#include "fuzz/config_domain.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/budget.h"
+#include "core/config_json.h"
+#include "core/model_spec.h"
+#include "core/validate.h"
+#include "kernels/engine.h"
+
+namespace paradiff {
+namespace {
+
+constexpr int kSamples = 2000;
+
+DomainOptions EngineOptions() {
+  DomainOptions opts;
+  opts.accept = [](const Config& c) { return EngineSupports(c).ok(); };
+  return opts;
+}
+
+std::vector<Config> Generate(uint64_t seed, const DomainOptions& opts, int n) {
+  SeqRng rng(seed);
+  std::vector<Config> out;
+  for (int i = 0; i < n; ++i) out.push_back(GenerateConfig(rng, opts));
+  return out;
+}
+
+void ExpectPasses(const Config& c, const DomainOptions& opts) {
+  const Status s = CheckConfig(c, ResourceBudget{});
+  EXPECT_TRUE(s.ok()) << s.ToString() << "\n" << WriteConfig(c);
+  if (opts.accept) {
+    EXPECT_TRUE(opts.accept(c)) << WriteConfig(c);
+  }
+}
+
+int64_t LargestTensor(const ModelConfig& m) {
+  int64_t largest = 0;
+  for (const ParamSpec& p : BuildModelSpec(m).params) largest = std::max(largest, p.numel());
+  return largest;
+}
+
+// End of the engine's flat buffer: every tensor starts at a multiple of align (FlatLayout).
+int64_t FlatNumel(const ModelConfig& m, int64_t align) {
+  int64_t off = 0;
+  for (const ParamSpec& p : BuildModelSpec(m).params)
+    off = (off + align - 1) / align * align + p.numel();
+  return off;
+}
+
+TEST(ConfigDomain, GeneratedConfigsAreValidAcceptedAndInBounds) {
+  const DomainOptions opts = EngineOptions();
+  for (const Config& c : Generate(1, opts, kSamples)) {
+    ExpectPasses(c, opts);
+    EXPECT_LE(c.parallel.world, opts.max_world);
+    EXPECT_LE(c.model.layers, opts.max_layers);
+    EXPECT_LE(c.model.hidden, opts.max_hidden);
+    EXPECT_LE(c.steps, opts.max_steps);
+  }
+}
+
+TEST(ConfigDomain, PermissiveGenerationIsValidAndReachesEveryLayout) {
+  DomainOptions opts;  // no accept predicate: tp, pp, sp, loss scaling, checkpoints all allowed
+  std::set<int64_t> tps, pps;
+  int interleaved = 0, sp = 0, tp_vocab_uneven = 0, tp_runs = 0, pp_layers_uneven = 0, pp_runs = 0,
+      loss_scaled = 0, checkpointed = 0;
+  for (const Config& c : Generate(2, opts, kSamples)) {
+    ExpectPasses(c, opts);
+    tps.insert(c.parallel.tp);
+    pps.insert(c.parallel.pp);
+    interleaved += c.parallel.schedule == Schedule::kInterleaved;
+    sp += c.parallel.sp;
+    loss_scaled += c.precision.loss_scale.mode != LossScaleMode::kNone;
+    checkpointed += c.checkpoint.save_at > 0;
+    if (c.parallel.tp > 1) {
+      ++tp_runs;
+      tp_vocab_uneven += c.model.vocab % (4 * c.parallel.tp) != 0;
+    }
+    if (c.parallel.pp > 1) {
+      ++pp_runs;
+      pp_layers_uneven += c.model.layers % c.parallel.pp != 0;
+    }
+  }
+  EXPECT_EQ(tps, (std::set<int64_t>{1, 2, 3, 4}));
+  EXPECT_EQ(pps, (std::set<int64_t>{1, 2, 3}));
+  EXPECT_GT(interleaved, 0);
+  EXPECT_GT(sp, 0);
+  EXPECT_GT(loss_scaled, 0);
+  EXPECT_GT(checkpointed, 0);
+  EXPECT_GE(tp_runs, kSamples / 5);
+  EXPECT_GE(pp_runs, kSamples / 5);
+  EXPECT_GE(tp_vocab_uneven * 10, tp_runs * 7);
+  EXPECT_GE(pp_layers_uneven * 10, pp_runs * 4);
+}
+
+TEST(ConfigDomain, SameSeedSameSequenceDifferentSeedsDiffer) {
+  const DomainOptions opts = EngineOptions();
+  const std::vector<Config> a = Generate(7, opts, 300), b = Generate(7, opts, 300);
+  const std::vector<Config> c = Generate(8, opts, 300);
+  int differ = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    ASSERT_EQ(WriteConfig(a[i]), WriteConfig(b[i])) << "config " << i;
+    differ += WriteConfig(a[i]) != WriteConfig(c[i]);
+  }
+  EXPECT_EQ(differ, 300);
+}
+
+TEST(ConfigDomain, DistributionLeansTowardBugTerritory) {
+  const std::vector<Config> configs = Generate(3, EngineOptions(), kSamples);
+  int dp_runs = 0, uneven = 0, accum = 0, bf16 = 0, bf16_no_master = 0, odd_world = 0,
+      prime_world = 0, small_bucket = 0, large_bucket = 0, exact = 0, gqa = 0, swiglu = 0, tied = 0,
+      clip = 0, fp16 = 0, uneven_bucket_edge = 0, aligned_dp_runs = 0, flat_uneven = 0;
+  std::set<int64_t> stages, worlds;
+  std::set<OptimizerKind> optimizers;
+  for (const Config& c : configs) {
+    const int64_t params = ModelParameterCount(c.model), dp = c.parallel.dp;
+    if (dp > 1) {
+      ++dp_runs;
+      uneven += params % dp != 0;
+      if (c.zero.align_elems > 1) {
+        ++aligned_dp_runs;
+        flat_uneven += FlatNumel(c.model, c.zero.align_elems) % dp != 0;
+      }
+    }
+    stages.insert(c.zero.stage);
+    worlds.insert(c.parallel.world);
+    optimizers.insert(c.optimizer.kind);
+    accum += c.batch.accumulation_steps > 1;
+    bf16 += c.precision.param == DType::kBf16;
+    bf16_no_master += c.precision.param == DType::kBf16 && !c.precision.master_weights;
+    fp16 += c.precision.param == DType::kFp16;
+    odd_world += c.parallel.world % 2 == 1 && c.parallel.world > 1;
+    prime_world += c.parallel.world == 3 || c.parallel.world == 5 || c.parallel.world == 7;
+    small_bucket += c.zero.bucket_elems < LargestTensor(c.model);
+    large_bucket += c.zero.bucket_elems >= params;
+    uneven_bucket_edge +=
+        c.zero.bucket_elems > LargestTensor(c.model) && c.zero.bucket_elems < params;
+    exact += c.model.kind == ModelKind::kExactLinear;
+    gqa += c.model.kind == ModelKind::kGpt && c.model.kv_heads < c.model.heads;
+    swiglu += c.model.activation == Activation::kSwiglu;
+    tied += c.model.tied_embeddings;
+    clip += c.clip_grad_norm > 0;
+  }
+  EXPECT_GE(dp_runs, kSamples * 7 / 10);
+  // Without the nudge toward uneven counts about 60% are uneven by chance; with it about 80%.
+  EXPECT_GE(uneven * 10, dp_runs * 7) << uneven << " of " << dp_runs;
+  // The aligned flat buffer (what ZeRO partitions): about 64% by chance, 73% with the nudge.
+  EXPECT_GE(flat_uneven * 10, aligned_dp_runs * 7) << flat_uneven << " of " << aligned_dp_runs;
+  EXPECT_EQ(stages, (std::set<int64_t>{0, 1, 2, 3}));
+  EXPECT_EQ(optimizers.size(), 3u);
+  EXPECT_GE(accum * 4, kSamples);
+  EXPECT_GE(bf16, kSamples / 10);
+  EXPECT_GT(bf16_no_master, 0);
+  EXPECT_GT(fp16, 0);
+  EXPECT_GE(odd_world, kSamples / 4);
+  EXPECT_GE(prime_world, kSamples / 4);
+  EXPECT_EQ(worlds.size(), 8u);  // every world size 1..max_world
+  EXPECT_GE(small_bucket, kSamples / 5);
+  EXPECT_GE(large_bucket, kSamples / 5);
+  EXPECT_GE(uneven_bucket_edge, kSamples / 10);
+  EXPECT_GE(exact, kSamples / 20);
+  EXPECT_GE(gqa, kSamples / 10);
+  EXPECT_GE(swiglu, kSamples / 10);
+  EXPECT_GE(tied, kSamples / 5);
+  EXPECT_LE(tied, kSamples * 4 / 5);
+  EXPECT_GE(clip, kSamples / 10);
+}
+
+TEST(ConfigDomain, ExactLinearConfigsAreDyadicFriendly) {
+  for (const Config& c : Generate(4, EngineOptions(), kSamples)) {
+    if (c.model.kind != ModelKind::kExactLinear) continue;
+    EXPECT_EQ(c.parallel.tp, 1);
+    EXPECT_EQ(c.optimizer.kind, OptimizerKind::kSgd);
+    for (int64_t v : {c.model.hidden, c.model.seq_len, c.batch.micro_batch})
+      EXPECT_EQ(v & (v - 1), 0) << WriteConfig(c);
+    int exponent = 0;
+    EXPECT_EQ(std::frexp(c.optimizer.lr, &exponent), 0.5) << c.optimizer.lr;
+    EXPECT_EQ(c.precision, PrecisionConfig{});
+  }
+}
+
+TEST(ConfigDomain, InvalidShareOneIsAlwaysRejected) {
+  DomainOptions opts = EngineOptions();
+  opts.invalid_share = 1.0;
+  std::set<std::string> fields;
+  for (const Config& c : Generate(5, opts, kSamples)) {
+    const Status s = Validate(c);
+    ASSERT_FALSE(s.ok()) << WriteConfig(c);
+    fields.insert(s.errors().front().field);
+  }
+  EXPECT_GE(fields.size(), 20u);  // many different rules are broken
+}
+
+TEST(ConfigDomain, FaultsAreCopiedIntoEveryConfig) {
+  DomainOptions opts = EngineOptions();
+  opts.faults = {"zero.uneven_last_shard", "gas.overwrite_grad"};
+  for (const Config& c : Generate(6, opts, 200)) {
+    EXPECT_EQ(c.faults, opts.faults);
+    ExpectPasses(c, opts);
+  }
+}
+
+TEST(ConfigDomain, RejectingEverythingFallsBackInsteadOfLooping) {
+  DomainOptions opts;
+  opts.accept = [](const Config&) { return false; };
+  SeqRng rng(9);
+  const Config c = GenerateConfig(rng, opts);
+  EXPECT_TRUE(CheckConfig(c, ResourceBudget{}).ok());
+  EXPECT_EQ(c.parallel.world, 1);
+}
+
+TEST(ConfigDomain, TinyBoundsAreRespected) {
+  DomainOptions opts = EngineOptions();
+  opts.max_world = 1;
+  opts.max_layers = 1;
+  opts.max_hidden = 4;
+  opts.max_steps = 1;
+  for (const Config& c : Generate(10, opts, 300)) {
+    ExpectPasses(c, opts);
+    EXPECT_EQ(c.parallel.world, 1);
+    EXPECT_EQ(c.model.layers, 1);
+    EXPECT_LE(c.model.hidden, 4);
+    EXPECT_EQ(c.steps, 1);
+  }
+}
+
+TEST(ConfigDomain, MutationsStayValidAndChangeSomething) {
+  for (const bool permissive : {false, true}) {
+    const DomainOptions opts = permissive ? DomainOptions{} : EngineOptions();
+    SeqRng rng(11);
+    int total = 0, changed = 0;
+    for (const Config& base : Generate(12, opts, 500)) {
+      const std::string before = WriteConfig(base);
+      for (int i = 0; i < 4; ++i, ++total) {
+        const Config m = MutateConfig(base, rng, opts);
+        ExpectPasses(m, opts);
+        changed += WriteConfig(m) != before;
+      }
+    }
+    EXPECT_GE(changed * 100, total * 95) << changed << " of " << total;
+  }
+}
+
+TEST(ConfigDomain, MutationsReachManyFields) {
+  const DomainOptions opts = EngineOptions();
+  SeqRng rng(13);
+  std::map<std::string, int> changed_keys;
+  for (const Config& base : Generate(14, opts, 300)) {
+    const nlohmann::json before = ConfigToJson(base);
+    const nlohmann::json after = ConfigToJson(MutateConfig(base, rng, opts));
+    for (const auto& patch : nlohmann::json::diff(before, after))
+      ++changed_keys[patch["path"].get<std::string>()];
+  }
+  EXPECT_GE(changed_keys.size(), 20u);
+}
+
+TEST(ConfigDomain, InvalidMutationsAreRejected) {
+  DomainOptions opts = EngineOptions();
+  opts.invalid_share = 1.0;
+  SeqRng rng(15);
+  for (const Config& base : Generate(16, EngineOptions(), 500))
+    EXPECT_FALSE(Validate(MutateConfig(base, rng, opts)).ok());
+}
+
+// A simple size measure and a count of non-default features; a shrink move lowers one and
+// raises neither.
+int64_t Size(const Config& c) {
+  const ModelConfig& m = c.model;
+  const ParallelConfig& p = c.parallel;
+  return p.tp + p.pp + p.dp + p.virtual_stages + m.layers + m.hidden + m.heads + m.ffn + m.vocab +
+         m.seq_len + c.batch.micro_batch + c.batch.accumulation_steps + c.steps;
+}
+
+int Complexity(const Config& c) {
+  const PrecisionConfig& pr = c.precision;
+  const OptimizerConfig& o = c.optimizer;
+  return static_cast<int>(c.zero.stage) + (pr.param != DType::kFp32) +
+         (pr.compute != DType::kFp32) + (pr.reduce != DType::kFp32) +
+         (pr.accumulate != DType::kFp32) + !pr.master_weights +
+         (pr.loss_scale.mode != LossScaleMode::kNone) + c.model.tied_embeddings +
+         c.model.position_embeddings + (c.model.activation != Activation::kGelu) +
+         (c.model.kv_heads != c.model.heads) + (c.clip_grad_norm > 0) +
+         (o.kind != OptimizerKind::kSgd) + (o.momentum > 0) + (o.weight_decay > 0) +
+         (c.checkpoint.save_at > 0) + c.parallel.sp + (c.parallel.schedule != Schedule::k1F1B) +
+         (c.parallel.partition != PartitionMethod::kUniform) + (c.zero.align_elems > 1) +
+         (c.backend != Backend::kLocal);
+}
+
+TEST(ConfigDomain, ShrinkCandidatesAreValidAndSmallerOrSimpler) {
+  DomainOptions opts;  // permissive, so tp / pp / sp / checkpoints get shrunk too
+  opts.faults = {"comm.rank_dependent_bucket_order"};
+  int with_candidates = 0;
+  for (const Config& c : Generate(17, opts, 500)) {
+    const std::vector<Config> candidates = ShrinkCandidates(c);
+    with_candidates += !candidates.empty();
+    std::set<std::string> seen;
+    for (const Config& s : candidates) {
+      EXPECT_TRUE(CheckConfig(s, ResourceBudget{}).ok()) << WriteConfig(s);
+      EXPECT_EQ(s.faults, c.faults);
+      EXPECT_TRUE(seen.insert(WriteConfig(s)).second) << "duplicate candidate";
+      EXPECT_NE(WriteConfig(s), WriteConfig(c));
+      const bool no_bigger = Size(s) <= Size(c) && Complexity(s) <= Complexity(c);
+      const bool some_smaller = Size(s) < Size(c) || Complexity(s) < Complexity(c);
+      EXPECT_TRUE(no_bigger && some_smaller) << WriteConfig(c) << "\n->\n" << WriteConfig(s);
+    }
+  }
+  EXPECT_EQ(with_candidates, 500);
+}
+
+TEST(ConfigDomain, GreedyShrinkingTerminatesAtATinyConfig) {
+  for (const Config& start : Generate(18, DomainOptions{}, 50)) {
+    Config c = start;
+    int steps = 0;
+    for (std::vector<Config> next = ShrinkCandidates(c); !next.empty() && steps < 1000;
+         next = ShrinkCandidates(c), ++steps)
+      c = next.front();
+    EXPECT_LT(steps, 1000);
+    EXPECT_EQ(c.parallel.world, 1);
+    EXPECT_EQ(c.model.layers, 1);
+    EXPECT_EQ(c.steps, 1);
+    EXPECT_EQ(c.zero.stage, 0);
+  }
+}
+
+TEST(ConfigDomain, FeaturesAreCategoricalAndDeterministic) {
+  std::set<std::string> all;
+  for (const Config& c : Generate(19, EngineOptions(), 500)) {
+    const std::vector<std::string> f = ConfigFeatures(c);
+    EXPECT_GE(f.size(), c.model.kind == ModelKind::kGpt ? 15u : 12u);
+    EXPECT_EQ(f, ConfigFeatures(c));
+    all.insert(f.begin(), f.end());
+  }
+  for (const char* expected :
+       {"model=gpt",  "model=exact", "dp=1",       "dp=2",         "dp=odd",     "dp=even>2",
+        "zero=0",     "zero=3",      "param=bf16", "master",       "nomaster",   "accum>1",
+        "accum=1",    "opt=sgd",     "opt=adamw",  "clip",         "tied",       "untied",
+        "act=swiglu", "kv=gqa",      "kv=mqa",     "bucket=small", "bucket=mid", "bucket=large",
+        "uneven.dp",  "even.dp",     "align>1"})
+    EXPECT_TRUE(all.count(expected)) << expected;
+}
+
+}  // namespace
+}  // namespace paradiff

@@ -1,0 +1,70 @@
+// `paradiff campaign` (the fuzzing campaign) and `paradiff worker` (its worker processes).
+#include <unistd.h>
+
+#include <climits>
+#include <cstdio>
+#include <iostream>
+
+#include "core/exit_codes.h"
+#include "fuzz/campaign.h"
+#include "fuzz/worker.h"
+#include "tools/cli.h"
+
+namespace paradiff {
+
+namespace {
+
+std::string SelfExe() {
+  char buf[PATH_MAX];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
+}
+
+}  // namespace
+
+int CmdWorker(const Args&) { return RunWorker(std::cin, std::cout); }
+
+int CmdCampaign(const Args& a) {
+  CampaignOptions o;
+  o.workdir = a.workdir;
+  if (!a.budget.empty()) {
+    o.budget_s = ParseDuration(a.budget);
+    if (o.budget_s <= 0) {
+      std::cerr << "ERROR: --budget=" << a.budget << ": expected a duration like 90s, 10m or 8h\n";
+      return kExitBadInput;
+    }
+  }
+  if (a.runs < 0 || a.task_timeout_s <= 0 || a.worker_mem_mb < 0) {
+    std::cerr << "ERROR: --runs, --task-timeout-s and --worker-mem-mb must not be negative\n";
+    return kExitBadInput;
+  }
+  o.runs = a.runs;
+  o.jobs = a.jobs;
+  o.seed = a.seed;
+  o.corpus_dir = a.corpus;
+  o.inject = a.inject;
+  o.stop_on_first = a.stop_on_first;
+  o.task_timeout_s = a.task_timeout_s;
+  o.worker_mem_mb = a.worker_mem_mb;
+  o.debug_crash_at = a.debug_crash_at;
+  o.debug_hang_at = a.debug_hang_at;
+  o.exe = SelfExe();
+  StatusOr<CampaignSummary> r = RunCampaign(o, std::cout);
+  if (!r.ok()) {
+    for (const auto& e : r.status().errors()) std::cerr << "ERROR: " << e.message << "\n";
+    return kExitBadInput;
+  }
+  const CampaignSummary& s = r.value();
+  for (const auto& sig : s.signatures) std::printf("INFO: finding %s/findings/%s\n", o.workdir.c_str(), sig.c_str());
+  std::printf("SUMMARY: paradiff: campaign %s seed=%llu execs=%lld findings=%lld unique=%lld new=%lld "
+              "inconclusive=%lld rejected=%lld pairs=%lld/%lld elapsed=%.0fs%s\n",
+              s.unique ? "FINDINGS" : "CLEAN", static_cast<unsigned long long>(o.seed),
+              static_cast<long long>(s.execs), static_cast<long long>(s.findings),
+              static_cast<long long>(s.unique), static_cast<long long>(s.new_unique),
+              static_cast<long long>(s.inconclusive), static_cast<long long>(s.rejected),
+              static_cast<long long>(s.pairs_covered), static_cast<long long>(s.pairs_possible),
+              s.elapsed_s, s.interrupted ? " (interrupted; rerun the same command to resume)" : "");
+  return s.unique ? kExitFinding : kExitPass;
+}
+
+}  // namespace paradiff
