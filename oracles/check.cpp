@@ -11,6 +11,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// Fingerprints per rank copied into the report (the full log can be thousands of calls).
+constexpr size_t kReportedCollectives = 8;
+
 double Seconds(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
@@ -51,6 +54,19 @@ CheckResult CheckRun(const Config& cfg, const CheckOptions& opts) {
   if (!eng.ok) {
     res.verdict = EngineFailure(eng, cfg);
     return res;
+  }
+  for (const auto& r : eng.obs.ranks) {
+    RankSummary rs;
+    if (!r.memory.empty()) {
+      rs.memory_bytes = r.memory.back().bytes;
+      for (const auto& [cat, bytes] : r.memory.back().bytes)
+        rs.memory_grew |= bytes > r.memory.front().bytes.at(cat);
+    }
+    for (const auto& f : r.collectives) {
+      ++rs.collectives[Name(f.op)];
+      if (rs.first_collectives.size() < kReportedCollectives) rs.first_collectives.push_back(f.ToString());
+    }
+    res.ranks.push_back(std::move(rs));
   }
   Assembly dist = Assemble(cfg, eng.obs);
   if (dist.verdict.kind == VerdictKind::kPass) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -31,8 +32,17 @@ struct CheckTiming {
   double reference_s = 0, engine_s = 0, compare_s = 0;
 };
 
+// What one rank held and did: its memory account after the last step and its collective calls.
+struct RankSummary {
+  std::map<std::string, int64_t> memory_bytes;  // by category (kernels/observations.h)
+  bool memory_grew = false;                     // any category larger after the last step than the first
+  std::map<std::string, int64_t> collectives;   // op name -> calls
+  std::vector<std::string> first_collectives;   // the first few fingerprints, for the report
+};
+
 struct CheckResult {
   Verdict verdict;
+  std::vector<RankSummary> ranks;
   std::vector<StepRow> rows;
   std::vector<Comparison> comparisons;
   CheckTiming timing;

@@ -47,6 +47,12 @@ nlohmann::json ReportJson(const Config& cfg, const CheckResult& res) {
                                 {"bound", Num(c.bound)}, {"ref_error", Num(c.ref_error)},
                                 {"index", c.index}, {"expected", Num(c.expected)},
                                 {"actual", Num(c.actual)}, {"ok", c.ok()}});
+  j["ranks"] = nlohmann::json::array();
+  for (size_t r = 0; r < res.ranks.size(); ++r)
+    j["ranks"].push_back({{"rank", r}, {"memory_bytes", res.ranks[r].memory_bytes},
+                          {"memory_grew", res.ranks[r].memory_grew},
+                          {"collectives", res.ranks[r].collectives},
+                          {"first_collectives", res.ranks[r].first_collectives}});
   j["timing_s"] = {{"reference", res.timing.reference_s}, {"engine", res.timing.engine_s},
                    {"compare", res.timing.compare_s}};
   j["reference_cached"] = res.reference_cached;
