@@ -57,10 +57,12 @@ ModelSpec BuildGpt(const ModelConfig& m) {
   for (int64_t i = 0; i < m.layers; ++i) {
     const std::string b = "blocks." + std::to_string(i);
     AddNorm(s, b + ".ln1", h, i);
-    const int64_t qkv = (m.heads + 2 * m.kv_heads) * hd;
-    s.params.push_back({b + ".attn.qkv.weight", {qkv, h}, LayerType::kAttention, i, InitKind::kNormal, kInitStd});
-    s.params.push_back({b + ".attn.qkv.bias", {qkv}, LayerType::kAttention, i, InitKind::kZeros, 0});
-    s.params.push_back({b + ".attn.proj.weight", {h, h}, LayerType::kAttention, i, InitKind::kNormal, out_std});
+    const int64_t q = m.heads * hd, kv = 2 * m.kv_heads * hd;
+    s.params.push_back({b + ".attn.q.weight", {q, h}, LayerType::kAttention, i, InitKind::kNormal, kInitStd});
+    s.params.push_back({b + ".attn.q.bias", {q}, LayerType::kAttention, i, InitKind::kZeros, 0});
+    s.params.push_back({b + ".attn.kv.weight", {kv, h}, LayerType::kAttention, i, InitKind::kNormal, kInitStd});
+    s.params.push_back({b + ".attn.kv.bias", {kv}, LayerType::kAttention, i, InitKind::kZeros, 0});
+    s.params.push_back({b + ".attn.proj.weight", {h, q}, LayerType::kAttention, i, InitKind::kNormal, out_std});
     s.params.push_back({b + ".attn.proj.bias", {h}, LayerType::kAttention, i, InitKind::kZeros, 0});
     AddNorm(s, b + ".ln2", h, i);
     if (m.activation == Activation::kSwiglu) {

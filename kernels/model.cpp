@@ -28,14 +28,21 @@ at::Tensor LayerNorm(const Numerics& n, const ParamMap& p, const std::string& pr
                                 kLayerNormEps));
 }
 
+// Causal attention over the heads whose q / kv rows `p` holds (all heads on one device, this
+// rank's heads under tensor parallelism). Returns the output projection before its bias and
+// before the row-parallel reduction.
 at::Tensor Attention(const ModelConfig& m, const Numerics& n, const ParamMap& p,
                      const std::string& b, const at::Tensor& x) {
-  const int64_t bs = x.size(0), s = x.size(1), hd = HeadDim(m), H = m.heads, K = m.kv_heads;
-  const at::Tensor& qkv_b = Get(p, b + ".attn.qkv.bias");
-  at::Tensor qkv = Linear(n, x, Get(p, b + ".attn.qkv.weight"), &qkv_b);
-  at::Tensor q = qkv.narrow(-1, 0, H * hd).view({bs, s, H, hd}).transpose(1, 2);
-  at::Tensor k = qkv.narrow(-1, H * hd, K * hd).view({bs, s, K, hd}).transpose(1, 2);
-  at::Tensor v = qkv.narrow(-1, (H + K) * hd, K * hd).view({bs, s, K, hd}).transpose(1, 2);
+  const int64_t bs = x.size(0), s = x.size(1), hd = HeadDim(m);
+  const at::Tensor& wq = Get(p, b + ".attn.q.weight");
+  const at::Tensor& wkv = Get(p, b + ".attn.kv.weight");
+  const int64_t H = wq.size(0) / hd, K = wkv.size(0) / (2 * hd);
+  const at::Tensor& bq = Get(p, b + ".attn.q.bias");
+  const at::Tensor& bkv = Get(p, b + ".attn.kv.bias");
+  at::Tensor q = Linear(n, x, wq, &bq).view({bs, s, H, hd}).transpose(1, 2);
+  at::Tensor kv = Linear(n, x, wkv, &bkv);
+  at::Tensor k = kv.narrow(-1, 0, K * hd).view({bs, s, K, hd}).transpose(1, 2);
+  at::Tensor v = kv.narrow(-1, K * hd, K * hd).view({bs, s, K, hd}).transpose(1, 2);
   if (K < H) {  // grouped / multi-query attention: each kv head serves H / K query heads
     k = k.repeat_interleave(H / K, 1);
     v = v.repeat_interleave(H / K, 1);
@@ -45,10 +52,10 @@ at::Tensor Attention(const ModelConfig& m, const Numerics& n, const ParamMap& p,
   scores = scores.masked_fill(mask, -std::numeric_limits<double>::infinity());
   at::Tensor probs = n.Round(at::softmax(scores, -1));
   at::Tensor o = n.Round(at::matmul(probs, v)).transpose(1, 2).reshape({bs, s, H * hd});
-  const at::Tensor& proj_b = Get(p, b + ".attn.proj.bias");
-  return Linear(n, o, Get(p, b + ".attn.proj.weight"), &proj_b);
+  return Linear(n, o, Get(p, b + ".attn.proj.weight"), nullptr);
 }
 
+// The MLP up to fc2's output before its bias (and before the row-parallel reduction).
 at::Tensor Mlp(const ModelConfig& m, const Numerics& n, const ParamMap& p, const std::string& b,
                const at::Tensor& x) {
   at::Tensor h;
@@ -60,8 +67,61 @@ at::Tensor Mlp(const ModelConfig& m, const Numerics& n, const ParamMap& p, const
     const at::Tensor& fc1_b = Get(p, b + ".mlp.fc1.bias");
     h = n.Round(at::gelu(Linear(n, x, Get(p, b + ".mlp.fc1.weight"), &fc1_b)));
   }
-  const at::Tensor& fc2_b = Get(p, b + ".mlp.fc2.bias");
-  return Linear(n, h, Get(p, b + ".mlp.fc2.weight"), &fc2_b);
+  return Linear(n, h, Get(p, b + ".mlp.fc2.weight"), nullptr);
+}
+
+// Rows of a vocabulary-parallel embedding lookup: tokens outside [begin, begin + rows) give zeros.
+at::Tensor VocabParallelLookup(const at::Tensor& table, const at::Tensor& tokens, int64_t begin) {
+  at::Tensor local = tokens - begin;
+  at::Tensor inside = local.ge(0).logical_and(local.lt(table.size(0)));
+  at::Tensor rows = table.index_select(0, at::where(inside, local, at::zeros_like(local)));
+  return rows.masked_fill(inside.logical_not().unsqueeze(1), 0);
+}
+
+// Megatron's vocabulary-parallel cross-entropy over this rank's logit columns [rows, per].
+at::Tensor VocabParallelLoss(TensorParallel& tp, at::Tensor logits, const at::Tensor& targets) {
+  const int64_t per = logits.size(1), begin = tp.vocab_begin();
+  if (tp.mask_vocab_padding()) {
+    at::Tensor padded = at::arange(per, targets.options()).add(begin).ge(tp.vocab());
+    logits = logits.masked_fill(padded.unsqueeze(0), -std::numeric_limits<double>::infinity());
+  }
+  at::Tensor max = tp.AllReduceMax(std::get<0>(logits.max(-1)));
+  at::Tensor sum_exp = tp.AllReduceSum((logits - max.unsqueeze(1)).exp().sum(-1));
+  at::Tensor local = targets - begin;
+  at::Tensor inside = local.ge(0).logical_and(local.lt(per));
+  at::Tensor picked = logits.gather(1, at::where(inside, local, at::zeros_like(local)).unsqueeze(1))
+                          .squeeze(1)
+                          .masked_fill(inside.logical_not(), 0);
+  at::Tensor target_logit = tp.AllReduceSum(picked);
+  return (sum_exp.log() + max - target_logit).mean();
+}
+
+at::Tensor GptForwardParallel(const Unit& u, const ModelConfig& m, const Numerics& n,
+                              const ParamMap& p, const at::Tensor& x, const MicroBatch& mb,
+                              TensorParallel& tp) {
+  switch (u.kind) {
+    case UnitKind::kEmbed: {
+      at::Tensor h = VocabParallelLookup(n.In(Get(p, "embed.wte")), mb.inputs.reshape({-1}), tp.vocab_begin());
+      h = tp.ExitRowParallel(h.view({mb.inputs.size(0), mb.inputs.size(1), m.hidden}));
+      if (m.position_embeddings)
+        h = n.Round(h + n.In(Get(p, "embed.wpe")).narrow(0, tp.seq_begin(m.seq_len), h.size(1)).unsqueeze(0));
+      return h;
+    }
+    case UnitKind::kBlock: {
+      const std::string b = "blocks." + std::to_string(u.block);
+      at::Tensor a = tp.ExitRowParallel(Attention(m, n, p, b, tp.EnterColumnParallel(LayerNorm(n, p, b + ".ln1", x))));
+      at::Tensor h = n.Round(x + n.Round(a + n.In(Get(p, b + ".attn.proj.bias"))));
+      at::Tensor f = tp.ExitRowParallel(Mlp(m, n, p, b, tp.EnterColumnParallel(LayerNorm(n, p, b + ".ln2", h))));
+      return n.Round(h + n.Round(f + n.In(Get(p, b + ".mlp.fc2.bias"))));
+    }
+    case UnitKind::kHead: {
+      at::Tensor h = tp.EnterColumnParallel(LayerNorm(n, p, "head.ln_f", x));
+      const at::Tensor& w = Get(p, m.tied_embeddings ? "embed.wte" : "head.lm_head.weight");
+      at::Tensor logits = Linear(n, h, w, nullptr).to(at::kFloat).reshape({-1, w.size(0)});
+      return VocabParallelLoss(tp, logits, mb.targets.reshape({-1}));
+    }
+  }
+  throw std::logic_error("model: unknown unit");
 }
 
 at::Tensor GptForward(const Unit& u, const ModelConfig& m, const Numerics& n, const ParamMap& p,
@@ -75,8 +135,10 @@ at::Tensor GptForward(const Unit& u, const ModelConfig& m, const Numerics& n, co
     }
     case UnitKind::kBlock: {
       const std::string b = "blocks." + std::to_string(u.block);
-      at::Tensor h = n.Round(x + Attention(m, n, p, b, LayerNorm(n, p, b + ".ln1", x)));
-      return n.Round(h + Mlp(m, n, p, b, LayerNorm(n, p, b + ".ln2", h)));
+      at::Tensor a = Attention(m, n, p, b, LayerNorm(n, p, b + ".ln1", x));
+      at::Tensor h = n.Round(x + n.Round(a + n.In(Get(p, b + ".attn.proj.bias"))));
+      at::Tensor f = Mlp(m, n, p, b, LayerNorm(n, p, b + ".ln2", h));
+      return n.Round(h + n.Round(f + n.In(Get(p, b + ".mlp.fc2.bias"))));
     }
     case UnitKind::kHead: {
       at::Tensor h = LayerNorm(n, p, "head.ln_f", x);
@@ -122,9 +184,11 @@ std::vector<Unit> BuildUnits(const ModelSpec& spec, const ModelConfig& model) {
 }
 
 at::Tensor UnitForward(const Unit& unit, const ModelConfig& model, const Numerics& num,
-                       const ParamMap& params, const at::Tensor& x, const MicroBatch& mb) {
-  return model.kind == ModelKind::kExactLinear ? ExactForward(unit, num, params, x, mb)
-                                               : GptForward(unit, model, num, params, x, mb);
+                       const ParamMap& params, const at::Tensor& x, const MicroBatch& mb,
+                       TensorParallel* tp) {
+  if (model.kind == ModelKind::kExactLinear) return ExactForward(unit, num, params, x, mb);
+  if (tp != nullptr && tp->size() > 1) return GptForwardParallel(unit, model, num, params, x, mb, *tp);
+  return GptForward(unit, model, num, params, x, mb);
 }
 
 }  // namespace paradiff

@@ -15,6 +15,7 @@
 #include "core/model_spec.h"
 #include "kernels/data.h"
 #include "kernels/numerics.h"
+#include "kernels/tensor_parallel.h"
 
 namespace paradiff {
 
@@ -33,8 +34,11 @@ std::vector<Unit> BuildUnits(const ModelSpec& spec, const ModelConfig& model);
 
 // Runs one unit. kEmbed ignores `x` and reads mb.inputs; kBlock maps hidden states to hidden
 // states; kHead returns the scalar mean loss of the micro-batch (float32, or float64 when the
-// numerics execute in float64).
+// numerics execute in float64). `tp` is the rank's tensor-parallel boundary (kernels/
+// tensor_parallel.h) with `params` holding that rank's shards (kernels/tp_layout.h); nullptr for
+// one device with whole parameters (the reference), where nothing communicates.
 at::Tensor UnitForward(const Unit& unit, const ModelConfig& model, const Numerics& num,
-                       const ParamMap& params, const at::Tensor& x, const MicroBatch& mb);
+                       const ParamMap& params, const at::Tensor& x, const MicroBatch& mb,
+                       TensorParallel* tp = nullptr);
 
 }  // namespace paradiff

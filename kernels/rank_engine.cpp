@@ -24,17 +24,41 @@ int64_t Bytes(const at::Tensor& t) {
 
 }  // namespace
 
+namespace {
+
+ModelSpec LocalSpec(const ModelSpec& spec, const std::vector<TpShard>& shards) {
+  ModelSpec local = spec;
+  for (size_t i = 0; i < shards.size(); ++i) local.params[i].shape = shards[i].local_shape;
+  return local;
+}
+
+int64_t TpRankOf(const Config& c, int world_rank) { return world_rank % c.parallel.tp; }
+int64_t DpRankOf(const Config& c, int world_rank) { return (world_rank / c.parallel.tp) % c.parallel.dp; }
+
+}  // namespace
+
 RankEngine::RankEngine(const Config& cfg, const FaultSet& faults, Communicator& world)
     : cfg_(cfg),
       faults_(faults),
       world_(world),
-      dp_group_(world.Split(/*color=*/0, /*key=*/world.rank())),
+      // Group colors: ranks of one tp group share (pp, dp) rank; of one dp group, (pp, tp) rank.
+      tp_group_(world.Split(static_cast<int>(world.rank() / cfg.parallel.tp), static_cast<int>(TpRankOf(cfg, world.rank())))),
+      dp_group_(world.Split(static_cast<int>((world.rank() / (cfg.parallel.tp * cfg.parallel.dp)) * cfg.parallel.tp +
+                                             TpRankOf(cfg, world.rank())),
+                            static_cast<int>(DpRankOf(cfg, world.rank())))),
       spec_(BuildModelSpec(cfg.model)),
-      layout_(spec_, cfg.zero.align_elems, cfg.parallel.dp, faults),
+      shards_(BuildTpShards(spec_, cfg.model, cfg.parallel.tp, TpRankOf(cfg, world.rank()))),
+      local_spec_(LocalSpec(spec_, shards_)),
+      layout_(local_spec_, cfg.zero.align_elems, cfg.parallel.dp, faults),
       units_(BuildUnits(spec_, cfg.model)),
       num_(MakeNumerics(cfg.precision.compute)),
       stage_(cfg.zero.stage),
-      dp_rank_(dp_group_->rank()) {
+      dp_rank_(dp_group_->rank()),
+      tp_rank_(tp_group_->rank()) {
+  // kv heads shared by tp / kv_heads ranks (kv_heads < tp): their gradients are summed in that group.
+  const int64_t share = KvShareGroup(cfg.model, cfg.parallel.tp, tp_rank_);
+  kv_group_ = tp_group_->Split(static_cast<int>(share < 0 ? tp_rank_ : share), tp_rank_);
+  tp_ = std::make_unique<TensorParallel>(*tp_group_, cfg.model, cfg.parallel.sp, faults);
   reducer_ = std::make_unique<GradReducer>(cfg, layout_, faults, *dp_group_, world.size());
   shard_begin_ = stage_ == 0 ? 0 : layout_.ShardBegin(dp_rank_);
   shard_size_ = stage_ == 0 ? layout_.padded() : layout_.ShardSize(dp_rank_);
@@ -67,9 +91,11 @@ void RankEngine::InitState() {
   const int64_t held_size = stage_ == 3 ? shard_size_ : layout_.padded();
   params_ = Zeros(held_size, pdt);
   for (const auto& p : layout_.Pieces(held_begin, held_begin + held_size)) {
-    const ParamSpec& ps = spec_.params[p.entry];
-    params_.narrow(0, p.flat_offset - held_begin, p.count)
-        .copy_(GenerateParamSlice(ps, cfg_.seed, p.param_offset, p.count));
+    const TpShard& sh = shards_[p.entry];
+    sh.ForEachLogicalRun(p.param_offset, p.count, [&](int64_t local, int64_t logical, int64_t n) {
+      params_.narrow(0, p.flat_offset - held_begin + (local - p.param_offset), n)
+          .copy_(GenerateParamSlice(*sh.spec, cfg_.seed, logical, n));
+    });
   }
   at::Tensor owned = params_.narrow(0, shard_begin_ - held_begin, shard_size_);
   if (cfg_.precision.master_weights && pdt != at::kFloat) master_ = owned.to(at::kFloat);
@@ -106,7 +132,8 @@ void RankEngine::SinkGrads(size_t unit, const ParamMap& leaves, int64_t micro_st
   const auto adt = ToScalarType(cfg_.precision.accumulate);
   auto grad_of = [&](const FlatEntry& fe) {
     const at::Tensor& g = leaves.at(fe.name).grad();
-    return g.defined() ? g.reshape({-1}).to(adt) : Zeros(fe.numel, adt);
+    at::Tensor flat = g.defined() ? g.reshape({-1}).to(adt) : Zeros(fe.numel, adt);
+    return TpSyncGrad(layout_.EntryIndex(fe.name), flat);
   };
   if (stage_ <= 2) {
     for (int e : gather_plans_[unit].entries) {
@@ -136,6 +163,30 @@ void RankEngine::SinkGrads(size_t unit, const ParamMap& leaves, int64_t micro_st
   reducer_->ReduceScatterPack(plan, pack, grad_acc_, /*copy=*/micro_step == 0);
 }
 
+at::Tensor RankEngine::TpSyncGrad(int entry, at::Tensor grad) {
+  // Under sequence parallelism a replicated parameter saw only this rank's positions; a kv head
+  // shared by several tp ranks saw only their query heads: sum the partial gradients.
+  const TpReplication rep = shards_[entry].rep;
+  if (rep == TpReplication::kShared) {
+    kv_group_->AllReduce(grad, ReduceOp::kSum);
+  } else if (rep == TpReplication::kReplicated && tp_->sp()) {
+    tp_group_->AllReduce(grad, ReduceOp::kSum);
+  }
+  return grad;
+}
+
+bool RankEngine::CountsInNorm(int entry) const {
+  switch (shards_[entry].rep) {
+    case TpReplication::kSharded: return true;
+    case TpReplication::kShared: return kv_group_->rank() == 0;
+    case TpReplication::kReplicated:
+      // BUG (zoo: clip.count_replicated_per_tp_rank): parameters replicated across tensor-parallel
+      // ranks (norms, row-parallel biases) are counted once per tp rank in the global norm.
+      return tp_rank_ == 0 || faults_.clip_count_replicated_per_tp_rank;
+  }
+  return true;
+}
+
 double RankEngine::ForwardBackward(const MicroBatch& mb, int64_t micro_step, bool boundary) {
   const size_t n = units_.size();
   std::vector<at::Tensor> inputs(n);
@@ -144,7 +195,7 @@ double RankEngine::ForwardBackward(const MicroBatch& mb, int64_t micro_step, boo
     at::NoGradGuard no_grad;
     for (size_t u = 0; u < n; ++u) {
       inputs[u] = x;
-      x = UnitForward(units_[u], cfg_.model, num_, Materialize(u, false), x, mb);
+      x = UnitForward(units_[u], cfg_.model, num_, Materialize(u, false), x, mb, tp_.get());
     }
   }
   const double loss = x.item<double>();
@@ -154,7 +205,7 @@ double RankEngine::ForwardBackward(const MicroBatch& mb, int64_t micro_step, boo
   for (size_t i = n; i-- > 0;) {
     ParamMap leaves = Materialize(i, true);
     at::Tensor xin = i == 0 ? at::Tensor() : inputs[i].detach().requires_grad_(true);
-    at::Tensor out = UnitForward(units_[i], cfg_.model, num_, leaves, xin, mb);
+    at::Tensor out = UnitForward(units_[i], cfg_.model, num_, leaves, xin, mb, tp_.get());
     if (i == n - 1) {
       (out * loss_mult).backward();
     } else {
@@ -178,11 +229,18 @@ double RankEngine::ForwardBackward(const MicroBatch& mb, int64_t micro_step, boo
 
 double RankEngine::GlobalGradNorm(const at::Tensor& owned_grads) {
   // Each rank sums the squares of its dp shard (the same partition in every stage, so all stages
-  // round alike); the partial sums are added across the group.
-  const int64_t b = layout_.ShardBegin(dp_rank_) - shard_begin_;
-  at::Tensor part = owned_grads.narrow(0, b, layout_.ShardSize(dp_rank_)).to(at::kDouble);
-  at::Tensor sq = part.mul(part).sum().reshape({1});
+  // round alike), over the parameters it counts (replicas once); the partial sums are added across
+  // the data-parallel and then the tensor-parallel group.
+  const int64_t begin = layout_.ShardBegin(dp_rank_);
+  double sum = 0;
+  for (const auto& p : layout_.Pieces(begin, begin + layout_.ShardSize(dp_rank_))) {
+    if (!CountsInNorm(p.entry)) continue;
+    at::Tensor g = owned_grads.narrow(0, p.flat_offset - shard_begin_, p.count).to(at::kDouble);
+    sum += g.mul(g).sum().item<double>();
+  }
+  at::Tensor sq = at::full({1}, sum, at::kDouble);
   dp_group_->AllReduce(sq, ReduceOp::kSum);
+  tp_group_->AllReduce(sq, ReduceOp::kSum);
   return std::sqrt(sq.item<double>());
 }
 
@@ -208,9 +266,13 @@ void RankEngine::OptimizerStep(int64_t step, const at::Tensor& grads) {
 
 void RankEngine::AddPieces(std::vector<TensorPiece>& out, const char* kind, const at::Tensor& buf,
                            int64_t buf_begin, int64_t begin, int64_t end) const {
-  for (const auto& p : layout_.Pieces(begin, end))
-    out.push_back({kind, layout_.entries()[p.entry].name, p.param_offset,
-                   buf.narrow(0, p.flat_offset - buf_begin, p.count).clone()});
+  // Local shard elements -> logical tensor offsets (Note [Independent observation]).
+  for (const auto& p : layout_.Pieces(begin, end)) {
+    shards_[p.entry].ForEachLogicalRun(p.param_offset, p.count, [&](int64_t local, int64_t logical, int64_t n) {
+      out.push_back({kind, layout_.entries()[p.entry].name, logical,
+                     buf.narrow(0, p.flat_offset - buf_begin + (local - p.param_offset), n).clone()});
+    });
+  }
 }
 
 MemoryAccount RankEngine::Memory() const {

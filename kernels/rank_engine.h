@@ -1,5 +1,7 @@
 // RankEngine: one rank of the distributed training engine under test (data parallel with ZeRO
-// stages 0-3). It owns that rank's flat parameter / gradient / optimizer buffers, runs the model
+// stages 0-3, composed with tensor / sequence parallelism). Ranks are laid out tensor-parallel
+// fastest, then data-parallel, then pipeline: rank = (pp_rank * dp + dp_rank) * tp + tp_rank.
+// It owns that rank's flat buffers over its tensor-parallel shards (kernels/tp_layout.h), runs the model
 // unit by unit (Note [Layer-wise execution]), reduces gradients through GradReducer, updates its
 // shard, and reports observations (kernels/observations.h).
 //
@@ -24,6 +26,8 @@
 #include "kernels/grad_reducer.h"
 #include "kernels/model.h"
 #include "kernels/observations.h"
+#include "kernels/tensor_parallel.h"
+#include "kernels/tp_layout.h"
 
 namespace paradiff {
 
@@ -48,9 +52,12 @@ class RankEngine {
   const Config& cfg_;
   const FaultSet& faults_;
   Communicator& world_;
-  std::unique_ptr<Communicator> dp_group_;
-  ModelSpec spec_;
+  std::unique_ptr<Communicator> tp_group_, dp_group_, kv_group_;
+  ModelSpec spec_;                 // the logical model
+  std::vector<TpShard> shards_;    // this tp rank's piece of each parameter (spec_ order)
+  ModelSpec local_spec_;           // the same parameters with their local shapes
   FlatLayout layout_;
+  std::unique_ptr<TensorParallel> tp_;
   std::vector<Unit> units_;
   std::vector<PackPlan> gather_plans_;  // stage 3: per unit, all its parameters
   std::vector<PackPlan> ready_plans_;   // stage 3: per unit, parameters whose gradient completes there
@@ -59,7 +66,9 @@ class RankEngine {
   Numerics num_;
   std::unique_ptr<GradReducer> reducer_;
   int64_t stage_;
-  int dp_rank_;
+  int dp_rank_, tp_rank_;
+  at::Tensor TpSyncGrad(int entry, at::Tensor grad);
+  bool CountsInNorm(int entry) const;
   int64_t shard_begin_, shard_size_;
 
   at::Tensor params_;       // param dtype: full flat (stages 0-2) or this rank's shard (stage 3)

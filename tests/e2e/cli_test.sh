@@ -59,8 +59,8 @@ case $CASE in
     ;;
   run_unsupported_or_bad_inject)
     expect 2 "$P" run "$EX/dp4_zero2.json" --inject no.such.fault; has "faults"
-    derive dp4_zero2.json "$TMP/tp.json" 's/"world": 4/"world": 8/' 's/"tp": 1/"tp": 2/'
-    expect 2 "$P" run "$TMP/tp.json"; has "parallel.tp=2"
+    derive dp4_zero2.json "$TMP/pp.json" 's/"world": 4/"world": 8/' 's/"pp": 1/"pp": 2/'
+    expect 2 "$P" run "$TMP/pp.json"; has "parallel.pp=2"
     ;;
   fault_zero_uneven_last_shard)
     expect 3 "$P" run "$EX/dp3_zero3_adamw.json" --inject zero.uneven_last_shard --report "$TMP/r.json"

@@ -119,6 +119,24 @@ TEST(EngineMetamorphic, ZeroStageKEqualsStage0Bitwise) {
   }
 }
 
+TEST(EngineMetamorphic, ZeroStageKEqualsStage0BitwiseWithTensorParallel) {
+  for (bool sp : {false, true}) {
+    Config base = SmallConfig(2, 0);
+    base.parallel.tp = 2;
+    base.parallel.world = 4;
+    base.parallel.sp = sp;
+    base.model.kv_heads = 1;  // MQA: kv heads shared across the tp group
+    base.batch.accumulation_steps = 2;
+    base.clip_grad_norm = 0.05;
+    const Assembly ref = Observe(base);
+    for (int64_t stage = 1; stage <= 3; ++stage) {
+      Config c = base;
+      c.zero.stage = stage;
+      ExpectBitwiseEqual(ref, Observe(c), Describe(c) + " tp=2 sp=" + std::to_string(sp) + " vs stage 0");
+    }
+  }
+}
+
 TEST(EngineDeterminism, SameConfigTwiceIsBitwiseIdentical) {
   Config c = SmallConfig(4, 2);
   c.batch.accumulation_steps = 2;

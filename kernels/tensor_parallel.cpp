@@ -1,0 +1,118 @@
+#include "kernels/tensor_parallel.h"
+
+#include <ATen/ATen.h>
+#include <torch/autograd.h>
+
+#include "kernels/tp_layout.h"
+
+namespace paradiff {
+
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+// The group rides through autograd as an integer: AutogradContext only stores IValues.
+Communicator& GroupOf(AutogradContext* ctx) {
+  return *reinterpret_cast<Communicator*>(ctx->saved_data["group"].toInt());
+}
+
+at::Tensor AllReduced(Communicator& g, const at::Tensor& x, ReduceOp op) {
+  at::Tensor y = x.contiguous().clone();
+  g.AllReduce(y, op);
+  return y;
+}
+
+// [b, s_local, h] -> [b, s_local * n, h], rank-ordered chunks along the sequence.
+at::Tensor GatherSeq(Communicator& g, const at::Tensor& x) {
+  at::Tensor t = x.transpose(0, 1).contiguous();
+  const int64_t n = g.size();
+  at::Tensor out = at::empty({t.numel() * n}, t.options());
+  g.AllGather(t.reshape({-1}), out, std::vector<int64_t>(n, t.numel()));
+  return out.view({t.size(0) * n, t.size(1), t.size(2)}).transpose(0, 1).contiguous();
+}
+
+// [b, s, h] partial sums -> this rank's [b, s / n, h] chunk of the sum.
+at::Tensor ScatterSeq(Communicator& g, const at::Tensor& x) {
+  at::Tensor t = x.transpose(0, 1).contiguous();
+  const int64_t n = g.size(), chunk = t.numel() / n;
+  at::Tensor out = at::empty({chunk}, t.options());
+  g.ReduceScatter(t.reshape({-1}), out, std::vector<int64_t>(n, chunk), ReduceOp::kSum);
+  return out.view({t.size(0) / n, t.size(1), t.size(2)}).transpose(0, 1).contiguous();
+}
+
+struct CopyToRegion : torch::autograd::Function<CopyToRegion> {  // f
+  static at::Tensor forward(AutogradContext* ctx, at::Tensor x, int64_t group) {
+    ctx->saved_data["group"] = group;
+    return x.view_as(x).clone();
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list g) {
+    return {AllReduced(GroupOf(ctx), g[0], ReduceOp::kSum), at::Tensor()};
+  }
+};
+
+struct ReduceFromRegion : torch::autograd::Function<ReduceFromRegion> {  // g
+  static at::Tensor forward(AutogradContext* ctx, at::Tensor x, int64_t group) {
+    ctx->saved_data["group"] = group;
+    return AllReduced(*reinterpret_cast<Communicator*>(group), x, ReduceOp::kSum);
+  }
+  static variable_list backward(AutogradContext*, variable_list g) { return {g[0], at::Tensor()}; }
+};
+
+struct GatherFromSeq : torch::autograd::Function<GatherFromSeq> {
+  static at::Tensor forward(AutogradContext* ctx, at::Tensor x, int64_t group) {
+    ctx->saved_data["group"] = group;
+    return GatherSeq(*reinterpret_cast<Communicator*>(group), x);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list g) {
+    return {ScatterSeq(GroupOf(ctx), g[0]), at::Tensor()};
+  }
+};
+
+struct ScatterToSeq : torch::autograd::Function<ScatterToSeq> {
+  static at::Tensor forward(AutogradContext* ctx, at::Tensor x, int64_t group) {
+    ctx->saved_data["group"] = group;
+    return ScatterSeq(*reinterpret_cast<Communicator*>(group), x);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list g) {
+    return {GatherSeq(GroupOf(ctx), g[0]), at::Tensor()};
+  }
+};
+
+}  // namespace
+
+TensorParallel::TensorParallel(Communicator& group, const ModelConfig& model, bool sp,
+                               const FaultSet& faults)
+    : group_(group),
+      size_(group.size()),
+      rank_(group.rank()),
+      sp_(sp && group.size() > 1),
+      vocab_(model.vocab),
+      vocab_per_rank_(PaddedVocab(model, group.size()) / group.size()),
+      // BUG (zoo: tp.vocab_padding_in_loss): the padded vocabulary entries are left in the
+      // softmax; only visible when tp > 1 pads the vocabulary.
+      mask_vocab_padding_(!faults.tp_vocab_padding_in_loss) {}
+
+at::Tensor TensorParallel::EnterColumnParallel(const at::Tensor& x) {
+  if (size_ == 1) return x;
+  const auto id = reinterpret_cast<int64_t>(&group_);
+  return sp_ ? GatherFromSeq::apply(x, id) : CopyToRegion::apply(x, id);
+}
+
+at::Tensor TensorParallel::ExitRowParallel(const at::Tensor& x) {
+  if (size_ == 1) return x;
+  const auto id = reinterpret_cast<int64_t>(&group_);
+  return sp_ ? ScatterToSeq::apply(x, id) : ReduceFromRegion::apply(x, id);
+}
+
+at::Tensor TensorParallel::AllReduceSum(const at::Tensor& x) {
+  if (size_ == 1) return x;
+  return ReduceFromRegion::apply(x, reinterpret_cast<int64_t>(&group_));
+}
+
+at::Tensor TensorParallel::AllReduceMax(const at::Tensor& x) {
+  if (size_ == 1) return x.detach();
+  return AllReduced(group_, x.detach(), ReduceOp::kMax);
+}
+
+}  // namespace paradiff
