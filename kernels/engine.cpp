@@ -13,9 +13,6 @@ namespace paradiff {
 
 Status EngineSupports(const Config& cfg) {
   Status s;
-  if (cfg.parallel.pp != 1)
-    s.Add("parallel.pp", "parallel.pp=" + std::to_string(cfg.parallel.pp) +
-                             ": pipeline parallelism is not implemented yet (engine supports pp=1)");
   if (cfg.precision.loss_scale.mode != LossScaleMode::kNone)
     s.Add("precision.loss_scale.mode", std::string("precision.loss_scale.mode=") +
                                            Name(cfg.precision.loss_scale.mode) +

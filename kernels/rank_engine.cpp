@@ -3,11 +3,13 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <set>
 #include <cmath>
 
 #include "kernels/data.h"
 #include "kernels/optim.h"
 #include "kernels/param_init.h"
+#include "kernels/pipeline_plan.h"
 
 namespace paradiff {
 
@@ -26,11 +28,46 @@ int64_t Bytes(const at::Tensor& t) {
 
 namespace {
 
-ModelSpec LocalSpec(const ModelSpec& spec, const std::vector<TpShard>& shards) {
-  ModelSpec local = spec;
-  for (size_t i = 0; i < shards.size(); ++i) local.params[i].shape = shards[i].local_shape;
+// The parameters this rank holds (those its pipeline stage's units read), with local shapes.
+ModelSpec LocalSpec(const std::vector<TpShard>& shards) {
+  ModelSpec local;
+  for (const auto& s : shards) {
+    local.params.push_back(*s.spec);
+    local.params.back().shape = s.local_shape;
+  }
   return local;
 }
+
+std::vector<TpShard> HeldShards(std::vector<TpShard> all, const std::vector<Unit>& units,
+                                const std::vector<std::vector<size_t>>& chunks) {
+  std::set<std::string> held;
+  for (const auto& chunk : chunks)
+    for (size_t u : chunk) held.insert(units[u].params.begin(), units[u].params.end());
+  std::vector<TpShard> out;
+  for (auto& s : all)
+    if (held.count(s.spec->name)) out.push_back(std::move(s));
+  return out;
+}
+
+// Local chunk j of pipeline rank r holds global chunk j * pp + r: its unit indices, in order.
+std::vector<std::vector<size_t>> LocalChunks(const Config& c, const ModelSpec& spec,
+                                             const FaultSet& faults, int64_t pp_rank) {
+  const std::vector<int64_t> layers = PartitionLayers(c, spec, faults);
+  const int64_t chunks = static_cast<int64_t>(layers.size()), pp = c.parallel.pp;
+  const size_t head = 1 + static_cast<size_t>(c.model.layers);  // units: embed, blocks..., head
+  std::vector<std::vector<size_t>> out;
+  size_t next_block = 0;
+  for (int64_t g = 0; g < chunks; ++g) {
+    std::vector<size_t> units;
+    if (g == 0) units.push_back(0);
+    for (int64_t l = 0; l < layers[g]; ++l) units.push_back(1 + next_block++);
+    if (g == chunks - 1) units.push_back(head);
+    if (g % pp == pp_rank) out.push_back(units);
+  }
+  return out;
+}
+
+int64_t PpRankOf(const Config& c, int world_rank) { return world_rank / (c.parallel.tp * c.parallel.dp); }
 
 int64_t TpRankOf(const Config& c, int world_rank) { return world_rank % c.parallel.tp; }
 int64_t DpRankOf(const Config& c, int world_rank) { return (world_rank / c.parallel.tp) % c.parallel.dp; }
@@ -47,14 +84,24 @@ RankEngine::RankEngine(const Config& cfg, const FaultSet& faults, Communicator& 
                                              TpRankOf(cfg, world.rank())),
                             static_cast<int>(DpRankOf(cfg, world.rank())))),
       spec_(BuildModelSpec(cfg.model)),
-      shards_(BuildTpShards(spec_, cfg.model, cfg.parallel.tp, TpRankOf(cfg, world.rank()))),
-      local_spec_(LocalSpec(spec_, shards_)),
-      layout_(local_spec_, cfg.zero.align_elems, cfg.parallel.dp, faults),
       units_(BuildUnits(spec_, cfg.model)),
+      chunks_(LocalChunks(cfg, spec_, faults, PpRankOf(cfg, world.rank()))),
+      shards_(HeldShards(BuildTpShards(spec_, cfg.model, cfg.parallel.tp, TpRankOf(cfg, world.rank())),
+                         units_, chunks_)),
+      local_spec_(LocalSpec(shards_)),
+      layout_(local_spec_, cfg.zero.align_elems, cfg.parallel.dp, faults),
       num_(MakeNumerics(cfg.precision.compute)),
       stage_(cfg.zero.stage),
       dp_rank_(dp_group_->rank()),
-      tp_rank_(tp_group_->rank()) {
+      tp_rank_(tp_group_->rank()),
+      pp_rank_(PpRankOf(cfg, world.rank())) {
+  // Pipeline group: same (dp, tp) rank. Embedding group: first and last stage of that pipeline,
+  // which both hold the tied embedding (every other rank alone in its own group).
+  const int pipe = static_cast<int>(dp_rank_ * cfg.parallel.tp + tp_rank_);
+  pp_group_ = world.Split(pipe, static_cast<int>(pp_rank_));
+  const bool ends = pp_rank_ == 0 || pp_rank_ == cfg.parallel.pp - 1;
+  emb_group_ = world.Split(ends ? pipe : static_cast<int>(world.size() + world.rank()),
+                           static_cast<int>(pp_rank_));
   // kv heads shared by tp / kv_heads ranks (kv_heads < tp): their gradients are summed in that group.
   const int64_t share = KvShareGroup(cfg.model, cfg.parallel.tp, tp_rank_);
   kv_group_ = tp_group_->Split(static_cast<int>(share < 0 ? tp_rank_ : share), tp_rank_);
@@ -67,6 +114,7 @@ RankEngine::RankEngine(const Config& cfg, const FaultSet& faults, Communicator& 
     std::vector<int> entries;
     for (const auto& name : units_[u].params) {
       const int e = layout_.EntryIndex(name);
+      if (e < 0) continue;  // a unit of another pipeline stage
       entries.push_back(e);
       last_use_[e] = std::min<int64_t>(last_use_[e], static_cast<int64_t>(u));
     }
@@ -176,6 +224,8 @@ at::Tensor RankEngine::TpSyncGrad(int entry, at::Tensor grad) {
 }
 
 bool RankEngine::CountsInNorm(int entry) const {
+  // The last stage's copy of a tied embedding is counted by the first stage.
+  if (pp_rank_ > 0 && layout_.entries()[entry].name == "embed.wte") return false;
   switch (shards_[entry].rep) {
     case TpReplication::kSharded: return true;
     case TpReplication::kShared: return kv_group_->rank() == 0;
@@ -187,33 +237,39 @@ bool RankEngine::CountsInNorm(int entry) const {
   return true;
 }
 
-double RankEngine::ForwardBackward(const MicroBatch& mb, int64_t micro_step, bool boundary) {
-  const size_t n = units_.size();
-  std::vector<at::Tensor> inputs(n);
-  at::Tensor x;
-  {
-    at::NoGradGuard no_grad;
-    for (size_t u = 0; u < n; ++u) {
-      inputs[u] = x;
-      x = UnitForward(units_[u], cfg_.model, num_, Materialize(u, false), x, mb, tp_.get());
-    }
+at::Tensor RankEngine::ForwardUnits(const std::vector<size_t>& units, at::Tensor x,
+                                    const MicroBatch& mb, std::vector<at::Tensor>& inputs) {
+  at::NoGradGuard no_grad;
+  inputs.clear();
+  for (size_t u : units) {
+    inputs.push_back(x);
+    x = UnitForward(units_[u], cfg_.model, num_, Materialize(u, false), x, mb, tp_.get());
   }
-  const double loss = x.item<double>();
-  if (stage_ <= 2) grad_micro_.zero_();
+  return x;
+}
+
+at::Tensor RankEngine::BackwardUnits(const std::vector<size_t>& units,
+                                     const std::vector<at::Tensor>& inputs, at::Tensor grad_out,
+                                     const MicroBatch& mb, int64_t micro_step) {
   const double loss_mult = 1.0 / static_cast<double>(cfg_.batch.accumulation_steps);
-  at::Tensor grad_out;
-  for (size_t i = n; i-- > 0;) {
-    ParamMap leaves = Materialize(i, true);
-    at::Tensor xin = i == 0 ? at::Tensor() : inputs[i].detach().requires_grad_(true);
-    at::Tensor out = UnitForward(units_[i], cfg_.model, num_, leaves, xin, mb, tp_.get());
-    if (i == n - 1) {
+  for (size_t k = units.size(); k-- > 0;) {
+    const size_t u = units[k];
+    ParamMap leaves = Materialize(u, true);
+    const bool embed = units_[u].kind == UnitKind::kEmbed;
+    at::Tensor xin = embed ? at::Tensor() : inputs[k].detach().requires_grad_(true);
+    at::Tensor out = UnitForward(units_[u], cfg_.model, num_, leaves, xin, mb, tp_.get());
+    if (units_[u].kind == UnitKind::kHead) {
       (out * loss_mult).backward();
     } else {
       out.backward(grad_out);
     }
-    if (i > 0) grad_out = xin.grad();
-    SinkGrads(i, leaves, micro_step);
+    grad_out = embed ? at::Tensor() : xin.grad();
+    SinkGrads(u, leaves, micro_step);
   }
+  return grad_out;
+}
+
+void RankEngine::ReduceMicroStep(int64_t micro_step, bool boundary) {
   if (stage_ <= 1) {
     reducer_->AllReduceBuckets(grad_micro_);
     if (micro_step == 0) {
@@ -224,6 +280,14 @@ double RankEngine::ForwardBackward(const MicroBatch& mb, int64_t micro_step, boo
   } else if (stage_ == 2) {
     reducer_->ReduceScatterBuckets(grad_micro_, grad_acc_, micro_step, boundary);
   }
+}
+
+double RankEngine::ForwardBackward(const MicroBatch& mb, int64_t micro_step, bool boundary) {
+  std::vector<at::Tensor> inputs;
+  const double loss = ForwardUnits(chunks_[0], at::Tensor(), mb, inputs).item<double>();
+  if (stage_ <= 2) grad_micro_.zero_();
+  BackwardUnits(chunks_[0], inputs, at::Tensor(), mb, micro_step);
+  ReduceMicroStep(micro_step, boundary);
   return loss;
 }
 
@@ -241,6 +305,7 @@ double RankEngine::GlobalGradNorm(const at::Tensor& owned_grads) {
   at::Tensor sq = at::full({1}, sum, at::kDouble);
   dp_group_->AllReduce(sq, ReduceOp::kSum);
   tp_group_->AllReduce(sq, ReduceOp::kSum);
+  pp_group_->AllReduce(sq, ReduceOp::kSum);
   return std::sqrt(sq.item<double>());
 }
 
@@ -298,10 +363,14 @@ RankObservations RankEngine::Run() {
   const int64_t accum = cfg_.batch.accumulation_steps;
   for (int64_t step = 0; step < cfg_.steps; ++step) {
     RankStep rs;
-    for (int64_t m = 0; m < accum; ++m) {
-      MicroBatch mb = MakeMicroBatch(cfg_, step, dp_rank_ * accum + m);
-      rs.loss_sum += ForwardBackward(mb, m, m == accum - 1);
-      rs.loss_count += 1;
+    if (cfg_.parallel.pp > 1) {
+      PipelineStep(step, rs);
+    } else {
+      for (int64_t m = 0; m < accum; ++m) {
+        MicroBatch mb = MakeMicroBatch(cfg_, step, dp_rank_ * accum + m);
+        rs.loss_sum += ForwardBackward(mb, m, m == accum - 1);
+        rs.loss_count += 1;
+      }
     }
     const int64_t acc_begin = stage_ <= 1 ? 0 : shard_begin_;
     at::Tensor owned = grad_acc_.narrow(0, shard_begin_ - acc_begin, shard_size_);

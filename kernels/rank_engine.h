@@ -41,6 +41,17 @@ class RankEngine {
  private:
   void InitState();
   double ForwardBackward(const MicroBatch& mb, int64_t micro_step, bool boundary);
+  // Forward of `units` from x without autograd, keeping each unit's input.
+  at::Tensor ForwardUnits(const std::vector<size_t>& units, at::Tensor x, const MicroBatch& mb,
+                          std::vector<at::Tensor>& inputs);
+  // Backward of `units` by recomputation (Note [Layer-wise execution]); returns the gradient of
+  // their input (undefined when they start with the embedding).
+  at::Tensor BackwardUnits(const std::vector<size_t>& units, const std::vector<at::Tensor>& inputs,
+                           at::Tensor grad_out, const MicroBatch& mb, int64_t micro_step);
+  // Reduces the local gradients of a micro-step across dp into grad_acc_ (per stage).
+  void ReduceMicroStep(int64_t micro_step, bool boundary);
+  // One step of the pipeline schedule (kernels/pipeline_exec.cpp).
+  void PipelineStep(int64_t step, RankStep& rs);
   ParamMap Materialize(size_t unit, bool requires_grad);
   void SinkGrads(size_t unit, const ParamMap& leaves, int64_t micro_step);
   double GlobalGradNorm(const at::Tensor& grads);
@@ -52,13 +63,14 @@ class RankEngine {
   const Config& cfg_;
   const FaultSet& faults_;
   Communicator& world_;
-  std::unique_ptr<Communicator> tp_group_, dp_group_, kv_group_;
+  std::unique_ptr<Communicator> tp_group_, dp_group_, kv_group_, pp_group_, emb_group_;
   ModelSpec spec_;                 // the logical model
-  std::vector<TpShard> shards_;    // this tp rank's piece of each parameter (spec_ order)
+  std::vector<Unit> units_;        // every unit of the model (embed, blocks, head)
+  std::vector<std::vector<size_t>> chunks_;  // this pipeline rank's chunks: unit indices
+  std::vector<TpShard> shards_;    // this rank's piece of each parameter it holds (spec_ order)
   ModelSpec local_spec_;           // the same parameters with their local shapes
   FlatLayout layout_;
   std::unique_ptr<TensorParallel> tp_;
-  std::vector<Unit> units_;
   std::vector<PackPlan> gather_plans_;  // stage 3: per unit, all its parameters
   std::vector<PackPlan> ready_plans_;   // stage 3: per unit, parameters whose gradient completes there
   std::vector<int64_t> last_use_;       // per entry: the unit where its gradient completes (lowest index)
@@ -67,6 +79,7 @@ class RankEngine {
   std::unique_ptr<GradReducer> reducer_;
   int64_t stage_;
   int dp_rank_, tp_rank_;
+  int64_t pp_rank_;
   at::Tensor TpSyncGrad(int entry, at::Tensor grad);
   bool CountsInNorm(int entry) const;
   int64_t shard_begin_, shard_size_;

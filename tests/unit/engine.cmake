@@ -4,5 +4,6 @@ paradiff_test(unit_engine
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/faults_test.cpp
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/flat_layout_test.cpp
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/tp_parity_test.cpp
+    ${CMAKE_CURRENT_SOURCE_DIR}/unit/pp_parity_test.cpp
   LIBS paradiff_oracles
   LABELS unit engine)
