@@ -1,6 +1,7 @@
 // Verdict: the outcome of checking one config. A finding is a value, never an exception.
 // The signature is built only from layout- and seed-independent facts (kind, oracle, tensor kind,
-// layer type, phase), so the same bug under different seeds and sizes gets the same signature.
+// layer type, phase, and the oracle's detail when it has one), so the same bug under different
+// seeds and sizes gets the same signature.
 #pragma once
 
 #include <cstdint>
@@ -35,6 +36,10 @@ struct Localization {
   double actual = 0;        // distributed value at index
   double error = 0;         // relative error of the distributed run vs truth
   double bound = 0;         // tolerance bound for that error
+  int other_rank = -1;      // the second rank involved (replica, collective), -1 if none
+  // Layout- and seed-independent refinement of the finding, part of the signature when not empty
+  // (e.g. "all_reduce~reduce_scatter" for a collective mismatch, "leak", "zero_stage").
+  std::string detail;
   double ratio() const { return bound > 0 ? error / bound : 0; }
 };
 

@@ -13,6 +13,7 @@
 #include "core/fault_names.h"
 #include "core/rng.h"
 #include "fuzz/coverage.h"
+#include "fuzz/finding_minimizer.h"
 #include "fuzz/worker_pool.h"
 #include "fuzz/workdir.h"
 #include "kernels/engine.h"
@@ -25,6 +26,7 @@ constexpr int64_t kFamilySize = 8;        // executions sharing one base config
 constexpr double kSeedCorpusShare = 0.3;  // families based on a seed-corpus config
 constexpr double kStatsEverySeconds = 1.0;
 constexpr std::chrono::milliseconds kPollWait{100};
+constexpr size_t kMaxHistory = 512;  // stats.json "history" samples; thinned 2:1 beyond
 
 // Set by SIGINT / SIGTERM; the only way a signal handler may talk to the loop.
 volatile std::sig_atomic_t g_interrupted = 0;
@@ -46,6 +48,7 @@ struct State {
   int64_t execs = 0, findings = 0, inconclusive = 0, rejected = 0;
   double elapsed_prev = 0;
   PairCoverage coverage;
+  nlohmann::json history = nlohmann::json::array();  // one sample per progress line
 
   void Complete(int64_t i) {
     completed.insert(i);
@@ -58,7 +61,7 @@ nlohmann::json StatsJson(const CampaignOptions& o, const State& s, double elapse
   return {{"paradiff_campaign", 1}, {"seed", o.seed}, {"inject", o.inject},
           {"done_below", s.done_below}, {"completed", s.completed}, {"execs", s.execs},
           {"findings", s.findings}, {"inconclusive", s.inconclusive}, {"rejected", s.rejected},
-          {"elapsed_s", elapsed}, {"coverage", s.coverage.ToJson()}};
+          {"elapsed_s", elapsed}, {"coverage", s.coverage.ToJson()}, {"history", s.history}};
 }
 
 Status LoadState(const CampaignOptions& o, const nlohmann::json& j, State& s) {
@@ -77,6 +80,7 @@ Status LoadState(const CampaignOptions& o, const nlohmann::json& j, State& s) {
   s.rejected = j.value("rejected", int64_t{0});
   s.elapsed_prev = j.value("elapsed_s", 0.0);
   if (j.contains("coverage")) s.coverage.FromJson(j["coverage"]);
+  if (j.contains("history") && j["history"].is_array()) s.history = j["history"];
   return Status();
 }
 
@@ -186,6 +190,15 @@ StatusOr<CampaignSummary> RunCampaign(const CampaignOptions& opts, std::ostream&
                   static_cast<long long>(st.coverage.covered()), static_cast<long long>(possible),
                   possible ? 100.0 * static_cast<double>(st.coverage.covered()) / possible : 0.0);
     log << line << std::endl;
+    if (st.history.size() >= kMaxHistory) {
+      nlohmann::json thin = nlohmann::json::array();
+      for (size_t k = 0; k < st.history.size(); k += 2) thin.push_back(st.history[k]);
+      st.history = std::move(thin);
+    }
+    st.history.push_back({{"elapsed_s", e}, {"execs", st.execs}, {"findings", st.findings},
+                          {"unique", Signatures(opts.workdir).size()},
+                          {"execs_per_s", here > 0 ? static_cast<double>(st.execs - execs_at_start) / here : 0.0},
+                          {"pairs_covered", st.coverage.covered()}, {"pairs_possible", possible}});
   };
 
   for (;;) {
@@ -253,9 +266,11 @@ StatusOr<CampaignSummary> RunCampaign(const CampaignOptions& opts, std::ostream&
   sum.interrupted = g_interrupted != 0;
   std::signal(SIGINT, old_int);
   std::signal(SIGTERM, old_term);
+  progress("INFO");
   const Status s = wd.SaveStats(StatsJson(opts, st, elapsed()));
   if (!s.ok()) return s;
-  progress("INFO");
+  if (!sum.interrupted && opts.minimize_budget_s > 0)
+    MinimizeStoredFindings(wd, {opts.minimize_budget_s, 20000}, log);
   sum.execs = st.execs;
   sum.findings = st.findings;
   sum.inconclusive = st.inconclusive;

@@ -6,6 +6,9 @@
 
 #include "comm/local_communicator.h"
 #include "comm/recording_communicator.h"
+#ifdef PARADIFF_HAVE_MPI
+#include "kernels/engine_mpi.h"
+#endif
 #include "kernels/faults.h"
 #include "kernels/rank_engine.h"
 
@@ -13,20 +16,28 @@ namespace paradiff {
 
 Status EngineSupports(const Config& cfg) {
   Status s;
-  if (cfg.precision.loss_scale.mode != LossScaleMode::kNone)
-    s.Add("precision.loss_scale.mode", std::string("precision.loss_scale.mode=") +
-                                           Name(cfg.precision.loss_scale.mode) +
-                                           ": loss scaling is not implemented yet (use none)");
   if (cfg.checkpoint.save_at != 0)
     s.Add("checkpoint.save_at", "checkpoint.save_at=" + std::to_string(cfg.checkpoint.save_at) +
                                     ": checkpoints are not implemented yet (use 0)");
+#ifdef PARADIFF_HAVE_MPI
+  if (cfg.backend == Backend::kNccl)
+    s.Add("backend", "backend=nccl: the nccl backend is not built in this version (use local or mpi)");
+#else
   if (cfg.backend != Backend::kLocal)
     s.Add("backend", std::string("backend=") + Name(cfg.backend) +
-                         ": only the local backend is built in this version");
+                         ": only the local backend is built in this version (built without MPI)");
+#endif
   return s;
 }
 
 EngineOutcome RunEngine(const Config& cfg, std::chrono::milliseconds timeout) {
+#ifdef PARADIFF_HAVE_MPI
+  if (cfg.backend == Backend::kMpi) {  // ranks as processes under mpirun, watched (engine_mpi.h)
+    MpiRunOptions mpi;
+    mpi.timeout = timeout;
+    return RunEngineMpi(cfg, mpi);
+  }
+#endif
   // One intra-op thread per rank: ranks are threads already (TOOLCHAIN.md).
   if (at::get_num_threads() != 1) at::set_num_threads(1);
   const FaultSet faults = MakeFaultSet(cfg.faults);

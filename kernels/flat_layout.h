@@ -42,6 +42,8 @@ class FlatLayout {
   // Rank r's shard of the flat buffer: [ShardBegin(r), ShardBegin(r) + ShardSize(r)).
   int64_t ShardBegin(int64_t r) const { return r * shard_size_; }
   int64_t ShardSize(int64_t /*r*/) const { return shard_size_; }
+  // The correct even partition padded / dp, whatever faults do to the shards above.
+  int64_t EvenShardSize() const { return padded_ / dp_; }
 
   // The parameter pieces that make up flat range [begin, end), in flat order (padding skipped).
   std::vector<FlatPiece> Pieces(int64_t begin, int64_t end) const;

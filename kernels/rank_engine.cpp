@@ -94,7 +94,8 @@ RankEngine::RankEngine(const Config& cfg, const FaultSet& faults, Communicator& 
       stage_(cfg.zero.stage),
       dp_rank_(dp_group_->rank()),
       tp_rank_(tp_group_->rank()),
-      pp_rank_(PpRankOf(cfg, world.rank())) {
+      pp_rank_(PpRankOf(cfg, world.rank())),
+      scaler_(cfg.precision.loss_scale) {
   // Pipeline group: same (dp, tp) rank. Embedding group: first and last stage of that pipeline,
   // which both hold the tied embedding (every other rank alone in its own group).
   const int pipe = static_cast<int>(dp_rank_ * cfg.parallel.tp + tp_rank_);
@@ -133,7 +134,7 @@ RankEngine::~RankEngine() = default;
 
 void RankEngine::InitState() {
   const auto pdt = ToScalarType(cfg_.precision.param);
-  const auto adt = ToScalarType(cfg_.precision.accumulate);
+  const auto adt = AccumulateDType();
   // Each rank generates exactly the elements it holds (Note [Sharded generation]).
   const int64_t held_begin = stage_ == 3 ? shard_begin_ : 0;
   const int64_t held_size = stage_ == 3 ? shard_size_ : layout_.padded();
@@ -177,7 +178,7 @@ ParamMap RankEngine::Materialize(size_t unit, bool requires_grad) {
 }
 
 void RankEngine::SinkGrads(size_t unit, const ParamMap& leaves, int64_t micro_step) {
-  const auto adt = ToScalarType(cfg_.precision.accumulate);
+  const auto adt = AccumulateDType();
   auto grad_of = [&](const FlatEntry& fe) {
     const at::Tensor& g = leaves.at(fe.name).grad();
     at::Tensor flat = g.defined() ? g.reshape({-1}).to(adt) : Zeros(fe.numel, adt);
@@ -223,6 +224,17 @@ at::Tensor RankEngine::TpSyncGrad(int entry, at::Tensor grad) {
   return grad;
 }
 
+at::ScalarType RankEngine::AccumulateDType() const {
+  const PrecisionConfig& p = cfg_.precision;
+  // BUG (zoo: bf16.accumulate_in_bf16): with bf16 training the gradient accumulation buffers take
+  // the training dtype instead of the configured accumulate dtype; only visible when several
+  // micro-steps are summed.
+  if (faults_.bf16_accumulate_in_bf16 && cfg_.batch.accumulation_steps > 1 &&
+      (p.param == DType::kBf16 || p.compute == DType::kBf16))
+    return at::kBFloat16;
+  return ToScalarType(p.accumulate);
+}
+
 bool RankEngine::CountsInNorm(int entry) const {
   // The last stage's copy of a tied embedding is counted by the first stage.
   if (pp_rank_ > 0 && layout_.entries()[entry].name == "embed.wte") return false;
@@ -251,7 +263,7 @@ at::Tensor RankEngine::ForwardUnits(const std::vector<size_t>& units, at::Tensor
 at::Tensor RankEngine::BackwardUnits(const std::vector<size_t>& units,
                                      const std::vector<at::Tensor>& inputs, at::Tensor grad_out,
                                      const MicroBatch& mb, int64_t micro_step) {
-  const double loss_mult = 1.0 / static_cast<double>(cfg_.batch.accumulation_steps);
+  const double loss_mult = scaler_.scale() / static_cast<double>(cfg_.batch.accumulation_steps);
   for (size_t k = units.size(); k-- > 0;) {
     const size_t u = units[k];
     ParamMap leaves = Materialize(u, true);
@@ -295,9 +307,12 @@ double RankEngine::GlobalGradNorm(const at::Tensor& owned_grads) {
   // Each rank sums the squares of its dp shard (the same partition in every stage, so all stages
   // round alike), over the parameters it counts (replicas once); the partial sums are added across
   // the data-parallel and then the tensor-parallel group.
-  const int64_t begin = layout_.ShardBegin(dp_rank_);
+  // Stage 0 holds everything and splits the sum by the even partition (the shards of stages >= 1
+  // are the same unless a fault resizes them).
+  const int64_t size = stage_ == 0 ? layout_.EvenShardSize() : layout_.ShardSize(dp_rank_);
+  const int64_t begin = stage_ == 0 ? dp_rank_ * size : layout_.ShardBegin(dp_rank_);
   double sum = 0;
-  for (const auto& p : layout_.Pieces(begin, begin + layout_.ShardSize(dp_rank_))) {
+  for (const auto& p : layout_.Pieces(begin, begin + size)) {
     if (!CountsInNorm(p.entry)) continue;
     at::Tensor g = owned_grads.narrow(0, p.flat_offset - shard_begin_, p.count).to(at::kDouble);
     sum += g.mul(g).sum().item<double>();
@@ -309,12 +324,12 @@ double RankEngine::GlobalGradNorm(const at::Tensor& owned_grads) {
   return std::sqrt(sq.item<double>());
 }
 
-void RankEngine::OptimizerStep(int64_t step, const at::Tensor& grads) {
+void RankEngine::OptimizerStep(int64_t update, const at::Tensor& grads) {
   const auto pdt = ToScalarType(cfg_.precision.param);
   at::Tensor held = stage_ == 3 ? params_ : params_.narrow(0, shard_begin_, shard_size_);
   at::Tensor target = master_.defined() ? master_ : (pdt == at::kFloat ? held : held.to(at::kFloat));
   at::Tensor g = grads.to(at::kFloat);
-  OptimizerUpdate(cfg_.optimizer, step + 1, target, g, slots_);
+  OptimizerUpdate(cfg_.optimizer, update + 1, target, g, slots_);
   if (!target.is_same(held)) held.copy_(target);
   if (stage_ == 1 || stage_ == 2) {
     std::vector<int64_t> counts;
@@ -357,6 +372,28 @@ MemoryAccount RankEngine::Memory() const {
   return m;
 }
 
+void RankEngine::ReportState(RankStep& rs) const {
+  const int64_t held_begin = stage_ == 3 ? shard_begin_ : 0;
+  AddPieces(rs.pieces, "param", params_, held_begin, held_begin, held_begin + params_.numel());
+  if (master_.defined())
+    AddPieces(rs.pieces, "master", master_, shard_begin_, shard_begin_, shard_begin_ + shard_size_);
+  const auto names = OptimizerSlotNames(cfg_.optimizer.kind);
+  for (size_t i = 0; i < names.size(); ++i)
+    AddPieces(rs.pieces, names[i].c_str(), slots_[i], shard_begin_, shard_begin_,
+              shard_begin_ + shard_size_);
+}
+
+bool RankEngine::AgreeOverflow(bool local) {
+  // BUG (zoo: fp16.local_overflow_decision): each rank keeps its own decision; ranks whose shard
+  // overflowed skip the step while the others step (and call different collectives).
+  if (faults_.fp16_local_overflow_decision) return local;
+  at::Tensor flag = at::full({1}, local ? 1.0 : 0.0, at::kDouble);
+  dp_group_->AllReduce(flag, ReduceOp::kMax);
+  tp_group_->AllReduce(flag, ReduceOp::kMax);
+  pp_group_->AllReduce(flag, ReduceOp::kMax);
+  return flag.item<double>() > 0;
+}
+
 RankObservations RankEngine::Run() {
   RankObservations obs;
   obs.rank = world_.rank();
@@ -374,25 +411,30 @@ RankObservations RankEngine::Run() {
     }
     const int64_t acc_begin = stage_ <= 1 ? 0 : shard_begin_;
     at::Tensor owned = grad_acc_.narrow(0, shard_begin_ - acc_begin, shard_size_);
-    rs.grad_norm = GlobalGradNorm(owned);
+    rs.loss_scale = scaler_.scale();
+    rs.skipped = scaler_.enabled() && AgreeOverflow(!owned.isfinite().all().item<bool>());
+    const double old_scale = scaler_.scale();
+    double norm_scaled = 0;
+    if (!rs.skipped) norm_scaled = GlobalGradNorm(owned);  // before the scaler moves
+    scaler_.Update(rs.skipped);
+    // BUG (zoo: fp16.unscale_with_new_scale): the norm is unscaled with the scale the update just
+    // produced; wrong exactly on steps where the scale changed, and it matters only with clipping.
+    const double unscale_by = faults_.fp16_unscale_with_new_scale ? scaler_.scale() : old_scale;
+    rs.grad_norm = rs.skipped ? INFINITY : norm_scaled / unscale_by;
+    if (old_scale != 1.0) grad_acc_.mul_(1.0 / old_scale);  // every replica, not just the owned shard
     if (stage_ <= 1) {
       AddPieces(rs.pieces, "grad", grad_acc_, 0, 0, layout_.padded());
     } else {
       AddPieces(rs.pieces, "grad", grad_acc_, shard_begin_, shard_begin_, shard_begin_ + shard_size_);
     }
-    if (cfg_.clip_grad_norm > 0) {
-      const double coef = cfg_.clip_grad_norm / (rs.grad_norm + kClipEps);
-      if (coef < 1.0) owned.mul_(coef);
+    if (!rs.skipped) {  // an overflow agreed by every rank changes nothing this step
+      if (cfg_.clip_grad_norm > 0) {
+        const double coef = cfg_.clip_grad_norm / (rs.grad_norm + kClipEps);
+        if (coef < 1.0) owned.mul_(coef);
+      }
+      OptimizerStep(updates_++, owned);  // Adam counts applied updates, not steps
     }
-    OptimizerStep(step, owned);
-    const int64_t held_begin = stage_ == 3 ? shard_begin_ : 0;
-    AddPieces(rs.pieces, "param", params_, held_begin, held_begin, held_begin + params_.numel());
-    if (master_.defined())
-      AddPieces(rs.pieces, "master", master_, shard_begin_, shard_begin_, shard_begin_ + shard_size_);
-    const auto names = OptimizerSlotNames(cfg_.optimizer.kind);
-    for (size_t i = 0; i < names.size(); ++i)
-      AddPieces(rs.pieces, names[i].c_str(), slots_[i], shard_begin_, shard_begin_,
-                shard_begin_ + shard_size_);
+    ReportState(rs);
     obs.steps.push_back(std::move(rs));
     obs.memory.push_back(Memory());
   }

@@ -24,6 +24,7 @@
 #include "kernels/flat_layout.h"
 #include "kernels/flat_pack.h"
 #include "kernels/grad_reducer.h"
+#include "kernels/loss_scaler.h"
 #include "kernels/model.h"
 #include "kernels/observations.h"
 #include "kernels/tensor_parallel.h"
@@ -52,10 +53,14 @@ class RankEngine {
   void ReduceMicroStep(int64_t micro_step, bool boundary);
   // One step of the pipeline schedule (kernels/pipeline_exec.cpp).
   void PipelineStep(int64_t step, RankStep& rs);
+  // Adds the parameters, master weights and optimizer state this rank holds to `rs`.
+  void ReportState(RankStep& rs) const;
+  // The overflow decision every rank of the model agrees on (max over dp, tp and pp).
+  bool AgreeOverflow(bool local);
   ParamMap Materialize(size_t unit, bool requires_grad);
   void SinkGrads(size_t unit, const ParamMap& leaves, int64_t micro_step);
   double GlobalGradNorm(const at::Tensor& grads);
-  void OptimizerStep(int64_t step, const at::Tensor& grads);
+  void OptimizerStep(int64_t update, const at::Tensor& grads);
   void AddPieces(std::vector<TensorPiece>& out, const char* kind, const at::Tensor& buf,
                  int64_t buf_begin, int64_t begin, int64_t end) const;
   MemoryAccount Memory() const;
@@ -82,6 +87,7 @@ class RankEngine {
   int64_t pp_rank_;
   at::Tensor TpSyncGrad(int entry, at::Tensor grad);
   bool CountsInNorm(int entry) const;
+  at::ScalarType AccumulateDType() const;
   int64_t shard_begin_, shard_size_;
 
   at::Tensor params_;       // param dtype: full flat (stages 0-2) or this rank's shard (stage 3)
@@ -91,6 +97,8 @@ class RankEngine {
   at::Tensor grad_acc_;     // accumulate dtype: reduced gradients summed over micro-steps; full for
                             // stages 0/1, this rank's shard for stages 2/3
   int64_t gathered_peak_ = 0;
+  LossScaler scaler_;
+  int64_t updates_ = 0;  // optimizer updates applied (overflow-skipped steps excluded)
 };
 
 }  // namespace paradiff

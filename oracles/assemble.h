@@ -1,8 +1,10 @@
 // Assembles each rank's reported pieces (kernels/observations.h) into whole logical tensors,
-// independently of the engine's collectives (Note [Independent observation]). It is also the
-// partition-coverage and replica-consistency check: every element of every expected tensor must be
-// held by at least one rank, pieces must lie inside their tensor, and ranks holding the same
-// element must agree bitwise. A violation is an `invariant` verdict naming ranks, tensor and index.
+// independently of the engine's collectives (Note [Independent observation]). Assembly itself
+// never judges: AssembleTensors takes the first holder's value of every element and leaves
+// elements nobody holds at zero. The judging is done by the tiling oracle (every element held by
+// the expected ranks, pieces inside their tensor; oracles/tiling_oracle.h) and the replica oracle
+// (holders agree bitwise; oracles/replica_oracle.h); Assemble runs both and returns the first
+// violation as its verdict, as it always has.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -20,17 +22,24 @@ namespace paradiff {
 struct AssembledStep {
   double loss = 0;       // mean over all micro-batches of all ranks
   double grad_norm = 0;  // rank 0's report (all ranks must agree)
+  bool skipped = false;  // overflow skip decision (all ranks must agree)
+  double loss_scale = 1;
   std::map<std::string, at::Tensor> tensors;  // "kind:tensor" -> flat float64
 };
 
 struct Assembly {
-  std::vector<AssembledStep> steps;
-  Verdict verdict;  // kPass, or the first kInvariant found
+  std::vector<AssembledStep> steps;  // cfg.steps entries
+  Verdict verdict;  // kPass, or the first kInvariant of the tiling and replica checks (Assemble)
 };
 
 // The tensor kinds a run must report for `cfg` (grad, param, [master], optimizer slots).
 std::vector<std::string> ExpectedKinds(const Config& cfg);
 
+// Builds the logical tensors; pieces outside their tensor or of unknown tensors are ignored, a
+// step a rank did not report contributes nothing. verdict is always kPass.
+Assembly AssembleTensors(const Config& cfg, const Observations& obs);
+
+// AssembleTensors, with the verdict of CheckTiling, then CheckReplicas.
 Assembly Assemble(const Config& cfg, const Observations& obs);
 
 }  // namespace paradiff

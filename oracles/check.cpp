@@ -4,6 +4,9 @@
 
 #include "kernels/engine.h"
 #include "oracles/assemble.h"
+#include "oracles/collective_oracle.h"
+#include "oracles/oracle_registry.h"
+#include "oracles/validation_oracle.h"
 
 namespace paradiff {
 
@@ -18,77 +21,120 @@ double Seconds(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
 
-Verdict EngineFailure(const EngineOutcome& e, const Config& cfg) {
-  Verdict v;
-  v.kind = e.failure_kind == "collective" ? VerdictKind::kCollective
-           : e.failure_kind == "hang"     ? VerdictKind::kHang
-                                          : VerdictKind::kCrash;
-  v.oracle = e.failure_kind == "crash" ? "engine" : "collective";
-  v.where.phase = e.failure_kind == "crash" ? "run" : "collective";
-  v.where.rank = e.failure_rank;
-  v.message = e.failure + " (seed " + std::to_string(cfg.seed) + ")";
-  return v;
-}
-
-}  // namespace
-
-CheckResult CheckRun(const Config& cfg, const CheckOptions& opts) {
-  CheckResult res;
-  const auto t0 = Clock::now();
-  std::shared_ptr<const RefPair> ref;
-  if (opts.cache) {
-    const int64_t hits = opts.cache->hits();
-    ref = opts.cache->Get(cfg);
-    res.reference_cached = opts.cache->hits() > hits;
-  } else {
-    auto pair = std::make_shared<RefPair>();
-    pair->truth = RunReference(cfg, true);
-    pair->same = RunReference(cfg, false);
-    ref = pair;
-  }
-  const auto t1 = Clock::now();
-  EngineOutcome eng = RunEngine(cfg, opts.timeout);
-  const auto t2 = Clock::now();
-  res.timing.reference_s = Seconds(t0, t1);
-  res.timing.engine_s = Seconds(t1, t2);
-  if (!eng.ok) {
-    res.verdict = EngineFailure(eng, cfg);
-    return res;
-  }
-  for (const auto& r : eng.obs.ranks) {
+std::vector<RankSummary> Summarize(const Observations& obs) {
+  std::vector<RankSummary> out;
+  for (const auto& r : obs.ranks) {
     RankSummary rs;
     if (!r.memory.empty()) {
       rs.memory_bytes = r.memory.back().bytes;
-      for (const auto& [cat, bytes] : r.memory.back().bytes)
-        rs.memory_grew |= bytes > r.memory.front().bytes.at(cat);
+      for (const auto& [cat, bytes] : r.memory.back().bytes) {
+        auto first = r.memory.front().bytes.find(cat);
+        rs.memory_grew |= bytes > (first == r.memory.front().bytes.end() ? 0 : first->second);
+      }
     }
     for (const auto& f : r.collectives) {
       ++rs.collectives[Name(f.op)];
       if (rs.first_collectives.size() < kReportedCollectives) rs.first_collectives.push_back(f.ToString());
     }
-    res.ranks.push_back(std::move(rs));
+    out.push_back(std::move(rs));
   }
-  Assembly dist = Assemble(cfg, eng.obs);
-  if (dist.verdict.kind == VerdictKind::kPass) {
-    NumericResult num = CheckNumerics(cfg, dist, *ref);
-    res.verdict = num.verdict;
-    res.comparisons = std::move(num.comparisons);
-    for (int64_t s = 0; s < cfg.steps; ++s) {
-      StepRow row;
-      row.step = s;
-      row.loss_dist = dist.steps[s].loss;
-      row.loss_same = ref->same.steps[s].loss;
-      row.loss_truth = ref->truth.steps[s].loss;
-      for (const auto& c : res.comparisons) {
-        if (c.step != s || c.ratio() < row.worst_ratio) continue;
-        row.worst_ratio = c.ratio();
-        row.worst_where = c.kind + (c.tensor.empty() ? "" : ":" + c.tensor);
-      }
-      res.rows.push_back(row);
+  return out;
+}
+
+std::vector<StepRow> Rows(const Config& cfg, const Assembly& dist, const RefPair& ref,
+                          const std::vector<Comparison>& comparisons) {
+  std::vector<StepRow> rows;
+  for (int64_t s = 0; s < cfg.steps; ++s) {
+    StepRow row;
+    row.step = s;
+    row.loss_dist = dist.steps[s].loss;
+    row.loss_same = ref.same.steps[s].loss;
+    row.loss_truth = ref.truth.steps[s].loss;
+    for (const auto& c : comparisons) {
+      if (c.step != s || c.ratio() < row.worst_ratio) continue;
+      row.worst_ratio = c.ratio();
+      row.worst_where = c.kind + (c.tensor.empty() ? "" : ":" + c.tensor);
     }
-  } else {
-    res.verdict = dist.verdict;
+    rows.push_back(row);
   }
+  return rows;
+}
+
+}  // namespace
+
+CheckResult CheckRun(const Config& cfg, const CheckOptions& opts) {
+  const auto oracles = MakeOracles(opts.oracles);
+  CheckResult res;
+  const bool gate = std::any_of(oracles.begin(), oracles.end(),
+                                [](const auto& o) { return std::string(o->name()) == "validation"; });
+  if (gate) {
+    const Status s = ValidationGate(cfg, opts.budget);
+    if (!s.ok()) {
+      res.verdict = GateRejection(cfg, s);
+      res.rejected = true;
+      res.oracles.push_back({"validation", "skipped", res.verdict.message, 0});
+      return res;
+    }
+  }
+  const auto t0 = Clock::now();
+  const int64_t hits = opts.cache ? opts.cache->hits() : 0;
+  std::shared_ptr<const RefPair> ref = GetReference(cfg, opts.cache);
+  res.reference_cached = opts.cache && opts.cache->hits() > hits;
+  const auto t1 = Clock::now();
+  const std::chrono::milliseconds timeout = opts.timeout;
+  const EngineRunner run = opts.run_engine ? opts.run_engine
+                                           : [timeout](const Config& c) { return RunEngine(c, timeout); };
+  const EngineOutcome eng = run(cfg);
+  const auto t2 = Clock::now();
+  res.timing.reference_s = Seconds(t0, t1);
+  res.timing.engine_s = Seconds(t1, t2);
+
+  OracleInput in(cfg, eng);
+  in.ref = ref.get();
+  in.run_engine = run;
+  in.cache = opts.cache;
+  in.budget = opts.budget;
+  Assembly dist;
+  NumericResult num;
+  if (eng.ok) {
+    res.ranks = Summarize(eng.obs);
+    dist = AssembleTensors(cfg, eng.obs);
+    if (IsFinding(dist.verdict.kind)) {
+      // A check inside the assembly itself failed (ranks disagreeing on an overflow skip); its
+      // steps are incomplete, so nothing else can be compared.
+      res.verdict = dist.verdict;
+      res.oracles.push_back({dist.verdict.oracle, "finding", dist.verdict.Signature(), 0});
+      res.timing.compare_s = Seconds(t2, Clock::now());
+      return res;
+    }
+    num = CheckNumerics(cfg, dist, *ref);
+    res.rows = Rows(cfg, dist, *ref, num.comparisons);
+    in.assembly = &dist;
+    in.numeric = &num;
+  }
+  for (const auto& oracle : oracles) {
+    const auto s0 = Clock::now();
+    const Verdict v = oracle->Check(in);
+    OracleOutcome o{oracle->name(), "pass", "", Seconds(s0, Clock::now())};
+    if (IsFinding(v.kind)) {
+      o.status = "finding";
+      o.note = v.Signature();
+    } else if (IsSkip(v)) {
+      o.status = "skipped";
+      o.note = v.message;
+    } else if (v.kind == VerdictKind::kInconclusive) {
+      o.status = "inconclusive";
+      o.note = v.message;
+      if (res.verdict.kind == VerdictKind::kPass) res.verdict = v;  // unless a finding follows
+    }
+    res.oracles.push_back(o);
+    if (IsFinding(v.kind)) {
+      res.verdict = v;
+      break;
+    }
+  }
+  if (!eng.ok && !IsFinding(res.verdict.kind)) res.verdict = EngineFailureVerdict(eng, cfg);
+  res.comparisons = std::move(num.comparisons);
   res.timing.compare_s = Seconds(t2, Clock::now());
   return res;
 }

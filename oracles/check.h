@@ -1,7 +1,9 @@
-// CheckRun: one config end to end. Runs the engine on the local backend and the reference pair
-// (cached), assembles the observations, and applies the oracles in order: engine failures
-// (collective mismatch, hang, crash), invariants (tiling, replicas), then numerics. Returns the
-// verdict, a per-step summary, every comparison, and where the time went.
+// CheckRun: one config end to end. Asks the validation gate (a config the validator rejects or
+// this engine build does not support never starts a rank), runs the reference pair (cached) and
+// the engine, assembles the observations, compares them numerically, and applies the selected
+// oracles in canonical order (oracles/oracle_registry.h); the first finding is the verdict (else
+// the first inconclusive one, else pass), and a failed run no oracle claimed is a crash. Returns the verdict, a per-step summary, every
+// comparison, what each oracle said, and where the time went.
 #pragma once
 
 #include <chrono>
@@ -9,9 +11,11 @@
 #include <string>
 #include <vector>
 
+#include "core/budget.h"
 #include "core/config.h"
 #include "core/verdict.h"
 #include "oracles/numeric_oracle.h"
+#include "oracles/oracle.h"
 #include "oracles/reference.h"
 
 namespace paradiff {
@@ -19,6 +23,12 @@ namespace paradiff {
 struct CheckOptions {
   std::chrono::milliseconds timeout{20000};  // watchdog for every collective wait
   ReferenceCache* cache = nullptr;           // shared reference cache (optional)
+  // Oracle selection (names and sets, oracles/oracle_registry.h); empty = "default". An unknown
+  // name makes CheckRun throw std::invalid_argument: resolve user input with ResolveOracleNames.
+  std::vector<std::string> oracles;
+  ResourceBudget budget;                     // the validation gate's budget (and variants')
+  // Runs the engine; empty = RunEngine(cfg, timeout) (the local backend). Tests plant bugs here.
+  EngineRunner run_engine;
 };
 
 struct StepRow {
@@ -40,16 +50,27 @@ struct RankSummary {
   std::vector<std::string> first_collectives;   // the first few fingerprints, for the report
 };
 
+// What one oracle said about the run.
+struct OracleOutcome {
+  std::string name;
+  std::string status;   // pass | finding | skipped | inconclusive
+  std::string note;     // the skip reason, the finding's signature, or why it is inconclusive
+  double seconds = 0;
+};
+
 struct CheckResult {
   Verdict verdict;
   std::vector<RankSummary> ranks;
   std::vector<StepRow> rows;
   std::vector<Comparison> comparisons;
+  std::vector<OracleOutcome> oracles;  // in the order applied; stops after the first finding
   CheckTiming timing;
   bool reference_cached = false;
+  bool rejected = false;  // the validation gate refused the config; nothing ran (not a finding)
 };
 
-// `cfg` must be valid (core/validate.h) and supported (kernels/engine.h EngineSupports).
+// `cfg` should be valid (core/validate.h) and supported (kernels/engine.h EngineSupports); when
+// "validation" is selected, one that is not comes back rejected without running anything.
 CheckResult CheckRun(const Config& cfg, const CheckOptions& opts);
 
 }  // namespace paradiff

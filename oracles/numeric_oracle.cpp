@@ -80,6 +80,52 @@ Comparison CompareAdamParam(const at::Tensor& d, const at::Tensor& r, const at::
   return c;
 }
 
+// Note [Gradient norm consistency]: the engine reports the global gradient norm it computed (and
+// clipped with) and, separately, the reduced gradients themselves. Both must describe the same
+// vector: sqrt(sum of the reported gradients squared) equals the reported norm up to float64
+// summation order. A norm that counts a replicated tensor once per replica, misses a shard, or was
+// reduced over the wrong group breaks this even when the truth is far away, so it is checked
+// before the truth comparison and localizes to the reduction.
+Comparison NormConsistency(const AssembledStep& d, const ModelSpec& spec) {
+  double sq = 0;
+  for (const auto& ps : spec.params) sq += d.tensors.at("grad:" + ps.name).pow(2).sum().item<double>();
+  Comparison c;
+  c.expected = std::sqrt(sq);
+  c.actual = d.grad_norm;
+  const double diff = c.actual == c.expected ? 0.0 : std::fabs(c.actual - c.expected);
+  c.error = std::isnan(diff) ? INFINITY : diff / std::max(std::fabs(c.expected), kTinyNorm);
+  c.bound = LookupTolerance("grad_norm_consistency", DType::kFp64).floor;
+  c.index = 0;
+  return c;
+}
+
+// Note [Scaled gradients]: a gradient d that misses the truth t but equals alpha * t within the
+// bound, for one alpha != 1, was scaled as a whole: averaged over the wrong number of ranks or
+// micro-steps, or summed where it should be averaged. The local backward cannot do that (it is
+// the reference's own math on the same micro-batch), so such a finding is attributed to the
+// reduction, with detail "scale". Tensors with fewer than kMinScaleFitElems elements are always
+// proportional to something and keep the plain "gradient" phase.
+constexpr int64_t kMinScaleFitElems = 8;
+
+void AttributeScaledGradient(Verdict& v, const Comparison& c, const Assembly& dist,
+                             const RefPair& ref) {
+  if (c.kind != "grad") return;
+  const at::Tensor& d = dist.steps[c.step].tensors.at("grad:" + c.tensor);
+  const at::Tensor& t = ref.truth.steps[c.step].tensors.at("grad:" + c.tensor);
+  const double tt = t.pow(2).sum().item<double>();
+  if (t.numel() < kMinScaleFitElems || !(tt > kTinyNorm * kTinyNorm)) return;
+  const double alpha = (d * t).sum().item<double>() / tt;
+  const double residual = (d - t * alpha).norm().item<double>() / std::sqrt(tt);
+  if (!(residual <= c.bound) || std::fabs(alpha - 1.0) <= c.bound) return;
+  v.where.phase = "reduction";
+  v.where.detail = "scale";
+  std::ostringstream msg;
+  msg.precision(6);
+  msg << "; the gradient is the truth scaled by " << alpha << " (residual " << residual
+      << " <= bound " << c.bound << "): a reduction averaged or summed over the wrong count";
+  v.message += msg.str();
+}
+
 }  // namespace
 
 NumericResult CheckNumerics(const Config& cfg, const Assembly& dist, const RefPair& ref) {
@@ -100,6 +146,17 @@ NumericResult CheckNumerics(const Config& cfg, const Assembly& dist, const RefPa
     const AssembledStep& d = dist.steps[s];
     const RefStep& t = ref.truth.steps[s];
     const RefStep& r = ref.same.steps[s];
+    if (d.skipped != r.skipped) {
+      // A borderline overflow legitimately rounds differently in the two runs: not a finding.
+      out.verdict.kind = VerdictKind::kInconclusive;
+      out.verdict.oracle = "numeric";
+      out.verdict.where.step = s;
+      out.verdict.where.phase = "overflow";
+      out.verdict.message = "step " + std::to_string(s) + ": the run " + (d.skipped ? "skipped" : "took") +
+                            " the step for overflow, the same-precision reference " +
+                            (r.skipped ? "skipped" : "took") + " it (seed " + std::to_string(cfg.seed) + ")";
+      return out;
+    }
     std::map<std::string, double> rms;  // kind -> RMS of the truth over all its tensors
     {
       std::map<std::string, std::pair<double, double>> acc;  // kind -> (sum of squares, count)
@@ -117,16 +174,22 @@ NumericResult CheckNumerics(const Config& cfg, const Assembly& dist, const RefPa
     norm_tol.floor *= static_cast<double>(s + 1);
     add(CompareScalar(d.loss, r.loss, t.loss, loss_tol), s, "forward", "loss", "", "");
     for (const auto& ps : spec.params) {
+      if (r.skipped) break;  // overflowed gradients are not compared; the step changed nothing
       const std::string key = "grad:" + ps.name;
       add(CompareTensor(d.tensors.at(key), r.tensors.at(key), t.tensors.at(key), tol("grad"),
                         rms["grad"], s),
           s,
           "gradient", "grad", ps.name, Name(ps.layer));
     }
-    add(CompareScalar(d.grad_norm, r.grad_norm, t.grad_norm, norm_tol), s, "gradient",
-        "grad_norm", "", "");
+    if (!r.skipped) {
+      add(NormConsistency(d, spec), s, "reduction", "grad_norm", "", "");
+      out.comparisons.back().detail = "consistency";
+      add(CompareScalar(d.grad_norm, r.grad_norm, t.grad_norm, norm_tol), s, "reduction",
+          "grad_norm", "", "");
+    }
     const bool adam = cfg.optimizer.kind != OptimizerKind::kSgd;
     for (const auto& ps : spec.params) {
+      if (r.skipped) break;
       const std::string g = "grad:" + ps.name;
       at::Tensor now = IllConditioned(d.tensors.at(g), r.tensors.at(g), t.tensors.at(g));
       auto it = ill.find(ps.name);
@@ -139,7 +202,7 @@ NumericResult CheckNumerics(const Config& cfg, const Assembly& dist, const RefPa
         const std::string key = kind + ":" + ps.name;
         const at::Tensor &dv = d.tensors.at(key), &rv = r.tensors.at(key), &tv = t.tensors.at(key);
         Comparison c = adam && (kind == "param" || kind == "master")
-                           ? CompareAdamParam(dv, rv, tv, ill.at(ps.name), tol(kind), max_move,
+                           ? CompareAdamParam(dv, rv, tv, (ill.count(ps.name) ? ill.at(ps.name) : at::zeros({ps.numel()}, at::kBool)), tol(kind), max_move,
                                               rms[kind], s)
                            : CompareTensor(dv, rv, tv, tol(kind), rms[kind], s);
         add(c, s, "optimizer", kind, ps.name, Name(ps.layer));
@@ -161,16 +224,26 @@ NumericResult CheckNumerics(const Config& cfg, const Assembly& dist, const RefPa
     v.where.actual = c.actual;
     v.where.error = c.error;
     v.where.bound = c.bound;
+    v.where.detail = c.detail;
     std::ostringstream msg;
     msg.precision(6);
     msg << "step " << c.step << " " << c.phase << ": " << c.kind
-        << (c.tensor.empty() ? "" : " of " + c.tensor) << " differs from the reference: relative error "
+        << (c.tensor.empty() ? "" : " of " + c.tensor)
+        << (c.detail == "consistency" ? " reported by the engine differs from the norm of the gradients it reports"
+                                      : " differs from the reference")
+        << ": relative error "
         << c.error << " > bound " << c.bound << " (ratio " << c.ratio() << "); worst index " << c.index
         << " expected " << c.expected << " actual " << c.actual << " (seed " << cfg.seed << ")";
     v.message = msg.str();
+    AttributeScaledGradient(v, c, dist, ref);
     break;
   }
   return out;
+}
+
+Verdict NumericOracle::Check(const OracleInput& in) const {
+  if (in.numeric == nullptr) return SkipVerdict(name(), "the engine failed; nothing to compare");
+  return in.numeric->verdict;
 }
 
 }  // namespace paradiff

@@ -1,7 +1,10 @@
 // The numeric oracle: compares the assembled distributed run with the reference pair under the
 // tolerance model (oracles/tolerance.h), step by step and phase by phase, and localizes the first
-// divergence: step, then phase (forward: loss; gradient: reduced gradients and their norm;
-// optimizer: parameters, master weights, optimizer state), then tensor in model order.
+// divergence: step, then phase (forward: loss; gradient: reduced gradients; reduction: the
+// gradient norm, first against the run's own gradients, then against the truth; optimizer:
+// parameters, master weights, optimizer state), then tensor in model order. A gradient that is
+// off by a constant factor and otherwise within the bound is attributed to the reduction
+// (Note [Scaled gradients] in numeric_oracle.cpp).
 #pragma once
 
 #include <string>
@@ -10,16 +13,18 @@
 #include "core/config.h"
 #include "core/verdict.h"
 #include "oracles/assemble.h"
+#include "oracles/oracle.h"
 #include "oracles/reference.h"
 
 namespace paradiff {
 
 struct Comparison {
   int64_t step = 0;
-  std::string phase;   // forward | gradient | optimizer
+  std::string phase;   // forward | gradient | reduction | optimizer
   std::string kind;    // loss | grad_norm | grad | param | master | momentum | exp_avg | exp_avg_sq
   std::string tensor;  // logical tensor ("" for scalars)
   std::string layer;   // layer type
+  std::string detail;  // "" or "consistency" (grad_norm against the run's own gradients)
   double error = 0, bound = 0, ref_error = 0;
   int64_t index = -1;  // worst element
   double expected = 0, actual = 0;
@@ -33,5 +38,12 @@ struct NumericResult {
 };
 
 NumericResult CheckNumerics(const Config& cfg, const Assembly& dist, const RefPair& ref);
+
+// The oracle "numeric": the verdict of CheckRun's CheckNumerics (OracleInput::numeric).
+class NumericOracle : public Oracle {
+ public:
+  const char* name() const override { return "numeric"; }
+  Verdict Check(const OracleInput& in) const override;
+};
 
 }  // namespace paradiff

@@ -7,6 +7,7 @@
 #include "core/config_json.h"
 #include "core/model_spec.h"
 #include "kernels/data.h"
+#include "kernels/loss_scaler.h"
 #include "kernels/model.h"
 #include "kernels/numerics.h"
 #include "kernels/optim.h"
@@ -19,6 +20,15 @@ namespace {
 // Same constant as the engine's clipping (torch.nn.utils.clip_grad_norm_).
 constexpr double kClipEps = 1e-6;
 
+// Note [Reference snapshots]: a step's recorded tensors must be copies. In the truth run the live
+// state is already float64, so `.to(at::kDouble)` would return the live tensor itself; recording it
+// aliased the parameters / optimizer slots of later steps (and the gradient that clipping scales in
+// place), which made every earlier step compare against the final state and inflated the bound by
+// the same amount the error grew. Snapshot() always copies.
+at::Tensor Snapshot(const at::Tensor& t) {
+  return t.to(at::kDouble, /*non_blocking=*/false, /*copy=*/true).reshape({-1});
+}
+
 struct RefState {
   std::vector<at::Tensor> params;  // param dtype (truth: double), with shapes
   std::vector<at::Tensor> master;  // float32 copies, empty without master weights
@@ -27,7 +37,7 @@ struct RefState {
 
 }  // namespace
 
-RefRun RunReference(const Config& cfg, bool truth) {
+RefRun RunReference(const Config& cfg, bool truth, const std::vector<bool>* skips) {
   const ModelSpec spec = BuildModelSpec(cfg.model);
   const std::vector<Unit> units = BuildUnits(spec, cfg.model);
   const Numerics num = MakeNumerics(truth ? DType::kFp64 : cfg.precision.compute);
@@ -49,9 +59,12 @@ RefRun RunReference(const Config& cfg, bool truth) {
   }
 
   const int64_t M = MicroBatchesPerStep(cfg);
+  LossScaler scaler(cfg.precision.loss_scale);
+  int64_t updates = 0;  // optimizer updates applied (skipped steps do not count)
   RefRun run;
   for (int64_t step = 0; step < cfg.steps; ++step) {
     RefStep rs;
+    const double scale = scaler.scale();
     std::vector<at::Tensor> acc(spec.params.size());
     double loss_sum = 0;
     for (int64_t g = 0; g < M; ++g) {
@@ -62,7 +75,7 @@ RefRun RunReference(const Config& cfg, bool truth) {
       at::Tensor x;
       for (const auto& u : units) x = UnitForward(u, cfg.model, num, leaves, x, mb);
       loss_sum += x.item<double>();
-      (x * (1.0 / static_cast<double>(M))).backward();
+      (x * (scale / static_cast<double>(M))).backward();
       for (size_t i = 0; i < spec.params.size(); ++i) {
         at::Tensor gi = leaves[spec.params[i].name].grad();
         if (!gi.defined()) gi = at::zeros_like(st.params[i]);
@@ -71,26 +84,42 @@ RefRun RunReference(const Config& cfg, bool truth) {
       }
     }
     rs.loss = loss_sum / static_cast<double>(M);
+    // Overflow: the twin decides from its own gradients; the truth (float64 never overflows)
+    // follows the twin's decisions so both skip the same steps.
+    bool overflow = false;
+    if (skips != nullptr) {
+      overflow = step < static_cast<int64_t>(skips->size()) && (*skips)[step];
+    } else if (scaler.enabled()) {
+      for (const auto& a : acc) overflow = overflow || !a.isfinite().all().item<bool>();
+    }
+    rs.skipped = overflow;
+    rs.loss_scale = scale;
     double sq = 0;
     for (const auto& a : acc) sq += a.to(at::kDouble).pow(2).sum().item<double>();
-    rs.grad_norm = std::sqrt(sq);
+    scaler.Update(overflow);
+    rs.grad_norm = overflow ? INFINITY : std::sqrt(sq) / scale;
+    if (scale != 1.0)
+      for (auto& a : acc) a.mul_(1.0 / scale);
     double coef = 1.0;
     if (cfg.clip_grad_norm > 0) coef = std::min(1.0, cfg.clip_grad_norm / (rs.grad_norm + kClipEps));
     for (size_t i = 0; i < spec.params.size(); ++i) {
       const std::string& name = spec.params[i].name;
-      rs.tensors["grad:" + name] = acc[i].to(at::kDouble).reshape({-1});
+      rs.tensors["grad:" + name] = Snapshot(acc[i]);
       at::Tensor g = acc[i].to(sdt);
       if (coef < 1.0) g.mul_(coef);
-      at::Tensor target = has_master ? st.master[i] : (pdt == sdt ? st.params[i] : st.params[i].to(sdt));
-      OptimizerUpdate(cfg.optimizer, step + 1, target, g, st.slots[i]);
-      if (!target.is_same(st.params[i])) st.params[i].copy_(target);
-      rs.tensors["param:" + name] = st.params[i].to(at::kDouble).reshape({-1});
+      if (!overflow) {
+        at::Tensor target = has_master ? st.master[i] : (pdt == sdt ? st.params[i] : st.params[i].to(sdt));
+        OptimizerUpdate(cfg.optimizer, updates + 1, target, g, st.slots[i]);
+        if (!target.is_same(st.params[i])) st.params[i].copy_(target);
+      }
+      rs.tensors["param:" + name] = Snapshot(st.params[i]);
       // The truth has no separate master copy: its float64 parameters are the master weights.
-      if (has_master) rs.tensors["master:" + name] = st.master[i].to(at::kDouble).reshape({-1});
+      if (has_master) rs.tensors["master:" + name] = Snapshot(st.master[i]);
       if (truth && cfg_has_master) rs.tensors["master:" + name] = rs.tensors["param:" + name];
       for (size_t k = 0; k < slot_names.size(); ++k)
-        rs.tensors[slot_names[k] + ":" + name] = st.slots[i][k].to(at::kDouble).reshape({-1});
+        rs.tensors[slot_names[k] + ":" + name] = Snapshot(st.slots[i][k]);
     }
+    if (!overflow) ++updates;
     run.steps.push_back(std::move(rs));
   }
   return run;
@@ -106,6 +135,20 @@ std::string ReferenceKey(const Config& cfg) {
   return key.dump();
 }
 
+std::vector<bool> SkippedSteps(const RefRun& run) {
+  std::vector<bool> out;
+  for (const auto& s : run.steps) out.push_back(s.skipped);
+  return out;
+}
+
+RefPair RunReferencePair(const Config& cfg) {
+  RefPair pair;
+  pair.same = RunReference(cfg, false);
+  const std::vector<bool> skips = SkippedSteps(pair.same);
+  pair.truth = RunReference(cfg, true, &skips);
+  return pair;
+}
+
 std::shared_ptr<const RefPair> ReferenceCache::Get(const Config& cfg) {
   const std::string key = ReferenceKey(cfg);
   {
@@ -117,9 +160,7 @@ std::shared_ptr<const RefPair> ReferenceCache::Get(const Config& cfg) {
     }
     ++misses_;
   }
-  auto pair = std::make_shared<RefPair>();
-  pair->truth = RunReference(cfg, true);
-  pair->same = RunReference(cfg, false);
+  auto pair = std::make_shared<RefPair>(RunReferencePair(cfg));
   std::lock_guard<std::mutex> lock(mu_);
   map_[key] = pair;
   order_.push_back(key);
@@ -128,6 +169,11 @@ std::shared_ptr<const RefPair> ReferenceCache::Get(const Config& cfg) {
     order_.erase(order_.begin());
   }
   return pair;
+}
+
+std::shared_ptr<const RefPair> GetReference(const Config& cfg, ReferenceCache* cache) {
+  if (cache != nullptr) return cache->Get(cfg);
+  return std::make_shared<RefPair>(RunReferencePair(cfg));
 }
 
 }  // namespace paradiff

@@ -23,7 +23,9 @@ namespace paradiff {
 
 struct RefStep {
   double loss = 0;       // mean micro-batch loss of the step
-  double grad_norm = 0;  // global gradient norm before clipping
+  double grad_norm = 0;  // global gradient norm before clipping (inf on a skipped step)
+  bool skipped = false;  // overflow: the step changed nothing
+  double loss_scale = 1;
   // "kind:tensor" -> flat float64 values; kinds: grad (averaged, before clipping), param, master
   // (only with master weights), and the optimizer slots (momentum | exp_avg, exp_avg_sq).
   std::map<std::string, at::Tensor> tensors;
@@ -39,7 +41,12 @@ struct RefPair {
 };
 
 // Runs the reference in float64 (truth = true) or in the config's precision.
-RefRun RunReference(const Config& cfg, bool truth);
+// `skips` (truth only): the steps to skip as overflowed, taken from the same-precision twin.
+RefRun RunReference(const Config& cfg, bool truth, const std::vector<bool>* skips = nullptr);
+// The twin, then the truth following the twin's overflow decisions.
+RefPair RunReferencePair(const Config& cfg);
+// Skipped-step pattern of a run.
+std::vector<bool> SkippedSteps(const RefRun& run);
 
 // The fields that determine a reference (model, data, optimizer, precision, steps, seed, the
 // number and size of micro-batches) and none of the layout; equal keys share one reference.
@@ -61,5 +68,8 @@ class ReferenceCache {
   std::vector<std::string> order_;
   int64_t hits_ = 0, misses_ = 0;
 };
+
+// The pair for cfg: from `cache` when there is one, else computed now.
+std::shared_ptr<const RefPair> GetReference(const Config& cfg, ReferenceCache* cache);
 
 }  // namespace paradiff

@@ -26,7 +26,7 @@ nlohmann::json VerdictJson(const Verdict& v) {
            {{"step", w.step}, {"phase", w.phase}, {"tensor", w.tensor}, {"tensor_kind", w.tensor_kind},
             {"layer", w.layer}, {"rank", w.rank}, {"index", w.index}, {"expected", Num(w.expected)},
             {"actual", Num(w.actual)}, {"error", Num(w.error)}, {"bound", Num(w.bound)},
-            {"ratio", Num(w.ratio())}}}};
+            {"ratio", Num(w.ratio())}, {"other_rank", w.other_rank}, {"detail", w.detail}}}};
 }
 
 nlohmann::json ReportJson(const Config& cfg, const CheckResult& res) {
@@ -46,13 +46,18 @@ nlohmann::json ReportJson(const Config& cfg, const CheckResult& res) {
                                 {"tensor", c.tensor}, {"layer", c.layer}, {"error", Num(c.error)},
                                 {"bound", Num(c.bound)}, {"ref_error", Num(c.ref_error)},
                                 {"index", c.index}, {"expected", Num(c.expected)},
-                                {"actual", Num(c.actual)}, {"ok", c.ok()}});
+                                {"actual", Num(c.actual)}, {"detail", c.detail}, {"ok", c.ok()}});
   j["ranks"] = nlohmann::json::array();
   for (size_t r = 0; r < res.ranks.size(); ++r)
     j["ranks"].push_back({{"rank", r}, {"memory_bytes", res.ranks[r].memory_bytes},
                           {"memory_grew", res.ranks[r].memory_grew},
                           {"collectives", res.ranks[r].collectives},
                           {"first_collectives", res.ranks[r].first_collectives}});
+  j["oracles"] = nlohmann::json::array();
+  for (const auto& o : res.oracles)
+    j["oracles"].push_back({{"name", o.name}, {"status", o.status}, {"note", o.note},
+                            {"seconds", o.seconds}});
+  j["rejected"] = res.rejected;
   j["timing_s"] = {{"reference", res.timing.reference_s}, {"engine", res.timing.engine_s},
                    {"compare", res.timing.compare_s}};
   j["reference_cached"] = res.reference_cached;

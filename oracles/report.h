@@ -1,5 +1,6 @@
 // The JSON report of one checked config: the config and its seed, the verdict and signature, the
-// localization, the per-step table, every compared quantity with its error and bound, timings.
+// localization, the per-step table, every compared quantity with its error and bound, what each
+// oracle said (pass / finding / skipped and why), timings.
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -11,11 +11,17 @@ constexpr Tolerance kFp32{8.0, 256 * 5.96e-8};   // ~1.5e-5: reduction order ove
 constexpr Tolerance kBf16{4.0, 4 * 3.91e-3};     // ~1.6e-2: one extra bf16 rounding per element
 constexpr Tolerance kFp16{4.0, 8 * 4.88e-4};     // ~3.9e-3: one extra fp16 rounding per element
 constexpr Tolerance kFp64{8.0, 1e-12};           // float64 quantities (never the run's own dtype)
+// The engine's gradient norm against the norm of the gradients it reports: both sum the squares of
+// the same values in float64, in different orders (per shard vs per tensor): relative differences
+// of n * 2^-53 for n <= 2^26 elements are below 1e-8; a norm that counts a tensor twice or misses
+// one is off by far more (Note [Gradient norm consistency] in numeric_oracle.cpp).
+constexpr Tolerance kNormConsistency{0.0, 1e-8};
 
 }  // namespace
 
 Tolerance LookupTolerance(const std::string& quantity, DType dtype, int64_t step,
                           bool low_precision_params_without_master) {
+  if (quantity == "grad_norm_consistency") return kNormConsistency;
   Tolerance t = dtype == DType::kBf16 ? kBf16 : dtype == DType::kFp16 ? kFp16
                 : dtype == DType::kFp64 ? kFp64 : kFp32;
   // Adam's update m / (sqrt(v) + eps) is ~sign(g) where |g| is at rounding level, so an element

@@ -18,7 +18,14 @@ struct Tolerance {
   double floor = 0;
 };
 
-// `quantity`: loss, grad_norm, grad, param, master, momentum, exp_avg, exp_avg_sq.
+// Note [Discrete bounds]: the oracles that require equality (bitwise values, shard coverage, memory
+// bytes, collective calls) report the size of the violation as the error (ulps, elements, bytes,
+// calls) against this bound, so ratio() is twice the violation and every report reads alike: a
+// ratio of 2 or more is a finding. (Equality has no rounding slack: half a unit is "none".)
+inline constexpr double kDiscreteBound = 0.5;
+
+// `quantity`: loss, grad_norm, grad, param, master, momentum, exp_avg, exp_avg_sq, and
+// grad_norm_consistency (the engine's reported norm vs the norm of its own reported gradients).
 // `dtype`: the dtype the quantity is stored / accumulated in for this config.
 // `step` is 0-based; `low_precision_params_without_master` as the config says.
 Tolerance LookupTolerance(const std::string& quantity, DType dtype, int64_t step = 0,

@@ -20,6 +20,21 @@ const std::vector<Subcommand>& Subcommands() {
        CmdCampaign},
       {"worker", "paradiff worker", "internal: the campaign's worker process (tasks on stdin)",
        CmdWorker},
+#ifdef PARADIFF_HAVE_MPI
+      {"rank", "paradiff rank CONFIG --obs-dir DIR",
+       "internal: one rank of an mpi job, started by mpirun (kernels/engine_mpi.h)", CmdRank},
+#endif
+      {"minimize", "paradiff minimize CONFIG [--inject NAME]... --out MIN.json",
+       "shrink a failing config to a 1-minimal one with the same signature", CmdMinimize},
+      {"replay", "paradiff replay PATH...",
+       "re-check configs, finding dirs, work dirs or corpora: same / different / pass / invalid",
+       CmdReplay},
+      {"gate", "paradiff gate --suite DIR [--regression DIR] [--budget 10m] [--baseline FILE] "
+               "--junit FILE --json FILE --html FILE",
+       "pre-release gate: a config suite, the regression corpus, an optional short campaign",
+       CmdGate},
+      {"report", "paradiff report (WORKDIR | REPORT.json) --html FILE",
+       "render a campaign work dir or a JSON report as one self-contained HTML file", CmdReport},
   };
   return kSubcommands;
 }
@@ -30,14 +45,52 @@ namespace {
 po::options_description Options(const std::string& sub, Args& a) {
   po::options_description d("options");
   d.add_options()("help,h", po::bool_switch(&a.help), "show help for this subcommand");
+  if (sub == "run")
+    d.add_options()("backend", po::value<std::string>(&a.backend),
+                    "override the config's backend: local | mpi (mpi runs the ranks under mpirun)");
+  if (sub == "rank")
+    d.add_options()
+      ("obs-dir", po::value<std::string>(&a.obs_dir), "write rank<r>.log and rank<r>.obs here (required)")
+      ("native-reduction", po::bool_switch(&a.native_reduction), "reduce with MPI's own ops (not rank order)")
+      ("debug-hang-rank", po::value<int>(&a.debug_hang_rank), "testing: this rank sleeps forever")
+      ("debug-crash-rank", po::value<int>(&a.debug_crash_rank), "testing: this rank aborts");
   if (sub == "run") {
     d.add_options()
       ("inject", po::value<std::vector<std::string>>(&a.inject)->composing(),
        "turn on a bug-zoo fault switch (repeatable; see docs/BUGZOO.md)")
       ("report", po::value<std::string>(&a.report), "write the JSON report to this file (atomically)")
       ("timeout-ms", po::value<int64_t>(&a.timeout_ms)->default_value(20000),
-       "watchdog: a rank waiting longer than this in one collective is a hang");
+       "watchdog: a rank waiting longer than this in one collective is a hang")
+      ("html", po::value<std::string>(&a.html), "write a self-contained HTML report to this file");
   }
+  if (sub == "minimize" || sub == "replay" || sub == "gate")
+    d.add_options()
+      ("timeout-ms", po::value<int64_t>(&a.timeout_ms)->default_value(20000),
+       "watchdog of every check: a rank waiting longer than this in one collective is a hang");
+  if (sub == "minimize")
+    d.add_options()
+      ("inject", po::value<std::vector<std::string>>(&a.inject)->composing(),
+       "turn on a bug-zoo fault switch (repeatable); kept in the minimized config")
+      ("out", po::value<std::string>(&a.out), "write the minimized config here (required)")
+      ("budget", po::value<std::string>(&a.budget), "stop shrinking after this long: 90s, 10m");
+  if (sub == "gate")
+    d.add_options()
+      ("suite", po::value<std::string>(&a.suite), "directory of configs expected to pass (required)")
+      ("regression", po::value<std::string>(&a.regression), "regression corpus (NAME.json + NAME.expect.json)")
+      ("budget", po::value<std::string>(&a.budget), "also fuzz for this long: 90s, 10m")
+      ("seed", po::value<uint64_t>(&a.seed)->default_value(1), "seed of the gate's campaign")
+      ("jobs", po::value<int>(&a.jobs)->default_value(1), "worker processes of the gate's campaign")
+      ("workdir", po::value<std::string>(&a.workdir), "work dir of the gate's campaign (default: a temporary one)")
+      ("baseline", po::value<std::string>(&a.baseline), "JSON list of known signatures: only others fail the gate")
+      ("junit", po::value<std::string>(&a.junit), "write JUnit XML here")
+      ("json", po::value<std::string>(&a.json), "write the JSON result here")
+      ("html", po::value<std::string>(&a.html), "write the HTML report here");
+  if (sub == "gate" || sub == "campaign")
+    d.add_options()
+      ("minimize-budget-s", po::value<double>(&a.minimize_budget_s)->default_value(20),
+       "after fuzzing, minimize each new finding for at most this long (0 = do not minimize)");
+  if (sub == "report")
+    d.add_options()("html", po::value<std::string>(&a.html), "write the HTML report here (required)");
   if (sub == "campaign") {
     d.add_options()
       ("workdir", po::value<std::string>(&a.workdir), "work dir: findings/, corpus/, stats.json (resumed if present)")
@@ -56,7 +109,7 @@ po::options_description Options(const std::string& sub, Args& a) {
       ("debug-crash-at", po::value<int64_t>(&a.debug_crash_at), "testing: the worker aborts at this execution")
       ("debug-hang-at", po::value<int64_t>(&a.debug_hang_at), "testing: the worker blocks at this execution");
   }
-  if (sub == "validate" || sub == "run")
+  if (sub == "validate" || sub == "run" || sub == "minimize" || sub == "replay")
     d.add_options()("quiet,q", po::bool_switch(&a.quiet), "print only ERROR and SUMMARY lines");
   return d;
 }
@@ -119,6 +172,10 @@ bool ParseArgs(int argc, char** argv, Args& out, std::string& error) {
     error = std::string(e.what()) + " (see paradiff " + first + " --help)";
     return false;
   }
+  if (!out.backend.empty() && out.backend != "local" && out.backend != "mpi") {
+    error = "--backend must be local or mpi, got '" + out.backend + "'";
+    return false;
+  }
   if (out.timeout_ms <= 0) {
     error = "--timeout-ms must be positive";
     return false;
@@ -133,7 +190,8 @@ std::string HelpText(const std::string& sub) {
     os << "paradiff: differential testing and fuzzing of distributed LLM training\n\n"
        << "usage: paradiff SUBCOMMAND [options]\n\nsubcommands:\n";
     for (const auto& c : Subcommands())
-      if (std::string(c.name) != "worker") os << "  " << c.name << "\t" << c.summary << "\n";
+      if (std::string(c.name) != "worker" && std::string(c.name) != "rank")  // internal ones
+        os << "  " << c.name << "\t" << c.summary << "\n";
     os << "\nexit codes: 0 pass, 1 internal error, 2 bad input, 3 finding\n"
        << "paradiff SUBCOMMAND --help shows a subcommand's options.\n";
     return os.str();

@@ -29,6 +29,21 @@ struct Args {
   int64_t worker_mem_mb = 8192;         // --worker-mem-mb
   int64_t debug_crash_at = -1;          // --debug-crash-at N (tests)
   int64_t debug_hang_at = -1;           // --debug-hang-at N (tests)
+  double minimize_budget_s = 20;        // --minimize-budget-s (campaign, gate; 0 = off)
+  // minimize, replay, gate, report
+  std::string out;                      // --out MIN.json
+  std::string html;                     // --html FILE
+  std::string junit;                    // --junit FILE
+  std::string json;                     // --json FILE
+  std::string suite;                    // --suite DIR
+  std::string regression;               // --regression DIR
+  std::string baseline;                 // --baseline FILE
+  // run: backend override; rank (hidden, the mpi backend's per-rank process)
+  std::string backend;                  // --backend local|mpi ("" = the config's)
+  std::string obs_dir;                  // --obs-dir DIR
+  bool native_reduction = false;        // --native-reduction
+  int debug_hang_rank = -1;             // --debug-hang-rank R (tests)
+  int debug_crash_rank = -1;            // --debug-crash-rank R (tests)
 };
 
 // "90s", "10m", "8h", "1.5h" or plain seconds; -1 on a malformed value.
@@ -52,5 +67,10 @@ int CmdValidate(const Args& args);
 int CmdRun(const Args& args);
 int CmdCampaign(const Args& args);
 int CmdWorker(const Args& args);
+int CmdRank(const Args& args);  // built with MPI only (PARADIFF_HAVE_MPI)
+int CmdMinimize(const Args& args);
+int CmdReplay(const Args& args);
+int CmdGate(const Args& args);
+int CmdReport(const Args& args);
 
 }  // namespace paradiff

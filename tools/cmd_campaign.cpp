@@ -48,6 +48,7 @@ int CmdCampaign(const Args& a) {
   o.worker_mem_mb = a.worker_mem_mb;
   o.debug_crash_at = a.debug_crash_at;
   o.debug_hang_at = a.debug_hang_at;
+  o.minimize_budget_s = a.minimize_budget_s;
   o.exe = SelfExe();
   StatusOr<CampaignSummary> r = RunCampaign(o, std::cout);
   if (!r.ok()) {

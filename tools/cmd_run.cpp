@@ -8,6 +8,7 @@
 #include "oracles/check.h"
 #include "oracles/report.h"
 #include "tools/cli.h"
+#include "tools/html_report.h"
 #include "tools/load_config.h"
 
 namespace paradiff {
@@ -51,7 +52,8 @@ int CmdRun(const Args& args) {
     for (const auto& e : loaded.status().errors()) std::cerr << "ERROR: " << path << ": " << e.message << "\n";
     return kExitBadInput;
   }
-  const Config& cfg = loaded.value();
+  Config cfg = loaded.value();
+  if (!args.backend.empty()) cfg.backend = args.backend == "mpi" ? Backend::kMpi : Backend::kLocal;
   const Status sup = EngineSupports(cfg);
   if (!sup.ok()) {
     for (const auto& e : sup.errors()) std::cerr << "ERROR: " << path << ": " << e.message << "\n";
@@ -73,8 +75,12 @@ int CmdRun(const Args& args) {
                 res.timing.engine_s, res.timing.compare_s);
   }
   if (res.verdict.kind != VerdictKind::kPass) std::printf("ERROR: %s\n", res.verdict.message.c_str());
-  if (!args.report.empty()) {
-    const Status w = WriteFileAtomic(args.report, ReportJson(cfg, res).dump(2) + "\n");
+  if (!args.report.empty() || !args.html.empty()) {
+    const nlohmann::json report = ReportJson(cfg, res);
+    Status w;
+    if (!args.report.empty()) w.Merge(WriteFileAtomic(args.report, report.dump(2) + "\n"));
+    if (!args.html.empty())
+      w.Merge(WriteFileAtomic(args.html, html::Page("paradiff run " + path, html::ReportSection(report, "run", path))));
     if (!w.ok()) {
       std::cerr << "ERROR: " << w.ToString() << "\n";
       return kExitInternal;

@@ -13,3 +13,12 @@ foreach(case clean injected_found_and_replayed crash_and_hang_recorded kill_and_
            COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/campaign_test.sh $<TARGET_FILE:paradiff> ${case})
   set_tests_properties(e2e.campaign.${case} PROPERTIES LABELS "e2e;campaign" TIMEOUT 300)
 endforeach()
+
+# minimize / replay / gate / report / run --html (minimize_gate_test.sh).
+foreach(case minimize_cli replay_categories regression_corpus gate_exit_codes gate_with_campaign
+        campaign_minimize_report run_html)
+  add_test(NAME e2e.minimize_gate.${case}
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/minimize_gate_test.sh $<TARGET_FILE:paradiff>
+                   ${PROJECT_SOURCE_DIR} ${case})
+  set_tests_properties(e2e.minimize_gate.${case} PROPERTIES LABELS "e2e;minimize" TIMEOUT 180)
+endforeach()

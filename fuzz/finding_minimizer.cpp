@@ -1,0 +1,96 @@
+#include "fuzz/finding_minimizer.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/atomic_file.h"
+#include "core/budget.h"
+#include "core/config_json.h"
+#include "fuzz/json_file.h"
+#include "fuzz/minimizer.h"
+#include "kernels/engine.h"
+
+namespace paradiff {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Minimizes one finding dir; returns its minimize.json document.
+nlohmann::json MinimizeOne(const fs::path& dir, const std::string& sig, const FindingMinimizeOptions& o,
+                           ReferenceCache& cache, std::ostream& log) {
+  nlohmann::json out = {{"signature", sig}, {"budget_s", o.budget_s}};
+  const nlohmann::json meta = ReadJsonOrNull((dir / "meta.json").string());
+  if (meta.is_object() && meta.value("oracle", "") == "worker") {
+    out["status"] = "skipped";
+    out["reason"] = "the worker process crashed or timed out; such findings are not reproduced "
+                    "in-process (reproduce with: paradiff run " + (dir / "config.json").string() + ")";
+    log << "INFO: not minimizing " << sig << ": worker crash/hang (reproduce with paradiff run "
+        << (dir / "config.json").string() << ")" << std::endl;
+    return out;
+  }
+  StatusOr<Config> cfg = LoadConfigFile((dir / "config.json").string());
+  Status ok = cfg.ok() ? CheckConfig(cfg.value(), ResourceBudget{}) : cfg.status();
+  if (ok.ok()) ok = EngineSupports(cfg.value());
+  if (!ok.ok()) {
+    out["status"] = "skipped";
+    out["reason"] = "config.json cannot be checked in-process: " + ok.ToString();
+    log << "WARNING: not minimizing " << sig << ": " << ok.ToString() << std::endl;
+    return out;
+  }
+  log << "INFO: minimizing " << sig << " (budget " << o.budget_s << "s)" << std::endl;
+  MinimizeOptions mo;
+  mo.budget_s = o.budget_s;
+  mo.timeout = std::chrono::milliseconds(o.timeout_ms);
+  mo.cache = &cache;
+  const MinimizeResult r = Minimize(cfg.value(), mo);
+  out["checks"] = r.checks;
+  out["seconds"] = r.seconds;
+  if (r.signature != sig) {
+    out["status"] = "not-reproduced";
+    out["reason"] = "in-process check shows " + r.signature + ", not " + sig;
+    log << "WARNING: not minimizing " << sig << ": in-process the config shows " << r.signature << std::endl;
+    return out;
+  }
+  const Status w = WriteFileAtomic((dir / "minimized.json").string(), WriteConfig(r.minimized));
+  if (!w.ok()) {
+    out["status"] = "skipped";
+    out["reason"] = w.ToString();
+    log << "WARNING: " << w.ToString() << std::endl;
+    return out;
+  }
+  out["status"] = "minimized";
+  out["complete"] = r.complete;
+  out["steps"] = nlohmann::json::array();
+  for (const MinimizeStep& s : r.steps) out["steps"].push_back({{"check", s.check}, {"change", s.change}});
+  log << "INFO: minimized " << sig << ": " << r.steps.size() << " step(s), " << r.checks << " check(s), "
+      << (r.complete ? "1-minimal" : "budget exhausted") << ", " << (dir / "minimized.json").string()
+      << std::endl;
+  return out;
+}
+
+}  // namespace
+
+int MinimizeStoredFindings(const WorkDir& wd, const FindingMinimizeOptions& opts, std::ostream& log) {
+  std::vector<fs::path> dirs;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(fs::path(wd.root()) / "findings", ec))
+    if (fs::exists(e.path() / "meta.json") && !fs::exists(e.path() / "minimize.json")) dirs.push_back(e.path());
+  std::sort(dirs.begin(), dirs.end());
+  ReferenceCache cache;
+  int minimized = 0;
+  for (const fs::path& dir : dirs) {
+    const std::string sig = dir.filename().string();
+    nlohmann::json doc = MinimizeOne(dir, sig, opts, cache, log);
+    minimized += doc.value("status", "") == "minimized";
+    const Status w = WriteFileAtomic((dir / "minimize.json").string(), doc.dump(2) + "\n");
+    if (!w.ok()) log << "WARNING: " << w.ToString() << std::endl;
+  }
+  return minimized;
+}
+
+}  // namespace paradiff

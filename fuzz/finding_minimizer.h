@@ -1,0 +1,30 @@
+// Minimization of a campaign's stored findings, run by RunCampaign after its loop ends (never
+// inside it: the loop must not block, and torch runs in workers during it). Owns the two files it
+// adds to a finding dir (fuzz/workdir.h):
+//
+//   findings/<sig>/minimized.json   the minimized config (`paradiff run` reproduces the signature)
+//   findings/<sig>/minimize.json    the outcome: {"status": "minimized" | "not-reproduced" |
+//                                   "skipped", "reason", "signature", "steps": [...], "checks",
+//                                   "complete", "seconds", "budget_s"}
+//
+// Every finding dir without minimize.json is handled once (so a resumed campaign minimizes what a
+// killed one recorded); minimized.json is written before minimize.json, both atomically. Crash and
+// hang findings of the worker oracle (the worker process died or timed out) are not reproduced
+// in-process: they are marked "skipped" with that reason, and reproduced with `paradiff run`.
+#pragma once
+
+#include <ostream>
+
+#include "fuzz/workdir.h"
+
+namespace paradiff {
+
+struct FindingMinimizeOptions {
+  double budget_s = 20;  // wall-time cap per finding (> 0)
+  int64_t timeout_ms = 20000;  // collective watchdog of every check
+};
+
+// Returns the number of findings minimized. INFO / WARNING lines go to `log`.
+int MinimizeStoredFindings(const WorkDir& wd, const FindingMinimizeOptions& opts, std::ostream& log);
+
+}  // namespace paradiff

@@ -1,0 +1,401 @@
+// RunEngineMpi (engine_mpi.h): prepare the work dir, launch mpirun in its own session, watch the
+// rank logs (Note [MPI watchdog]), then read what the job left behind into an EngineOutcome.
+#include "kernels/engine_mpi.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+#include "core/atomic_file.h"
+#include "core/config_json.h"
+#include "kernels/observations_io.h"
+
+namespace paradiff {
+
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+constexpr std::chrono::milliseconds kPollInterval{20};
+constexpr std::chrono::milliseconds kKillWait{5000};  // for killed processes to be gone
+constexpr size_t kRankLogTail = 8;   // lines of each rank log quoted in a failure
+constexpr size_t kMpirunLogTail = 12;
+
+[[noreturn]] void EnvError(const std::string& what) {
+  throw std::runtime_error("mpi executor: " + what);
+}
+
+std::string SelfExe() {
+  char buf[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) EnvError(std::string("readlink /proc/self/exe: ") + std::strerror(errno));
+  return std::string(buf, static_cast<size_t>(n));
+}
+
+std::string RankFile(const std::string& dir, int r, const char* ext) {
+  return dir + "/rank" + std::to_string(r) + ext;
+}
+
+// The given or a fresh temporary work dir, without the files of an earlier run.
+std::string PrepareWorkDir(const MpiRunOptions& o, bool* temporary) {
+  std::string dir = o.work_dir;
+  *temporary = dir.empty();
+  std::error_code ec;
+  if (dir.empty()) {
+    std::string tmpl = (fs::temp_directory_path(ec) / "paradiff-mpi-XXXXXX").string();
+    if (ec || ::mkdtemp(&tmpl[0]) == nullptr)
+      EnvError("cannot create a temporary work dir " + tmpl + ": " + std::strerror(errno));
+    return tmpl;
+  }
+  fs::create_directories(dir, ec);
+  if (ec) EnvError("cannot create work dir " + dir + ": " + ec.message());
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    const bool rank_file = name.rfind("rank", 0) == 0 &&
+                           (entry.path().extension() == ".log" || entry.path().extension() == ".obs");
+    if (rank_file || name == "mpirun.log") fs::remove(entry.path(), ec);
+  }
+  return dir;
+}
+
+// fork + setsid + exec, output to `log_path`. Throws if the program cannot be executed.
+pid_t Spawn(const std::vector<std::string>& args, const std::string& log_path) {
+  std::vector<char*> argv;
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  const int log = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (log < 0) EnvError("cannot open " + log_path + ": " + std::strerror(errno));
+  const int devnull = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  int report[2];  // exec failure: the child writes errno; success closes it (O_CLOEXEC)
+  if (devnull < 0 || ::pipe2(report, O_CLOEXEC) != 0) EnvError(std::string("pipe: ") + std::strerror(errno));
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    const int err = errno;
+    for (int fd : {log, devnull, report[0], report[1]}) ::close(fd);
+    EnvError(std::string("fork: ") + std::strerror(err));
+  }
+  if (pid == 0) {  // only async-signal-safe calls from here
+    ::setsid();
+    // If the caller dies (a campaign worker killed by its pool), mpirun dies too, and its ranks
+    // with it (Open MPI ends ranks that lose their launcher).
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(127);
+    ::dup2(devnull, STDIN_FILENO);
+    ::dup2(log, STDOUT_FILENO);
+    ::dup2(log, STDERR_FILENO);
+    ::execvp(argv[0], argv.data());
+    const int err = errno;
+    if (::write(report[1], &err, sizeof err) < 0) ::_exit(127);
+    ::_exit(127);
+  }
+  ::close(report[1]);
+  ::close(log);
+  ::close(devnull);
+  int err = 0;
+  ssize_t n;
+  do n = ::read(report[0], &err, sizeof err); while (n < 0 && errno == EINTR);
+  ::close(report[0]);
+  if (n == static_cast<ssize_t>(sizeof err)) {
+    ::waitpid(pid, nullptr, 0);
+    EnvError("cannot execute '" + args[0] + "': " + std::strerror(err) +
+             " (is Open MPI installed and mpirun on PATH?)");
+  }
+  return pid;
+}
+
+// SIGKILLs the process group `sid` and every process of session `sid` (ranks may leave the group),
+// and waits (up to kKillWait) until none of them is alive, so the caller sees no leftover.
+void KillSession(pid_t sid) {
+  ::kill(-sid, SIGKILL);
+  const auto give_up = Clock::now() + kKillWait;
+  for (;;) {
+    bool alive = false;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator("/proc", ec)) {
+      const std::string name = e.path().filename().string();
+      if (name.empty() || !std::all_of(name.begin(), name.end(), ::isdigit)) continue;
+      std::ifstream f(e.path() / "stat");
+      std::string stat;
+      std::getline(f, stat);
+      const size_t close = stat.rfind(')');
+      if (close == std::string::npos || close + 2 > stat.size()) continue;
+      std::istringstream fields(stat.substr(close + 2));  // state ppid pgrp session ...
+      char state = 0;
+      long ppid = 0, pgrp = 0, session = 0;
+      if (!(fields >> state >> ppid >> pgrp >> session) || session != sid || state == 'Z') continue;
+      const pid_t pid = static_cast<pid_t>(std::stol(name));
+      if (pid == ::getpid()) continue;
+      ::kill(pid, SIGKILL);
+      alive = true;
+    }
+    if (!alive || Clock::now() > give_up) return;
+    std::this_thread::sleep_for(kPollInterval);
+  }
+}
+
+struct JobEnd {
+  int status = 0;        // waitpid status of mpirun
+  std::string watchdog;  // why the watchdog killed the job; "" if it ended by itself
+};
+
+// Kills the job's session unless it was reaped (an exception must not leave ranks behind).
+class JobGuard {
+ public:
+  explicit JobGuard(pid_t pid) : pid_(pid) {}
+  ~JobGuard() {
+    if (pid_ <= 0) return;
+    KillSession(pid_);
+    ::waitpid(pid_, nullptr, 0);
+  }
+  void Reaped() { pid_ = -1; }
+
+ private:
+  pid_t pid_;
+};
+
+int64_t LogBytes(const std::string& dir, int world) {
+  int64_t total = 0;
+  for (int r = 0; r < world; ++r) {
+    struct stat st;
+    if (::stat(RankFile(dir, r, ".log").c_str(), &st) == 0) total += st.st_size;
+  }
+  return total;
+}
+
+// Note [MPI watchdog].
+JobEnd Watch(pid_t pid, const std::string& dir, int world, const MpiRunOptions& o) {
+  JobGuard guard(pid);
+  const auto start = Clock::now();
+  auto last_progress = start;
+  int64_t seen = -1;
+  for (;;) {
+    JobEnd end;
+    const pid_t r = ::waitpid(pid, &end.status, WNOHANG);
+    if (r == pid) {
+      guard.Reaped();
+      return end;
+    }
+    if (r < 0 && errno != EINTR) EnvError(std::string("waitpid: ") + std::strerror(errno));
+    const auto now = Clock::now();
+    const int64_t bytes = LogBytes(dir, world);
+    if (bytes != seen) {
+      seen = bytes;
+      last_progress = now;
+    }
+    if (now - last_progress > o.timeout) {
+      end.watchdog = "no rank made progress for " + std::to_string(o.timeout.count()) + " ms";
+    } else if (o.total_timeout.count() > 0 && now - start > o.total_timeout) {
+      end.watchdog = "the job ran longer than " + std::to_string(o.total_timeout.count()) + " ms";
+    }
+    if (!end.watchdog.empty()) {
+      KillSession(pid);
+      ::waitpid(pid, &end.status, 0);
+      guard.Reaped();
+      return end;
+    }
+    std::this_thread::sleep_for(kPollInterval);
+  }
+}
+
+std::vector<std::string> ReadLines(const std::string& path, bool* exists) {
+  std::ifstream f(path);
+  *exists = static_cast<bool>(f);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(f, line);) lines.push_back(line);
+  return lines;
+}
+
+// What one rank's log says about it.
+struct RankState {
+  std::vector<std::string> lines;
+  bool exists = false, waiting = false, finished = false;
+  int64_t done = 0;
+  std::string error_kind, error;  // from "ERROR kind=K: message" (continuation lines indented)
+  std::string summary;
+};
+
+RankState Summarize(const std::string& path) {
+  RankState s;
+  s.lines = ReadLines(path, &s.exists);
+  std::string last;
+  for (size_t i = 0; i < s.lines.size(); ++i) {
+    const std::string& line = s.lines[i];
+    if (line.rfind("  ", 0) == 0) {
+      if (!s.error_kind.empty()) s.error += "\n" + line.substr(2);
+      continue;
+    }
+    last = line;
+    if (line.rfind("done ", 0) == 0) ++s.done;
+    if (line == "finish") s.finished = true;
+    if (line.rfind("ERROR kind=", 0) == 0) {
+      const size_t colon = line.find(": ");
+      s.error_kind = line.substr(11, colon == std::string::npos ? std::string::npos : colon - 11);
+      s.error = colon == std::string::npos ? "" : line.substr(colon + 2);
+    }
+  }
+  s.waiting = last.rfind("enter ", 0) == 0;
+  if (!s.exists) s.summary = "no log (the rank never started)";
+  else if (!s.error_kind.empty()) s.summary = "failed (" + s.error_kind + "): " + s.error.substr(0, s.error.find('\n'));
+  else if (s.finished) s.summary = "finished";
+  else if (s.waiting) s.summary = "waiting in " + last.substr(6);
+  else if (last.rfind("done ", 0) == 0) s.summary = "running (last completed: " + last.substr(5) + ")";
+  else s.summary = "running (last: " + (last.empty() ? std::string("nothing logged") : last) + ")";
+  return s;
+}
+
+// How mpirun says a rank ended ("" / -1 when it does not say).
+std::string DeathFromMpirun(const std::string& text, int* rank) {
+  std::smatch m;
+  const std::regex by_signal(R"(process rank (\d+) with PID \d+ on node \S+ exited on signal (\d+)( \([^)]*\))?)");
+  const std::regex by_exit(R"(Process name: \[\[\d+,\d+\],(\d+)\]\s+Exit code:\s+(\d+))");
+  const std::regex by_abort(R"(MPI_ABORT was invoked on rank (\d+) in communicator \S+\s+with errorcode (\d+))");
+  if (std::regex_search(text, m, by_signal)) {
+    *rank = std::stoi(m[1]);
+    return "killed by signal " + m[2].str() + m[3].str();
+  }
+  if (std::regex_search(text, m, by_abort)) {
+    *rank = std::stoi(m[1]);
+    return "called MPI_Abort with error code " + m[2].str();
+  }
+  if (std::regex_search(text, m, by_exit)) {
+    *rank = std::stoi(m[1]);
+    return "exited with code " + m[2].str();
+  }
+  *rank = -1;
+  return "";
+}
+
+std::string Tail(const std::vector<std::string>& lines, size_t n, const std::string& title) {
+  std::ostringstream os;
+  const size_t from = lines.size() > n ? lines.size() - n : 0;
+  os << "\n--- " << title << " (last " << lines.size() - from << " of " << lines.size() << " lines) ---";
+  for (size_t i = from; i < lines.size(); ++i) os << "\n    " << lines[i];
+  return os.str();
+}
+
+std::string DescribeStatus(int status) {
+  if (WIFSIGNALED(status)) return "was killed by signal " + std::to_string(WTERMSIG(status));
+  return "exited with code " + std::to_string(WEXITSTATUS(status));
+}
+
+EngineOutcome Interpret(const JobEnd& end, const std::string& dir, int world) {
+  EngineOutcome out;
+  std::vector<RankState> ranks;
+  for (int r = 0; r < world; ++r) ranks.push_back(Summarize(RankFile(dir, r, ".log")));
+  const bool clean = end.watchdog.empty() && WIFEXITED(end.status) && WEXITSTATUS(end.status) == 0;
+  if (clean) {
+    out.obs.ranks.resize(world);
+    int r = 0;
+    for (; r < world; ++r) {
+      StatusOr<RankObservations> obs = ReadObservationsFile(RankFile(dir, r, ".obs"));
+      if (!obs.ok()) {
+        out.failure_kind = "crash";
+        out.failure_rank = r;
+        out.failure = "rank " + std::to_string(r) + ": the job ended cleanly but " + obs.status().ToString();
+        break;
+      }
+      out.obs.ranks[r] = std::move(obs).value();
+    }
+    if (r == world) return out;
+  } else if (!end.watchdog.empty()) {
+    int suspect = -1;
+    for (int r = 0; r < world && suspect < 0; ++r)
+      if (!ranks[r].waiting && !ranks[r].finished) suspect = r;
+    if (suspect < 0) {  // everybody waits: blame the rank that completed the fewest calls
+      suspect = 0;
+      for (int r = 1; r < world; ++r)
+        if (ranks[r].done < ranks[suspect].done) suspect = r;
+    }
+    out.failure_kind = "hang";
+    out.failure_rank = suspect;
+    out.failure = "collective hang (mpi): " + end.watchdog + "; the watchdog killed the job; rank " +
+                  std::to_string(suspect) + " is " + ranks[suspect].summary;
+  } else {
+    auto first = [&](auto pred) {
+      for (int r = 0; r < world; ++r)
+        if (pred(ranks[r])) return r;
+      return -1;
+    };
+    const int mismatch = first([](const RankState& s) { return s.error_kind == "mismatch"; });
+    const int error = first([](const RankState& s) { return !s.error_kind.empty(); });
+    bool exists = false;
+    std::string mpirun_text;
+    for (const auto& l : ReadLines(dir + "/mpirun.log", &exists)) mpirun_text += l + "\n";
+    int dead = -1;
+    const std::string death = DeathFromMpirun(mpirun_text, &dead);
+    out.failure_kind = mismatch >= 0 ? "collective" : "crash";
+    out.failure_rank = mismatch >= 0 ? mismatch : error >= 0 ? error : dead;
+    if (out.failure_rank >= 0 && !ranks[out.failure_rank].error_kind.empty()) {
+      out.failure = "rank " + std::to_string(out.failure_rank) + ": " + ranks[out.failure_rank].error;
+    } else if (dead >= 0) {
+      out.failure = "rank " + std::to_string(dead) + ": " + death + " (reported by mpirun)";
+    } else {
+      out.failure = "mpirun " + DescribeStatus(end.status) + " and no rank logged why";
+    }
+  }
+  out.ok = false;
+  std::ostringstream os;
+  os << out.failure << "\nper-rank states (world of " << world << "):";
+  for (int r = 0; r < world; ++r) os << "\n  rank " << r << ": " << ranks[r].summary;
+  os << "\nwork dir kept: " << dir << " (config.json, rank<r>.log, rank<r>.obs, mpirun.log)";
+  for (int r = 0; r < world; ++r) os << Tail(ranks[r].lines, kRankLogTail, "rank " + std::to_string(r) + " log");
+  if (end.watchdog.empty()) {
+    bool exists = false;
+    os << Tail(ReadLines(dir + "/mpirun.log", &exists), kMpirunLogTail, "mpirun.log");
+  }
+  out.failure = os.str();
+  return out;
+}
+
+}  // namespace
+
+EngineOutcome RunEngineMpi(const Config& cfg, const MpiRunOptions& o) {
+  const int world = static_cast<int>(cfg.parallel.world);
+  bool temporary = false;
+  const std::string dir = PrepareWorkDir(o, &temporary);
+  const std::string config_path = dir + "/config.json";
+  const Status written = WriteFileAtomic(config_path, WriteConfig(cfg));
+  if (!written.ok()) {
+    std::error_code ec;
+    if (temporary) fs::remove_all(dir, ec);
+    EnvError(written.ToString());
+  }
+  std::vector<std::string> args = {o.mpirun};
+  if (::geteuid() == 0) args.push_back("--allow-run-as-root");
+  for (const char* a : {"--oversubscribe", "--bind-to", "none"}) args.push_back(a);
+  args.insert(args.end(), o.mpirun_args.begin(), o.mpirun_args.end());
+  for (const std::string& a : {std::string("-np"), std::to_string(world), o.exe.empty() ? SelfExe() : fs::absolute(o.exe).string(),
+                               std::string("rank"), config_path, std::string("--obs-dir"), dir})
+    args.push_back(a);
+  if (o.native_reduction) args.push_back("--native-reduction");
+  if (o.debug_hang_rank >= 0) args.insert(args.end(), {"--debug-hang-rank", std::to_string(o.debug_hang_rank)});
+  if (o.debug_crash_rank >= 0) args.insert(args.end(), {"--debug-crash-rank", std::to_string(o.debug_crash_rank)});
+  std::error_code ec;
+  try {
+    const JobEnd end = Watch(Spawn(args, dir + "/mpirun.log"), dir, world, o);
+    EngineOutcome out = Interpret(end, dir, world);
+    if (out.ok && temporary) fs::remove_all(dir, ec);
+    return out;
+  } catch (...) {  // an environment failure: nothing in a temporary dir is worth keeping
+    if (temporary) fs::remove_all(dir, ec);
+    throw;
+  }
+}
+
+}  // namespace paradiff

@@ -1,0 +1,108 @@
+#include "oracles/bitwise.h"
+
+#include <ATen/ATen.h>
+
+#include <cmath>
+#include <sstream>
+
+#include "oracles/tolerance.h"
+
+namespace paradiff {
+
+namespace {
+
+struct Format {
+  int precision_bits;  // significand bits including the implicit one
+  int min_exponent;    // exponent of the smallest normal number
+};
+
+Format FormatOf(DType d) {
+  switch (d) {
+    case DType::kBf16: return {8, -126};
+    case DType::kFp16: return {11, -14};
+    case DType::kFp64: return {53, -1022};
+    case DType::kFp32: break;
+  }
+  return {24, -126};
+}
+
+}  // namespace
+
+double UlpDistance(double a, double b, DType held) {
+  if (a == b || (std::isnan(a) && std::isnan(b))) return 0;
+  if (!std::isfinite(a) || !std::isfinite(b)) return INFINITY;
+  const Format f = FormatOf(held);
+  int exp = 0;
+  std::frexp(std::max(std::fabs(a), std::fabs(b)), &exp);  // m * 2^exp, m in [0.5, 1)
+  const int e = std::max(exp - 1, f.min_exponent);
+  return std::fabs(a - b) / std::ldexp(1.0, e - (f.precision_bits - 1));
+}
+
+BitwiseDiff CompareBitwise(const at::Tensor& actual, const at::Tensor& expected, DType held) {
+  BitwiseDiff d;
+  at::Tensor a = actual.to(at::kDouble).reshape({-1}).contiguous();
+  at::Tensor e = expected.to(at::kDouble).reshape({-1}).contiguous();
+  if (a.numel() != e.numel()) {
+    d.count = std::max(a.numel(), e.numel());
+    d.ulps = INFINITY;
+    return d;
+  }
+  at::Tensor differ = a.ne(e).logical_and(a.isnan().logical_and(e.isnan()).logical_not());
+  d.count = differ.sum().item<int64_t>();
+  if (d.count == 0) return d;
+  at::Tensor idx = differ.nonzero().reshape({-1});
+  const int64_t* ip = idx.data_ptr<int64_t>();
+  const double* ap = a.data_ptr<double>();
+  const double* ep = e.data_ptr<double>();
+  for (int64_t k = 0; k < idx.numel(); ++k) {
+    const int64_t i = ip[k];
+    const double u = UlpDistance(ap[i], ep[i], held);
+    if (d.index < 0 || u > d.ulps) {
+      d.index = i;
+      d.ulps = u;
+      d.expected = ep[i];
+      d.actual = ap[i];
+    }
+  }
+  return d;
+}
+
+Verdict BitwiseFinding(const Config& cfg, const std::string& oracle, const std::string& detail,
+                       const Quantity& q, const BitwiseDiff& d, const std::string& actual_name,
+                       const std::string& expected_name) {
+  Verdict v;
+  v.kind = VerdictKind::kMismatch;
+  v.oracle = oracle;
+  Localize(v, q);
+  v.where.detail = detail;
+  v.where.index = d.index;
+  v.where.expected = d.expected;
+  v.where.actual = d.actual;
+  v.where.error = d.ulps;
+  v.where.bound = kDiscreteBound;
+  std::ostringstream msg;
+  msg.precision(17);
+  msg << "step " << q.step << " " << q.phase << ": " << q.kind
+      << (q.tensor.empty() ? "" : " of " + q.tensor) << " differs bitwise between " << actual_name
+      << " and " << expected_name << " in " << d.count << " element(s); worst index " << d.index
+      << ": " << d.actual << " vs " << d.expected << " (" << d.ulps << " ulp of "
+      << Name(HeldDType(cfg, q.kind)) << ", bound " << kDiscreteBound << ") (seed " << cfg.seed
+      << ")";
+  v.message = msg.str();
+  return v;
+}
+
+Verdict FirstBitwiseDifference(const Config& cfg, const std::string& oracle,
+                               const std::string& detail, const QuantityValue& actual,
+                               const QuantityValue& expected, const std::string& actual_name,
+                               const std::string& expected_name,
+                               const std::function<bool(const Quantity&)>& include) {
+  for (const Quantity& q : QuantitiesInOrder(cfg)) {
+    if (include && !include(q)) continue;
+    const BitwiseDiff d = CompareBitwise(actual(q), expected(q), HeldDType(cfg, q.kind));
+    if (!d.equal()) return BitwiseFinding(cfg, oracle, detail, q, d, actual_name, expected_name);
+  }
+  return Verdict{};
+}
+
+}  // namespace paradiff

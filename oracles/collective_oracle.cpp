@@ -1,0 +1,192 @@
+#include "oracles/collective_oracle.h"
+
+#include <algorithm>
+#include <map>
+#include <regex>
+#include <sstream>
+
+#include "oracles/tolerance.h"
+
+namespace paradiff {
+
+namespace {
+
+// One call as Fingerprint::ToString prints it: "group#seq op numel=N dtype=D key=V [counts#H]".
+struct Call {
+  bool parsed = false;
+  std::string text, group, op, dtype, attr_key, attr, counts;
+  int64_t seq = -1, numel = -1;
+};
+
+Call ParseCall(const std::string& text) {
+  static const std::regex re(
+      R"(^(\S+)#(\d+) (\S+) numel=(-?\d+) dtype=(\S*) (op|root|dst|src)=(\S+)(?: counts#(\S+))?)");
+  Call c;
+  c.text = text;
+  std::smatch m;
+  if (!std::regex_search(text, m, re)) return c;
+  c.parsed = true;
+  c.group = m[1];
+  c.seq = std::stoll(m[2]);
+  c.op = m[3];
+  c.numel = std::stoll(m[4]);
+  c.dtype = m[5];
+  c.attr_key = m[6];
+  c.attr = m[7];
+  c.counts = m[8];
+  return c;
+}
+
+// Layout-independent name of how two calls differ (see the header).
+std::string Difference(const Call& a, const Call& b) {
+  if (!a.parsed || !b.parsed) return "";
+  if (a.op != b.op) return std::min(a.op, b.op) + "~" + std::max(a.op, b.op);
+  if (a.dtype != b.dtype) return a.op + ":dtype";
+  if (a.attr != b.attr || a.attr_key != b.attr_key)
+    return a.op + ":" + (a.attr_key == "op" ? "reduce_op" : a.attr_key == "root" ? "root" : "peer");
+  if (a.counts != b.counts) return a.op + ":counts";
+  if (a.numel != b.numel) return a.op + ":numel";
+  if (a.group != b.group || a.seq != b.seq) return a.op + ":order";
+  return a.op + ":unknown";
+}
+
+Verdict Base(VerdictKind kind, const Config& cfg, int rank, int other, const std::string& detail,
+             const std::string& msg) {
+  Verdict v;
+  v.kind = kind;
+  v.oracle = "collective";
+  v.where.phase = "collective";
+  v.where.rank = rank;
+  v.where.other_rank = other;
+  v.where.detail = detail;
+  v.where.error = 1;  // one disagreeing call (Note [Discrete bounds])
+  v.where.bound = kDiscreteBound;
+  v.message = msg + " (seed " + std::to_string(cfg.seed) + ")";
+  return v;
+}
+
+std::string FirstLine(const std::string& s) { return s.substr(0, s.find('\n')); }
+
+Verdict MismatchVerdict(const EngineOutcome& e, const Config& cfg) {
+  static const std::regex coll(R"(mismatch in group '([^']*)': rank (\d+) (?:called|sent) (.+?) but rank (\d+) (?:called|receives) (.+)$)");
+  const std::string line = FirstLine(e.failure);
+  std::smatch m;
+  if (!std::regex_search(line, m, coll))
+    return Base(VerdictKind::kCollective, cfg, e.failure_rank, -1, "", e.failure);
+  const Call a = ParseCall(m[3]), b = ParseCall(m[5]);
+  return Base(VerdictKind::kCollective, cfg, std::stoi(m[2]), std::stoi(m[4]), Difference(a, b),
+              "ranks disagree on a collective in group '" + m[1].str() + "': rank " + m[2].str() +
+                  " called " + m[3].str() + " but rank " + m[4].str() + " called " + m[5].str());
+}
+
+Verdict HangVerdict(const EngineOutcome& e, const Config& cfg) {
+  static const std::regex head(R"(collective hang: world rank (\d+) waited more than (\d+) ms in (.+)$)");
+  static const std::regex state(R"(^\s*rank (\d+): (.*)$)");
+  const std::string line = FirstLine(e.failure);
+  std::smatch m;
+  if (!std::regex_search(line, m, head))
+    return Base(VerdictKind::kHang, cfg, e.failure_rank, -1, "", e.failure);
+  const int waiter = std::stoi(m[1]);
+  const std::string waited_in = m[3];
+  const Call call = ParseCall(waited_in);
+  int other = -1;
+  std::string other_state = "unknown", other_text;
+  std::istringstream lines(e.failure);
+  for (std::string l; std::getline(lines, l);) {
+    std::smatch s;
+    if (!std::regex_search(l, s, state)) continue;
+    const int r = std::stoi(s[1]);
+    const std::string st = s[2];
+    if (r == waiter || st == "waiting in " + waited_in) continue;
+    other = r;
+    other_text = st;
+    if (st.rfind("waiting in ", 0) == 0) {
+      const Call c = ParseCall(st.substr(11));
+      other_state = c.parsed ? c.op : "waiting";
+    } else {
+      other_state = st.substr(0, st.find_first_of(" :("));
+    }
+    break;
+  }
+  const std::string op = call.parsed ? call.op : "call";
+  return Base(VerdictKind::kHang, cfg, waiter, other,
+                   std::min(op, other_state) + "~" + std::max(op, other_state),
+                   "hang: rank " + std::to_string(waiter) + " waited " + m[2].str() + " ms in " +
+                       waited_in +
+                       (other >= 0 ? " while rank " + std::to_string(other) + " was " + other_text
+                                   : std::string(" (no other rank's state known)")));
+}
+
+}  // namespace
+
+Verdict EngineFailureVerdict(const EngineOutcome& e, const Config& cfg) {
+  if (e.failure_kind == "collective") return MismatchVerdict(e, cfg);
+  if (e.failure_kind == "hang") return HangVerdict(e, cfg);
+  Verdict v;
+  v.kind = VerdictKind::kCrash;
+  v.oracle = "engine";
+  v.where.phase = "run";
+  v.where.rank = e.failure_rank;
+  v.message = e.failure + " (seed " + std::to_string(cfg.seed) + ")";
+  return v;
+}
+
+Verdict CheckCollectiveLogs(const Config& cfg, const Observations& obs) {
+  struct Member {
+    int world_rank = -1;
+    std::vector<const Fingerprint*> calls;
+    bool ambiguous = false;
+  };
+  std::map<std::string, std::map<int, Member>> groups;  // group -> group rank -> calls
+  for (const auto& r : obs.ranks) {
+    for (const auto& fp : r.collectives) {
+      if (fp.op == CollOp::kSend || fp.op == CollOp::kRecv) continue;  // numbered per peer
+      Member& m = groups[fp.group][fp.rank];
+      if (m.world_rank >= 0 && m.world_rank != r.rank) m.ambiguous = true;
+      m.world_rank = r.rank;
+      m.calls.push_back(&fp);
+    }
+  }
+  for (const auto& [group, members] : groups) {
+    if (std::any_of(members.begin(), members.end(), [](const auto& m) { return m.second.ambiguous; }))
+      continue;  // two ranks claim one group rank: the name does not identify one group
+    const Member& first = members.begin()->second;
+    for (const auto& [grank, m] : members) {
+      const size_t n = std::min(first.calls.size(), m.calls.size());
+      for (size_t k = 0; k < n; ++k) {
+        const Fingerprint &a = *first.calls[k], &b = *m.calls[k];
+        if (a.SameCall(b)) continue;
+        const Call ca = ParseCall(a.ToString()), cb = ParseCall(b.ToString());
+        return Base(VerdictKind::kCollective, cfg, first.world_rank, m.world_rank,
+                    Difference(ca, cb),
+                    "the recorded collective logs disagree in group '" + group + "' at call " +
+                        std::to_string(k) + ": rank " + std::to_string(first.world_rank) +
+                        " called " + ca.text + " but rank " + std::to_string(m.world_rank) +
+                        " called " + cb.text);
+      }
+      if (first.calls.size() != m.calls.size()) {
+        const bool longer = m.calls.size() > first.calls.size();
+        const Fingerprint& extra = longer ? *m.calls[n] : *first.calls[n];
+        return Base(VerdictKind::kCollective, cfg, first.world_rank, m.world_rank,
+                    std::string(Name(extra.op)) + "~missing",
+                    "the recorded collective logs disagree in group '" + group + "': rank " +
+                        std::to_string(first.world_rank) + " made " +
+                        std::to_string(first.calls.size()) + " calls, rank " +
+                        std::to_string(m.world_rank) + " made " + std::to_string(m.calls.size()) +
+                        "; the first unmatched is " + extra.ToString());
+      }
+    }
+  }
+  return Verdict{};
+}
+
+Verdict CollectiveOracle::Check(const OracleInput& in) const {
+  const EngineOutcome& e = in.outcome;
+  if (!e.ok) {
+    if (e.failure_kind == "collective" || e.failure_kind == "hang") return EngineFailureVerdict(e, in.cfg);
+    return SkipVerdict(name(), "the engine failed with a " + e.failure_kind + ", not a collective");
+  }
+  return CheckCollectiveLogs(in.cfg, e.obs);
+}
+
+}  // namespace paradiff

@@ -1,0 +1,185 @@
+#include "oracles/metamorphic_oracle.h"
+
+#include <ATen/ATen.h>
+
+#include <map>
+#include <sstream>
+#include <tuple>
+
+#include "oracles/bitwise.h"
+#include "oracles/numeric_oracle.h"
+#include "oracles/quantities.h"
+#include "oracles/tolerance.h"
+#include "oracles/validation_oracle.h"
+
+namespace paradiff {
+
+namespace {
+
+// Norms below this are treated as zero (absolute errors), as in the numeric oracle.
+constexpr double kTinyNorm = 1e-30;
+
+std::string Layout(const Config& c) {
+  return "tp=" + std::to_string(c.parallel.tp) + " dp=" + std::to_string(c.parallel.dp) +
+         " zero=" + std::to_string(c.zero.stage) + " micro_batch=" +
+         std::to_string(c.batch.micro_batch) + " accumulation=" +
+         std::to_string(c.batch.accumulation_steps);
+}
+
+Verdict Failed(const Config& cfg, const std::string& relation, const Config& variant,
+               const EngineOutcome& e) {
+  Verdict v;
+  v.kind = VerdictKind::kMismatch;
+  v.oracle = "metamorphic";
+  v.where.phase = "run";
+  v.where.detail = relation;
+  v.where.rank = e.failure_rank;
+  v.where.error = 1;  // one run failed (Note [Discrete bounds])
+  v.where.bound = kDiscreteBound;
+  v.message = "the " + relation + " variant (" + Layout(variant) + ") failed where the checked run (" +
+              Layout(cfg) + ") completed: " + e.failure + " (seed " + std::to_string(cfg.seed) + ")";
+  return v;
+}
+
+Verdict ZeroStageRelation(const OracleInput& in, const Config& variant, const EngineOutcome& e) {
+  const Assembly other = AssembleTensors(variant, e.obs);
+  const bool checked_is_k = in.cfg.zero.stage != 0;
+  const Assembly& k = checked_is_k ? *in.assembly : other;
+  const Assembly& zero = checked_is_k ? other : *in.assembly;
+  const int64_t stage_k = checked_is_k ? in.cfg.zero.stage : variant.zero.stage;
+  return FirstBitwiseDifference(
+      in.cfg, "metamorphic", "zero_stage", [&](const Quantity& q) { return ValueOf(k, q); },
+      [&](const Quantity& q) { return ValueOf(zero, q); },
+      "the ZeRO stage " + std::to_string(stage_k) + " run", "the stage 0 run at the same dp");
+}
+
+// Note [Cross-run bound] in the header.
+Verdict WithinBounds(const OracleInput& in, const std::string& relation, const Config& variant,
+                     const EngineOutcome& e) {
+  const Assembly other = AssembleTensors(variant, e.obs);
+  const std::shared_ptr<const RefPair> ref = GetReference(variant, in.cache);
+  NumericResult own = CheckNumerics(variant, other, *ref);
+  if (IsFinding(own.verdict.kind)) {
+    Verdict v = own.verdict;
+    v.oracle = "metamorphic";
+    v.where.detail = relation;
+    v.message = "the " + relation + " variant (" + Layout(variant) +
+                ") fails the numeric oracle: " + v.message;
+    return v;
+  }
+  using Key = std::tuple<int64_t, std::string, std::string, std::string>;
+  std::map<Key, const Comparison*> mine;
+  for (const auto& c : in.numeric->comparisons) mine[{c.step, c.kind, c.tensor, c.detail}] = &c;
+  const bool sgd = in.cfg.optimizer.kind == OptimizerKind::kSgd;
+  for (const auto& cb : own.comparisons) {
+    if (!cb.detail.empty()) continue;
+    if (!sgd && cb.kind != "loss" && cb.kind != "grad" && cb.kind != "grad_norm") continue;
+    auto it = mine.find({cb.step, cb.kind, cb.tensor, cb.detail});
+    if (it == mine.end()) continue;
+    const Comparison& ca = *it->second;
+    const Quantity q{cb.step, cb.phase, cb.kind, cb.tensor, cb.layer};
+    const at::Tensor a = ValueOf(*in.assembly, q), b = ValueOf(other, q);
+    const double tn = ValueOf(in.ref->truth, q).norm().item<double>();
+    const at::Tensor diff = (a - b).abs();
+    const bool finite = b.isfinite().all().item<bool>() && a.isfinite().all().item<bool>();
+    const double error = finite ? diff.norm().item<double>() / (tn > kTinyNorm ? tn : 1.0) : INFINITY;
+    const double bound = ca.bound + cb.bound;
+    if (error <= bound) continue;
+    Verdict v;
+    v.kind = VerdictKind::kMismatch;
+    v.oracle = "metamorphic";
+    Localize(v, q);
+    v.where.detail = relation;
+    v.where.index = finite ? diff.argmax().item<int64_t>() : 0;
+    v.where.expected = a[v.where.index].item<double>();
+    v.where.actual = b[v.where.index].item<double>();
+    v.where.error = error;
+    v.where.bound = bound;
+    std::ostringstream msg;
+    msg.precision(6);
+    msg << "step " << q.step << " " << q.phase << ": " << q.kind
+        << (q.tensor.empty() ? "" : " of " + q.tensor) << " differs between the checked run ("
+        << Layout(in.cfg) << ") and its " << relation << " variant (" << Layout(variant)
+        << "), which train on the same global batch: relative difference " << error
+        << " > the sum of their bounds " << bound << " (ratio " << error / bound
+        << "); worst index " << v.where.index << ": " << v.where.expected << " vs "
+        << v.where.actual << " (seed " << in.cfg.seed << ")";
+    v.message = msg.str();
+    return v;
+  }
+  return Verdict{};
+}
+
+}  // namespace
+
+std::optional<Config> ZeroStageVariant(const Config& cfg) {
+  Config v = cfg;
+  v.zero.stage = cfg.zero.stage == 0 ? 3 : 0;
+  return v;
+}
+
+std::optional<Config> SplitVariant(const Config& cfg) {
+  Config v = cfg;
+  BatchConfig& b = v.batch;
+  if (cfg.parallel.dp > 1) {
+    b.accumulation_steps *= cfg.parallel.dp;
+    v.parallel.world /= cfg.parallel.dp;
+    v.parallel.dp = 1;
+  } else if (b.micro_batch % 2 == 0) {
+    b.micro_batch /= 2;
+    b.accumulation_steps *= 2;
+  } else if (b.accumulation_steps % 2 == 0) {
+    b.micro_batch *= 2;
+    b.accumulation_steps /= 2;
+  } else {
+    return std::nullopt;
+  }
+  return v;
+}
+
+std::optional<Config> TpVariant(const Config& cfg) {
+  Config v = cfg;
+  if (cfg.parallel.tp > 1) {
+    v.parallel.world /= cfg.parallel.tp;
+    v.parallel.tp = 1;
+    v.parallel.sp = false;
+  } else {
+    v.parallel.tp = 2;
+    v.parallel.world *= 2;
+  }
+  return v;
+}
+
+Verdict MetamorphicOracle::Check(const OracleInput& in) const {
+  if (!in.outcome.ok || in.assembly == nullptr || in.numeric == nullptr || in.ref == nullptr)
+    return SkipVerdict(name(), "the engine failed; no relation to check");
+  if (!in.run_engine) return SkipVerdict(name(), "no engine runner for the variant runs");
+  struct Relation {
+    const char* name;
+    std::optional<Config> variant;
+  };
+  const Relation relations[] = {{"zero_stage", ZeroStageVariant(in.cfg)},
+                                {"split", SplitVariant(in.cfg)},
+                                {"tp", TpVariant(in.cfg)}};
+  std::string skipped;
+  int applied = 0;
+  for (const auto& r : relations) {
+    Status gate;
+    if (r.variant) gate = ValidationGate(*r.variant, in.budget);
+    if (!r.variant || !gate.ok()) {
+      skipped += std::string(skipped.empty() ? "" : "; ") + r.name + ": " +
+                 (r.variant ? gate.ToString() : "no variant for this layout");
+      continue;
+    }
+    ++applied;
+    const EngineOutcome e = in.run_engine(*r.variant);
+    if (!e.ok) return Failed(in.cfg, r.name, *r.variant, e);
+    const Verdict v = std::string(r.name) == "zero_stage" ? ZeroStageRelation(in, *r.variant, e)
+                                                         : WithinBounds(in, r.name, *r.variant, e);
+    if (IsFinding(v.kind)) return v;
+  }
+  if (applied == 0) return SkipVerdict(name(), skipped);
+  return Verdict{};
+}
+
+}  // namespace paradiff

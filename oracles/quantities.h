@@ -1,0 +1,46 @@
+// Quantities: everything a checked run reports, in localization order (Note [Localization] in
+// oracles/oracle.h), with the dtype each is held in. Per step: the loss (forward), every gradient
+// in model order (gradient), the gradient norm (reduction), then each optimizer kind (param,
+// master, optimizer slots; ExpectedKinds order) over the tensors in model order (optimizer). The
+// bitwise oracles (determinism, metamorphic, exact) walk this list and report the first quantity
+// that differs, so their findings localize exactly like the numeric oracle's.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <string>
+#include <vector>
+
+#include "core/config.h"
+#include "core/verdict.h"
+#include "oracles/assemble.h"
+#include "oracles/reference.h"
+
+namespace paradiff {
+
+struct Quantity {
+  int64_t step = 0;
+  std::string phase;   // forward | gradient | reduction | optimizer
+  std::string kind;    // loss | grad | grad_norm | param | master | momentum | exp_avg | exp_avg_sq
+  std::string tensor;  // logical tensor, "" for the scalars
+  std::string layer;   // layer type name, "" for the scalars
+  std::string key() const { return tensor.empty() ? kind : kind + ":" + tensor; }
+  // Carried into the next step (gradients feed the update; parameters and slots persist).
+  bool state() const { return kind != "loss" && kind != "grad_norm"; }
+};
+
+// Every quantity of every step of `cfg`, in localization order.
+std::vector<Quantity> QuantitiesInOrder(const Config& cfg);
+
+// The dtype a quantity is held in by the run (its rounding unit): loss fp32, grad_norm fp64, grad
+// precision.accumulate, param precision.param, master and optimizer slots fp32.
+DType HeldDType(const Config& cfg, const std::string& kind);
+
+// The value of a quantity as a flat float64 tensor (one element for the scalars).
+at::Tensor ValueOf(const Assembly& a, const Quantity& q);
+at::Tensor ValueOf(const RefRun& r, const Quantity& q);
+
+// Copies step, phase, tensor kind, tensor and layer of `q` into the verdict's localization.
+void Localize(Verdict& v, const Quantity& q);
+
+}  // namespace paradiff

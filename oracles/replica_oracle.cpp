@@ -1,0 +1,90 @@
+#include "oracles/replica_oracle.h"
+
+#include <ATen/ATen.h>
+
+#include <map>
+#include <sstream>
+
+#include "core/model_spec.h"
+#include "oracles/bitwise.h"
+#include "oracles/quantities.h"
+#include "oracles/tolerance.h"
+
+namespace paradiff {
+
+namespace {
+
+struct Holder {
+  at::Tensor values;  // float64, first holder's value per element
+  at::Tensor owner;   // int32 rank of the first holder, -1 none
+};
+
+}  // namespace
+
+Verdict CheckReplicas(const Config& cfg, const Observations& obs) {
+  const ModelSpec spec = BuildModelSpec(cfg.model);
+  const auto kinds = ExpectedKinds(cfg);
+  for (int64_t step = 0; step < cfg.steps; ++step) {
+    std::map<std::string, Holder> held;
+    for (const auto& ps : spec.params)
+      for (const auto& k : kinds)
+        held[k + ":" + ps.name] = {at::zeros({ps.numel()}, at::kDouble),
+                                   at::full({ps.numel()}, -1, at::kInt)};
+    for (const auto& rank : obs.ranks) {
+      if (step >= static_cast<int64_t>(rank.steps.size())) continue;
+      for (const auto& p : rank.steps[step].pieces) {
+        auto it = held.find(p.kind + ":" + p.tensor);
+        const int64_t n = p.values.numel();
+        if (it == held.end() || p.offset < 0 || p.offset + n > it->second.values.numel()) continue;
+        at::Tensor dst = it->second.values.narrow(0, p.offset, n);
+        at::Tensor own = it->second.owner.narrow(0, p.offset, n);
+        at::Tensor vals = p.values.to(at::kDouble).reshape({-1});
+        at::Tensor before = own.ge(0);
+        if (before.any().item<bool>()) {
+          at::Tensor mask = before.nonzero().reshape({-1});
+          const BitwiseDiff d = CompareBitwise(vals.index_select(0, mask),
+                                               dst.index_select(0, mask), HeldDType(cfg, p.kind));
+          if (!d.equal()) {
+            const int64_t local = mask[d.index].item<int64_t>();
+            const ParamSpec* ps = spec.Find(p.tensor);
+            Verdict v;
+            v.kind = VerdictKind::kInvariant;
+            v.oracle = "replica";
+            v.where.step = step;
+            v.where.phase = p.kind == "grad" ? "gradient" : "optimizer";
+            v.where.tensor = p.tensor;
+            v.where.tensor_kind = p.kind;
+            v.where.layer = ps ? Name(ps->layer) : "";
+            v.where.rank = rank.rank;
+            v.where.other_rank = own[local].item<int>();
+            v.where.index = p.offset + local;
+            v.where.expected = d.expected;
+            v.where.actual = d.actual;
+            v.where.error = d.ulps;
+            v.where.bound = kDiscreteBound;
+            std::ostringstream msg;
+            msg.precision(17);
+            msg << "replicas differ: " << it->first << "[" << v.where.index << "] is "
+                << d.expected << " on rank " << v.where.other_rank << " but " << d.actual
+                << " on rank " << rank.rank << " (" << d.ulps << " ulp; " << d.count
+                << " element(s) of this piece differ) (step " << step << ", seed " << cfg.seed
+                << ")";
+            v.message = msg.str();
+            return v;
+          }
+        }
+        at::Tensor fresh = before.logical_not();
+        dst.copy_(at::where(fresh, vals, dst));
+        own.masked_fill_(fresh, rank.rank);
+      }
+    }
+  }
+  return Verdict{};
+}
+
+Verdict ReplicaOracle::Check(const OracleInput& in) const {
+  if (!in.outcome.ok) return SkipVerdict(name(), "the engine failed; no replicas to compare");
+  return CheckReplicas(in.cfg, in.outcome.obs);
+}
+
+}  // namespace paradiff

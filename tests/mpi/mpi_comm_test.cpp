@@ -1,0 +1,253 @@
+// mpi_comm_test: the mpi communicator (comm/mpi_communicator.h) under `mpirun -np N`.
+//
+// Every rank runs one scenario of collectives (every dtype and reduce op, uneven and zero counts,
+// aliased in-place gathers, buffered send/recv in a ring with a large message, splits with
+// negative colors and repeated splits) on the mpi backend and, in-process, on a local world of N
+// threads (comm/local_communicator.h), and requires its own outputs and group names to be
+// bitwise equal: the local backend is the serial reference (Note [MPI reduction order]). Then it
+// checks the failure paths (collective and point-to-point mismatches name both fingerprints,
+// bad arguments throw before any communication) and the native reduction mode (within a
+// tolerance of the exact result, identical on every rank).
+// Prints one "PASS"/"FAIL" line per rank; exits 0 only when every rank passed.
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+
+#include <chrono>
+#include <cstring>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "comm/local_communicator.h"
+#include "comm/mpi_communicator.h"
+
+namespace paradiff {
+namespace {
+
+struct Outputs {
+  std::vector<std::pair<std::string, at::Tensor>> tensors;
+  std::vector<std::string> notes;  // group names, ranks and sizes of split results
+};
+
+class Checker {
+ public:
+  explicit Checker(int rank) : rank_(rank) {}
+  void Expect(bool ok, const std::string& what) {
+    ++checks_;
+    if (ok) return;
+    ++failures_;
+    std::cout << "FAIL: rank " << rank_ << ": " << what << std::endl;
+  }
+  int checks() const { return checks_; }
+  int failures() const { return failures_; }
+
+ private:
+  int rank_, checks_ = 0, failures_ = 0;
+};
+
+// Values of mixed magnitude, so that the reduction order shows in the low bits.
+at::Tensor Input(int rank, int64_t n, at::ScalarType st, int salt) {
+  const at::Tensor i = at::arange(n, at::kDouble);
+  at::Tensor v = at::sin(i * 1.3 + rank * 0.7 + salt) * at::pow(10.0, at::fmod(i + rank, 4) - 1);
+  if (!at::isFloatingType(st)) v = at::round(v * 100);
+  return v.to(st);
+}
+
+bool SameBits(const at::Tensor& a, const at::Tensor& b) {
+  return a.scalar_type() == b.scalar_type() && a.sizes() == b.sizes() &&
+         std::memcmp(a.contiguous().data_ptr(), b.contiguous().data_ptr(), a.nbytes()) == 0;
+}
+
+const at::ScalarType kTypes[] = {at::kFloat, at::kDouble, at::kBFloat16, at::kHalf, at::kLong};
+const ReduceOp kOps[] = {ReduceOp::kSum, ReduceOp::kAvg, ReduceOp::kMax};
+
+std::vector<int64_t> UnevenCounts(int n) {
+  std::vector<int64_t> counts(n);
+  for (int k = 0; k < n; ++k) counts[k] = k == 1 ? 0 : 2 * k + 3;
+  return counts;
+}
+
+Outputs Scenario(Communicator& c) {
+  Outputs out;
+  const int n = c.size(), r = c.rank();
+  int salt = 0;
+  auto add = [&](std::string what, at::Tensor t) { out.tensors.emplace_back(std::move(what), std::move(t)); };
+  const std::vector<int64_t> counts = UnevenCounts(n);
+  int64_t total = 0;
+  for (int64_t k : counts) total += k;
+  for (at::ScalarType st : kTypes) {
+    const std::string ty = c10::toString(st);
+    for (ReduceOp op : kOps) {
+      if (op == ReduceOp::kAvg && st == at::kLong) continue;
+      for (int64_t numel : {0, 1, 7, 33}) {
+        at::Tensor t = Input(r, numel, st, ++salt);
+        c.AllReduce(t, op);
+        add("all_reduce " + ty + " " + Name(op) + " numel=" + std::to_string(numel), t);
+      }
+      at::Tensor m = Input(r, 12, st, ++salt).view({3, 4});
+      c.AllReduce(m, op);
+      add("all_reduce 3x4 " + ty + " " + Name(op), m);
+      at::Tensor piece = at::empty({counts[r]}, at::TensorOptions().dtype(st));
+      c.ReduceScatter(Input(r, total, st, ++salt), piece, counts, op);
+      add("reduce_scatter " + ty + " " + Name(op), piece);
+    }
+    at::Tensor gathered = at::empty({total}, at::TensorOptions().dtype(st));
+    c.AllGather(Input(r, counts[r], st, ++salt), gathered, counts);
+    add("all_gather " + ty, gathered);
+    // In place: the shard lives inside the output, as in ZeRO's gathers.
+    at::Tensor full = Input(r, total, st, ++salt);
+    int64_t offset = 0;
+    for (int k = 0; k < r; ++k) offset += counts[k];
+    c.AllGather(full.narrow(0, offset, counts[r]), full, counts);
+    add("all_gather in place " + ty, full);
+    at::Tensor b = Input(r, 9, st, ++salt);
+    c.Broadcast(b, n - 1);
+    add("broadcast " + ty, b);
+  }
+  if (n > 1) {  // both sends before any receive: Send must be buffered
+    const int next = (r + 1) % n, prev = (r + n - 1) % n;
+    c.Send(Input(r, 5, at::kBFloat16, ++salt), next);
+    c.Send(Input(r, 1 << 18, at::kFloat, ++salt), next);  // beyond the eager limit
+    at::Tensor small = at::empty({5}, at::kBFloat16), big = at::empty({1 << 18}, at::kFloat);
+    c.Recv(small, prev);
+    c.Recv(big, prev);
+    add("recv small", small);
+    add("recv big", big);
+  }
+  c.Barrier();
+  auto parity = c.Split(r % 2, n - r);  // reversed order inside each group
+  auto halves = c.Split(r < n / 2 ? -5 : 7, 0);
+  auto again = c.Split(0, r);  // the parent's third split: name suffix ".2"
+  for (auto* g : {parity.get(), halves.get(), again.get()}) {
+    out.notes.push_back(g->name() + " rank=" + std::to_string(g->rank()) + " size=" + std::to_string(g->size()));
+    at::Tensor t = Input(r, 10, at::kBFloat16, ++salt);
+    g->AllReduce(t, ReduceOp::kSum);
+    add("split all_reduce in " + g->name(), t);
+  }
+  auto nested = parity->Split(0, 0);
+  out.notes.push_back(nested->name() + " rank=" + std::to_string(nested->rank()));
+  return out;
+}
+
+void CompareWithLocal(Communicator& mpi_world, Checker& check) {
+  const int n = mpi_world.size(), r = mpi_world.rank();
+  const Outputs got = Scenario(mpi_world);
+  std::vector<Outputs> local(n);
+  const auto results = RunLocalRanks(n, std::chrono::seconds(60),
+                                     [&](Communicator& c) { local[c.rank()] = Scenario(c); });
+  check.Expect(PrimaryErrorRank(results) < 0, "the local reference run failed");
+  const Outputs& want = local[r];
+  check.Expect(got.tensors.size() == want.tensors.size(), "number of outputs differs");
+  for (size_t i = 0; i < got.tensors.size() && i < want.tensors.size(); ++i) {
+    std::ostringstream detail;
+    if (!SameBits(got.tensors[i].second, want.tensors[i].second))
+      detail << "\n  mpi:   " << got.tensors[i].second.reshape({-1}).slice(0, 0, 6).to(at::kDouble)
+             << "\n  local: " << want.tensors[i].second.reshape({-1}).slice(0, 0, 6).to(at::kDouble);
+    check.Expect(detail.str().empty(), got.tensors[i].first + " differs from the local backend" + detail.str());
+  }
+  check.Expect(got.notes == want.notes, "split group names / ranks differ from the local backend");
+}
+
+template <typename Fn>
+void ExpectMismatch(Checker& check, const std::string& what, Fn fn, const std::string& must_mention) {
+  try {
+    fn();
+    check.Expect(false, what + ": no CollectiveMismatch");
+  } catch (const CollectiveMismatch& e) {
+    const std::string msg = e.what();
+    check.Expect(msg.find(must_mention) != std::string::npos && msg.find(e.a().ToString()) != std::string::npos &&
+                     msg.find(e.b().ToString()) != std::string::npos,
+                 what + ": message does not name both fingerprints: " + msg);
+  }
+}
+
+void CheckFailures(Communicator& world, Checker& check) {
+  const int n = world.size(), r = world.rank();
+  auto g = world.Split(0, r);
+  at::Tensor t = at::ones({r == n - 1 ? 5 : 4});
+  ExpectMismatch(check, "numel mismatch", [&] { g->AllReduce(t, ReduceOp::kSum); }, "numel=5");
+  at::Tensor u = at::ones({4});
+  ExpectMismatch(check, "op mismatch", [&] { r == 0 ? g->AllReduce(u, ReduceOp::kMax) : g->Broadcast(u, 0); },
+                 "broadcast");
+  if (n >= 2 && r < 2) {
+    if (r == 0) g->Send(at::ones({3}), 1);
+    at::Tensor recv = at::empty({4});
+    if (r == 1) ExpectMismatch(check, "send/recv mismatch", [&] { g->Recv(recv, 0); }, "numel=3");
+  }
+  bool invalid = false;
+  try {
+    at::Tensor out = at::empty({2});
+    g->AllGather(at::ones({1}), out, {1});  // counts.size() != group size (unless n == 1)
+  } catch (const std::invalid_argument&) {
+    invalid = true;
+  }
+  check.Expect(invalid == (n != 1), "bad counts must throw std::invalid_argument before communicating");
+  g->Barrier();  // still in step after all of the above
+}
+
+void CheckNative(MpiRuntime& rt, Communicator& exact, Checker& check) {
+  MpiOptions opts;
+  opts.reduction = MpiReduction::kNative;
+  auto native = rt.World(opts);
+  const int n = native->size(), r = native->rank();
+  int salt = 1000;
+  for (at::ScalarType st : kTypes) {
+    for (ReduceOp op : kOps) {
+      if (op == ReduceOp::kAvg && st == at::kLong) continue;
+      ++salt;
+      at::Tensor t = Input(r, 33, st, salt);
+      native->AllReduce(t, op);
+      at::Tensor want = Input(0, 33, st, salt).to(at::kDouble), mag = want.abs();
+      for (int k = 1; k < n; ++k) {
+        const at::Tensor x = Input(k, 33, st, salt).to(at::kDouble);
+        want = op == ReduceOp::kMax ? at::maximum(want, x) : want + x;
+        mag = mag + x.abs();
+      }
+      if (op == ReduceOp::kAvg) want = want / n, mag = mag / n;
+      const double eps = st == at::kBFloat16 ? 1.0 / 128 : st == at::kHalf ? 1.0 / 1024
+                         : st == at::kFloat  ? 1e-6 : st == at::kDouble ? 1e-15 : 0.0;
+      const bool close = ((t.to(at::kDouble) - want).abs() <= mag * (n * eps) + 1e-30).all().item<bool>();
+      check.Expect(close, std::string("native all_reduce ") + c10::toString(st) + " " + Name(op) +
+                              " is not within n*eps of the exact result");
+      at::Tensor all = at::empty({n * t.numel()}, t.options());
+      exact.AllGather(t, all, std::vector<int64_t>(n, t.numel()));
+      check.Expect(SameBits(all.view({n, -1})[0], t), "native all_reduce results differ between ranks");
+    }
+  }
+  at::Tensor piece = at::empty({UnevenCounts(n)[r]});
+  int64_t total = 0;
+  for (int64_t k : UnevenCounts(n)) total += k;
+  native->ReduceScatter(at::full({total}, 0.5), piece, UnevenCounts(n), ReduceOp::kSum);
+  check.Expect(piece.eq(0.5 * n).all().item<bool>(), "native reduce_scatter of 0.5s");
+}
+
+}  // namespace
+}  // namespace paradiff
+
+int main(int argc, char** argv) {
+  using namespace paradiff;
+  at::set_num_threads(1);
+  MpiRuntime rt(&argc, &argv);
+  Checker check(rt.world_rank());
+  int64_t failures = 0;
+  {
+    auto world = rt.World(MpiOptions{});
+    try {
+      CompareWithLocal(*world, check);
+      CheckFailures(*world, check);
+      CheckNative(rt, *world, check);
+    } catch (const std::exception& e) {
+      std::cout << "FAIL: rank " << rt.world_rank() << ": unexpected exception: " << e.what() << std::endl;
+      rt.Abort(1);
+    }
+    at::Tensor f = at::full({1}, static_cast<int64_t>(check.failures()), at::kLong);
+    world->AllReduce(f, ReduceOp::kSum);
+    failures = f.item<int64_t>();
+  }
+  std::cout << (failures == 0 ? "PASS" : "FAIL") << ": mpi_comm_test rank " << rt.world_rank() << " of "
+            << rt.world_size() << ": " << check.checks() << " checks, " << check.failures()
+            << " failed here, " << failures << " failed in the job" << std::endl;
+  return failures == 0 ? 0 : 1;
+}

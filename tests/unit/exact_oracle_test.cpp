@@ -1,0 +1,112 @@
+// Self-test of the exact-arithmetic oracle: it applies (is not skipped) to exact_linear configs in
+// the measured exact regime (Note [Exact regime]) and is silent there over dp x ZeRO stage x
+// accumulation; it catches a gradient or parameter one ulp off, which the numeric oracle's
+// tolerance cannot see; it is skipped outside its preconditions and where the arithmetic rounds.
+#include <gtest/gtest.h>
+
+#include "oracles/exact_oracle.h"
+#include "tests/unit/oracle_test_util.h"
+
+namespace paradiff {
+namespace {
+
+using testing::ExpectLocalized;
+using testing::FindPiece;
+using testing::MakeHarness;
+using testing::NudgeOneUlp;
+using testing::RunClean;
+using testing::SmallConfig;
+
+// Inside the measured regime: one layer, hidden 8, seq_len 4, SGD with lr 4.
+Config ExactConfig(int64_t dp, int64_t stage, int64_t accumulation) {
+  Config c = SmallConfig(dp, stage);
+  c.model.kind = ModelKind::kExactLinear;
+  c.model.layers = 1;
+  c.model.hidden = 8;
+  c.model.seq_len = 4;
+  c.batch.micro_batch = 2;
+  c.batch.accumulation_steps = accumulation;
+  c.zero.bucket_elems = 50;
+  c.optimizer.kind = OptimizerKind::kSgd;
+  c.optimizer.lr = 4;
+  return c;
+}
+
+TEST(ExactOracle, PreconditionsSkipOtherConfigs) {
+  EXPECT_EQ(ExactPreconditions(ExactConfig(2, 1, 1)), "");
+  EXPECT_NE(ExactPreconditions(SmallConfig(2, 1)), "");
+  Config adam = ExactConfig(2, 1, 1);
+  adam.optimizer.kind = OptimizerKind::kAdam;
+  EXPECT_NE(ExactPreconditions(adam), "");
+  Config bf16 = ExactConfig(2, 1, 1);
+  bf16.precision.accumulate = DType::kBf16;
+  EXPECT_NE(ExactPreconditions(bf16), "");
+  Config clip = ExactConfig(2, 1, 1);
+  clip.clip_grad_norm = 1.0;
+  EXPECT_NE(ExactPreconditions(clip), "");
+  const CheckResult r = testing::CheckWith(SmallConfig(2, 1), {"exact"});
+  ASSERT_EQ(r.oracles.size(), 1u);
+  EXPECT_EQ(r.oracles[0].status, "skipped");
+}
+
+TEST(ExactOracle, AppliesAndIsSilentAcrossLayouts) {
+  ReferenceCache cache;
+  for (int64_t dp : {1, 2, 4, 8}) {
+    for (int64_t stage = 0; stage <= 3; ++stage) {
+      const Config c = ExactConfig(dp, stage, dp <= 2 ? 2 : 1);
+      const CheckResult r = testing::CheckWith(c, {"exact"}, {}, &cache);
+      ASSERT_EQ(r.oracles.size(), 1u);
+      EXPECT_EQ(r.oracles[0].status, "pass")
+          << "dp " << dp << " stage " << stage << ": " << r.oracles[0].note << r.verdict.message;
+    }
+  }
+}
+
+TEST(ExactOracle, SkippedWhereTheArithmeticRounds) {
+  Config c = ExactConfig(2, 1, 1);
+  c.model.layers = 3;  // three hidden products of 32 terms: the step-0 gradients round
+  c.model.hidden = 32;
+  c.model.seq_len = 8;
+  c.optimizer.lr = 0.0625;
+  const CheckResult r = testing::CheckWith(c, {"exact"});
+  EXPECT_EQ(r.oracles[0].status, "skipped");
+  EXPECT_NE(r.oracles[0].note.find("rounds"), std::string::npos) << r.oracles[0].note;
+}
+
+TEST(ExactOracle, CatchesOneUlpInAShardedGradient) {
+  const Config c = ExactConfig(2, 2, 1);  // ZeRO-2: gradients partitioned, no replica to compare
+  EngineOutcome e = RunClean(c);
+  TensorPiece* p = FindPiece(e, 1, 0, "grad");
+  ASSERT_NE(p, nullptr);
+  int64_t i = 0;
+  while (p->values.reshape({-1})[i].item<float>() == 0) ++i;  // a non-zero element
+  NudgeOneUlp(*p, i);
+  const testing::Harness h = MakeHarness(c, e);
+  EXPECT_EQ(h.numeric.verdict.kind, VerdictKind::kPass) << "one ulp is below any tolerance";
+  const Verdict v = ExactOracle().Check(h.Input());
+  ExpectLocalized(v);
+  EXPECT_EQ(v.kind, VerdictKind::kMismatch);
+  EXPECT_EQ(v.oracle, "exact");
+  EXPECT_EQ(v.where.step, 0);
+  EXPECT_EQ(v.where.tensor_kind, "grad");
+  EXPECT_EQ(v.where.tensor, p->tensor);
+  EXPECT_EQ(v.where.index, p->offset + i);
+  EXPECT_DOUBLE_EQ(v.where.error, 1.0);
+}
+
+TEST(ExactOracle, CatchesOneUlpInAParameterAfterTheUpdate) {
+  const Config c = ExactConfig(4, 3, 1);
+  EngineOutcome e = RunClean(c);
+  TensorPiece* p = FindPiece(e, 3, 0, "param");
+  ASSERT_NE(p, nullptr);
+  int64_t i = 0;
+  while (p->values.reshape({-1})[i].item<float>() == 0) ++i;
+  NudgeOneUlp(*p, i);
+  const Verdict v = ExactOracle().Check(MakeHarness(c, e).Input());
+  ExpectLocalized(v);
+  EXPECT_EQ(v.where.phase, "optimizer");
+  EXPECT_EQ(v.where.tensor_kind, "param");
+}
+
+}  // namespace
+}  // namespace paradiff

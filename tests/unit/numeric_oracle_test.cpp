@@ -1,0 +1,85 @@
+// Self-test of the numeric oracle: silent on a clean run; catches gradients scaled as a whole
+// (attributed to the reduction, detail "scale"), a reported gradient norm that does not match the
+// reported gradients (reduction, detail "consistency"), a gradient that is wrong in one element
+// (gradient phase) and a parameter that is wrong after the update (optimizer phase).
+#include <gtest/gtest.h>
+
+#include "oracles/numeric_oracle.h"
+#include "tests/unit/oracle_test_util.h"
+
+namespace paradiff {
+namespace {
+
+using testing::ExpectLocalized;
+using testing::FindPiece;
+using testing::MakeHarness;
+using testing::RunClean;
+using testing::SmallConfig;
+
+Verdict Numeric(const Config& c, EngineOutcome e) {
+  const testing::Harness h = MakeHarness(c, std::move(e));
+  return NumericOracle().Check(h.Input());
+}
+
+TEST(NumericOracle, SilentOnACleanRun) {
+  Config c = SmallConfig(2, 1);
+  EXPECT_EQ(Numeric(c, RunClean(c)).kind, VerdictKind::kPass);
+}
+
+TEST(NumericOracle, ScaledGradientsAreAttributedToTheReduction) {
+  Config c = SmallConfig(2, 0);
+  EngineOutcome e = RunClean(c);
+  for (auto& r : e.obs.ranks)
+    for (auto& p : r.steps[0].pieces)
+      if (p.kind == "grad") p.values.mul_(0.5);
+  const Verdict v = Numeric(c, e);
+  ExpectLocalized(v);
+  EXPECT_EQ(v.where.step, 0);
+  EXPECT_EQ(v.where.tensor_kind, "grad");
+  EXPECT_EQ(v.where.phase, "reduction");
+  EXPECT_EQ(v.where.detail, "scale");
+  EXPECT_NE(v.message.find("scaled by 0.5"), std::string::npos) << v.message;
+}
+
+TEST(NumericOracle, InconsistentGradNormIsAReductionFinding) {
+  Config c = SmallConfig(2, 2);
+  EngineOutcome e = RunClean(c);
+  e.obs.ranks[0].steps[1].grad_norm *= 1.0001;  // far inside the truth's tolerance
+  const Verdict v = Numeric(c, e);
+  ExpectLocalized(v);
+  EXPECT_EQ(v.where.step, 1);
+  EXPECT_EQ(v.where.tensor_kind, "grad_norm");
+  EXPECT_EQ(v.where.phase, "reduction");
+  EXPECT_EQ(v.where.detail, "consistency");
+}
+
+TEST(NumericOracle, OneWrongGradientElementIsAGradientFinding) {
+  Config c = SmallConfig(2, 2);
+  EngineOutcome e = RunClean(c);
+  TensorPiece* p = FindPiece(e, 1, 0, "grad");
+  ASSERT_NE(p, nullptr);
+  p->values.reshape({-1})[0] += 0.01;
+  const Verdict v = Numeric(c, e);
+  ExpectLocalized(v);
+  EXPECT_EQ(v.where.phase, "gradient");
+  EXPECT_EQ(v.where.detail, "");
+  EXPECT_EQ(v.where.tensor, p->tensor);
+  EXPECT_EQ(v.where.index, p->offset);
+}
+
+TEST(NumericOracle, OneWrongParameterIsAnOptimizerFinding) {
+  Config c = SmallConfig(2, 3);
+  EngineOutcome e = RunClean(c);
+  TensorPiece* p = FindPiece(e, 0, 1, "param");
+  ASSERT_NE(p, nullptr);
+  p->values.reshape({-1})[2] += 1.0;  // beyond Adam's per-step movement bound too
+  const Verdict v = Numeric(c, e);
+  ExpectLocalized(v);
+  EXPECT_EQ(v.where.step, 1);
+  EXPECT_EQ(v.where.phase, "optimizer");
+  EXPECT_EQ(v.where.tensor_kind, "param");
+  EXPECT_EQ(v.where.index, p->offset + 2);
+}
+
+}  // namespace
+}  // namespace paradiff

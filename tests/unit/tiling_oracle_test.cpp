@@ -1,0 +1,121 @@
+// Self-test of the tiling oracle: silent on clean runs of every ZeRO stage (uneven shards and
+// alignment padding included); catches a dropped piece (gap), a piece outside its tensor, a piece
+// reported twice where the state is partitioned (overlap), and a missing step.
+#include <gtest/gtest.h>
+
+#include "oracles/tiling_oracle.h"
+#include "tests/unit/oracle_test_util.h"
+
+namespace paradiff {
+namespace {
+
+using testing::ExpectLocalized;
+using testing::FindPiece;
+using testing::RunClean;
+using testing::SmallConfig;
+
+TEST(TilingOracle, ExpectedHoldersFollowZeroStage) {
+  Config c = SmallConfig(4, 0);
+  EXPECT_EQ(ExpectedHolders(c, "param"), 4);
+  EXPECT_EQ(ExpectedHolders(c, "exp_avg"), 4);
+  c.zero.stage = 1;
+  EXPECT_EQ(ExpectedHolders(c, "grad"), 4);
+  EXPECT_EQ(ExpectedHolders(c, "exp_avg"), 1);
+  c.zero.stage = 2;
+  EXPECT_EQ(ExpectedHolders(c, "grad"), 1);
+  EXPECT_EQ(ExpectedHolders(c, "param"), 4);
+  c.zero.stage = 3;
+  EXPECT_EQ(ExpectedHolders(c, "param"), 1);
+  c.parallel.tp = 2;
+  EXPECT_EQ(ExpectedHolders(c, "param"), 0) << "tp > 1: coverage only";
+}
+
+TEST(TilingOracle, SilentOnCleanRunsOfEveryStage) {
+  for (int64_t dp : {1, 3, 4}) {
+    for (int64_t stage = 0; stage <= 3; ++stage) {
+      Config c = SmallConfig(dp, stage);
+      c.zero.align_elems = dp == 4 ? 8 : 1;
+      const Verdict v = CheckTiling(c, RunClean(c).obs);
+      EXPECT_EQ(v.kind, VerdictKind::kPass) << "dp " << dp << " stage " << stage << ": " << v.message;
+    }
+  }
+}
+
+TEST(TilingOracle, CatchesADroppedPiece) {
+  Config c = SmallConfig(3, 2);
+  EngineOutcome e = RunClean(c);
+  auto& pieces = e.obs.ranks[1].steps[1].pieces;
+  TensorPiece* grad = FindPiece(e, 1, 1, "grad");
+  ASSERT_NE(grad, nullptr);
+  const std::string tensor = grad->tensor;
+  const int64_t offset = grad->offset;
+  pieces.erase(pieces.begin() + (grad - pieces.data()));
+  const Verdict v = CheckTiling(c, e.obs);
+  ExpectLocalized(v);
+  EXPECT_EQ(v.kind, VerdictKind::kInvariant);
+  EXPECT_EQ(v.oracle, "tiling");
+  EXPECT_EQ(v.where.step, 1);
+  EXPECT_EQ(v.where.tensor_kind, "grad");
+  EXPECT_EQ(v.where.tensor, tensor);
+  EXPECT_EQ(v.where.index, offset);
+  EXPECT_EQ(v.where.phase, "gradient");
+  EXPECT_EQ(v.Signature().rfind("invariant.tiling.grad.", 0), 0u) << v.Signature();
+}
+
+TEST(TilingOracle, CatchesAPieceOutsideItsTensor) {
+  Config c = SmallConfig(2, 3);
+  EngineOutcome e = RunClean(c);
+  TensorPiece* p = FindPiece(e, 1, 0, "param");
+  ASSERT_NE(p, nullptr);
+  p->offset += 1000000;
+  const Verdict v = CheckTiling(c, e.obs);
+  ExpectLocalized(v);
+  EXPECT_EQ(v.where.detail, "bounds");
+  EXPECT_EQ(v.where.rank, 1);
+}
+
+TEST(TilingOracle, CatchesAnOverlapOfPartitionedState) {
+  Config c = SmallConfig(2, 1);  // optimizer slots partitioned: one holder per element
+  EngineOutcome e = RunClean(c);
+  TensorPiece* p = FindPiece(e, 0, 0, "exp_avg");
+  ASSERT_NE(p, nullptr);
+  e.obs.ranks[1].steps[0].pieces.push_back(*p);  // rank 1 claims rank 0's elements too
+  const Verdict v = CheckTiling(c, e.obs);
+  ExpectLocalized(v);
+  EXPECT_EQ(v.where.detail, "overlap");
+  EXPECT_EQ(v.where.tensor_kind, "exp_avg");
+  EXPECT_EQ(v.where.phase, "optimizer");
+}
+
+TEST(TilingOracle, CatchesAMissingStep) {
+  Config c = SmallConfig(2, 0);
+  EngineOutcome e = RunClean(c);
+  e.obs.ranks[1].steps.pop_back();
+  const Verdict v = CheckTiling(c, e.obs);
+  ExpectLocalized(v);
+  EXPECT_EQ(v.where.detail, "missing_step");
+  EXPECT_EQ(v.where.step, 1);
+  EXPECT_EQ(v.where.rank, 1);
+}
+
+TEST(TilingOracle, AssembleKeepsReportingTheFirstViolation) {
+  Config c = SmallConfig(3, 3);
+  c.faults = {"zero.uneven_last_shard"};
+  const Assembly a = Assemble(c, RunClean(c).obs);
+  EXPECT_EQ(a.verdict.kind, VerdictKind::kInvariant);
+  EXPECT_EQ(a.verdict.oracle, "tiling");
+  EXPECT_EQ(a.steps.size(), 2u);
+}
+
+TEST(TilingOracle, CaughtThroughCheckRunWithItsOwnSignature) {
+  Config c = SmallConfig(3, 1);
+  c.faults = {"zero.uneven_last_shard"};
+  const CheckResult r = testing::CheckWith(c, {"tiling"});
+  ExpectLocalized(r.verdict);
+  EXPECT_EQ(r.verdict.oracle, "tiling");
+  ASSERT_EQ(r.oracles.size(), 1u);
+  EXPECT_EQ(r.oracles[0].status, "finding");
+}
+
+}  // namespace
+}  // namespace paradiff
