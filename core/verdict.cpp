@@ -23,7 +23,8 @@ std::string Verdict::Signature() const {
   if (kind == VerdictKind::kPass) return "pass";
   auto part = [](const std::string& s) { return s.empty() ? std::string("-") : s; };
   return std::string(Name(kind)) + "." + part(oracle) + "." + part(where.tensor_kind) + "." +
-         part(where.layer) + "." + part(where.phase) + (where.detail.empty() ? "" : "." + where.detail);
+         part(where.layer) + "." + part(where.phase) +
+         (where.detail.empty() ? "" : "." + where.detail);
 }
 
 }  // namespace paradiff

@@ -38,7 +38,7 @@ struct Localization {
   double bound = 0;         // tolerance bound for that error
   int other_rank = -1;      // the second rank involved (replica, collective), -1 if none
   // Layout- and seed-independent refinement of the finding, part of the signature when not empty
-  // (e.g. "all_reduce~reduce_scatter" for a collective mismatch, "leak", "zero_stage").
+  // (e.g. "all_reduce_vs_reduce_scatter" for a collective mismatch, "leak", "zero_stage").
   std::string detail;
   double ratio() const { return bound > 0 ? error / bound : 0; }
 };

@@ -2,10 +2,9 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/atomic_file.h"
 #include "core/budget.h"
@@ -21,14 +20,17 @@ namespace fs = std::filesystem;
 namespace {
 
 // Minimizes one finding dir; returns its minimize.json document.
-nlohmann::json MinimizeOne(const fs::path& dir, const std::string& sig, const FindingMinimizeOptions& o,
-                           ReferenceCache& cache, std::ostream& log) {
+nlohmann::json MinimizeOne(const fs::path& dir, const std::string& sig,
+                           const FindingMinimizeOptions& o, ReferenceCache& cache,
+                           std::ostream& log) {
   nlohmann::json out = {{"signature", sig}, {"budget_s", o.budget_s}};
   const nlohmann::json meta = ReadJsonOrNull((dir / "meta.json").string());
   if (meta.is_object() && meta.value("oracle", "") == "worker") {
     out["status"] = "skipped";
-    out["reason"] = "the worker process crashed or timed out; such findings are not reproduced "
-                    "in-process (reproduce with: paradiff run " + (dir / "config.json").string() + ")";
+    out["reason"] =
+        "the worker process crashed or timed out; such findings are not reproduced "
+        "in-process (reproduce with: paradiff run " +
+        (dir / "config.json").string() + ")";
     log << "INFO: not minimizing " << sig << ": worker crash/hang (reproduce with paradiff run "
         << (dir / "config.json").string() << ")" << std::endl;
     return out;
@@ -53,7 +55,8 @@ nlohmann::json MinimizeOne(const fs::path& dir, const std::string& sig, const Fi
   if (r.signature != sig) {
     out["status"] = "not-reproduced";
     out["reason"] = "in-process check shows " + r.signature + ", not " + sig;
-    log << "WARNING: not minimizing " << sig << ": in-process the config shows " << r.signature << std::endl;
+    log << "WARNING: not minimizing " << sig << ": in-process the config shows " << r.signature
+        << std::endl;
     return out;
   }
   const Status w = WriteFileAtomic((dir / "minimized.json").string(), WriteConfig(r.minimized));
@@ -66,20 +69,23 @@ nlohmann::json MinimizeOne(const fs::path& dir, const std::string& sig, const Fi
   out["status"] = "minimized";
   out["complete"] = r.complete;
   out["steps"] = nlohmann::json::array();
-  for (const MinimizeStep& s : r.steps) out["steps"].push_back({{"check", s.check}, {"change", s.change}});
-  log << "INFO: minimized " << sig << ": " << r.steps.size() << " step(s), " << r.checks << " check(s), "
-      << (r.complete ? "1-minimal" : "budget exhausted") << ", " << (dir / "minimized.json").string()
-      << std::endl;
+  for (const MinimizeStep& s : r.steps)
+    out["steps"].push_back({{"check", s.check}, {"change", s.change}});
+  log << "INFO: minimized " << sig << ": " << r.steps.size() << " step(s), " << r.checks
+      << " check(s), " << (r.complete ? "1-minimal" : "budget exhausted") << ", "
+      << (dir / "minimized.json").string() << std::endl;
   return out;
 }
 
 }  // namespace
 
-int MinimizeStoredFindings(const WorkDir& wd, const FindingMinimizeOptions& opts, std::ostream& log) {
+int MinimizeStoredFindings(const WorkDir& wd, const FindingMinimizeOptions& opts,
+                           std::ostream& log) {
   std::vector<fs::path> dirs;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(fs::path(wd.root()) / "findings", ec))
-    if (fs::exists(e.path() / "meta.json") && !fs::exists(e.path() / "minimize.json")) dirs.push_back(e.path());
+    if (fs::exists(e.path() / "meta.json") && !fs::exists(e.path() / "minimize.json"))
+      dirs.push_back(e.path());
   std::sort(dirs.begin(), dirs.end());
   ReferenceCache cache;
   int minimized = 0;

@@ -20,11 +20,12 @@
 namespace paradiff {
 
 struct FindingMinimizeOptions {
-  double budget_s = 20;  // wall-time cap per finding (> 0)
+  double budget_s = 20;        // wall-time cap per finding (> 0)
   int64_t timeout_ms = 20000;  // collective watchdog of every check
 };
 
 // Returns the number of findings minimized. INFO / WARNING lines go to `log`.
-int MinimizeStoredFindings(const WorkDir& wd, const FindingMinimizeOptions& opts, std::ostream& log);
+int MinimizeStoredFindings(const WorkDir& wd, const FindingMinimizeOptions& opts,
+                           std::ostream& log);
 
 }  // namespace paradiff

@@ -16,7 +16,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // Classifies one replayed config (the rules are in gate.h).
-GateCase FromReplay(const std::string& group, const ReplayResult& r, const std::set<std::string>& baseline) {
+GateCase FromReplay(const std::string& group, const ReplayResult& r,
+                    const std::set<std::string>& baseline) {
   GateCase c;
   c.group = group;
   c.name = r.item.name;
@@ -36,7 +37,8 @@ GateCase FromReplay(const std::string& group, const ReplayResult& r, const std::
     c.message = "known (in the baseline): " + c.got + ": " + r.message;
   } else {
     c.status = GateStatus::kFailed;
-    c.message = "expected " + c.expected + ", got " + c.got + (r.message.empty() ? "" : ": " + r.message);
+    c.message =
+        "expected " + c.expected + ", got " + c.got + (r.message.empty() ? "" : ": " + r.message);
   }
   return c;
 }
@@ -68,7 +70,8 @@ Status FuzzBriefly(const GateOptions& opts, std::ostream& log, GateResult& out) 
   co.budget_s = opts.budget_s;
   if (co.workdir.empty()) {
     std::string tmpl = (fs::temp_directory_path() / "paradiff-gate-XXXXXX").string();
-    if (!::mkdtemp(tmpl.data())) return Status::Error("--workdir", "cannot create a temporary work dir");
+    if (!::mkdtemp(tmpl.data()))
+      return Status::Error("--workdir", "cannot create a temporary work dir");
     co.workdir = tmpl;
   }
   out.campaign_workdir = co.workdir;
@@ -92,7 +95,8 @@ Status FuzzBriefly(const GateOptions& opts, std::ostream& log, GateResult& out) 
     c.status = known ? GateStatus::kKnown : GateStatus::kFailed;
     c.message = (known ? "known (in the baseline): " : "new finding: ") + message +
                 " (reproduce: paradiff run " + c.path + ")";
-    log << (known ? "INFO" : "ERROR") << ": gate campaign " << sig << ": " << Name(c.status) << std::endl;
+    log << (known ? "INFO" : "ERROR") << ": gate campaign " << sig << ": " << Name(c.status)
+        << std::endl;
     out.cases.push_back(std::move(c));
   }
   return Status();
@@ -102,21 +106,27 @@ Status FuzzBriefly(const GateOptions& opts, std::ostream& log, GateResult& out) 
 
 const char* Name(GateStatus s) {
   switch (s) {
-    case GateStatus::kPassed: return "passed";
-    case GateStatus::kFailed: return "failed";
-    case GateStatus::kKnown: return "known";
-    case GateStatus::kSkipped: return "skipped";
+    case GateStatus::kPassed:
+      return "passed";
+    case GateStatus::kFailed:
+      return "failed";
+    case GateStatus::kKnown:
+      return "known";
+    case GateStatus::kSkipped:
+      return "skipped";
   }
   return "?";
 }
 
 StatusOr<std::set<std::string>> LoadBaseline(const std::string& path) {
-  if (!fs::exists(path)) return Status::Error("--baseline", "--baseline=" + path + ": no such file");
+  if (!fs::exists(path))
+    return Status::Error("--baseline", "--baseline=" + path + ": no such file");
   nlohmann::json j = ReadJsonOrNull(path);
   if (j.is_object() && j.contains("signatures")) j = j["signatures"];
   std::set<std::string> out;
   const Status bad = Status::Error(
-      "--baseline", "--baseline=" + path + ": expected a JSON list of signatures (or {\"signatures\": [...]})");
+      "--baseline",
+      "--baseline=" + path + ": expected a JSON list of signatures (or {\"signatures\": [...]})");
   if (!j.is_array()) return bad;
   for (const auto& s : j) {
     if (!s.is_string()) return bad;
@@ -131,7 +141,8 @@ StatusOr<GateResult> RunGate(const GateOptions& opts, std::ostream& log) {
   GateResult res;
   ReferenceCache cache;
   Status s = ReplayDir("suite", opts.suite_dir, opts, cache, log, res);
-  if (s.ok() && !opts.regression_dir.empty()) s = ReplayDir("regression", opts.regression_dir, opts, cache, log, res);
+  if (s.ok() && !opts.regression_dir.empty())
+    s = ReplayDir("regression", opts.regression_dir, opts, cache, log, res);
   if (s.ok() && opts.budget_s > 0) s = FuzzBriefly(opts, log, res);
   if (!s.ok()) return s;
   for (const GateCase& c : res.cases) {
@@ -162,16 +173,24 @@ nlohmann::json GateJson(const GateResult& r, const GateOptions& opts) {
     const bool finding = c.got != "pass" && c.got != "invalid";
     if (finding && c.status != GateStatus::kSkipped) sigs.insert(c.got);
     if (finding && c.status == GateStatus::kFailed) new_sigs.insert(c.got);
-    j["cases"].push_back({{"group", c.group}, {"name", c.name}, {"path", c.path},
-                          {"expected", c.expected}, {"got", c.got}, {"status", Name(c.status)},
-                          {"message", c.message}, {"seconds", c.seconds}});
+    j["cases"].push_back({{"group", c.group},
+                          {"name", c.name},
+                          {"path", c.path},
+                          {"expected", c.expected},
+                          {"got", c.got},
+                          {"status", Name(c.status)},
+                          {"message", c.message},
+                          {"seconds", c.seconds}});
   }
   j["signatures"] = sigs;
   j["new_signatures"] = new_sigs;
   if (r.campaign_ran)
-    j["campaign"] = {{"workdir", r.campaign_workdir}, {"seed", opts.campaign.seed},
-                     {"budget_s", opts.budget_s}, {"execs", r.campaign.execs},
-                     {"unique", r.campaign.unique}, {"elapsed_s", r.campaign.elapsed_s},
+    j["campaign"] = {{"workdir", r.campaign_workdir},
+                     {"seed", opts.campaign.seed},
+                     {"budget_s", opts.budget_s},
+                     {"execs", r.campaign.execs},
+                     {"unique", r.campaign.unique},
+                     {"elapsed_s", r.campaign.elapsed_s},
                      {"pairs_covered", r.campaign.pairs_covered},
                      {"pairs_possible", r.campaign.pairs_possible}};
   return j;

@@ -9,12 +9,11 @@
 #pragma once
 
 #include <chrono>
+#include <nlohmann/json.hpp>
 #include <ostream>
 #include <set>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/status.h"
 #include "fuzz/campaign.h"
@@ -31,17 +30,17 @@ struct GateCase {
   std::string expected;  // "pass", a signature, or "invalid"
   std::string got;       // "pass", a signature, or "invalid"
   GateStatus status = GateStatus::kPassed;
-  std::string message;   // why it failed, is known or was skipped; the finding's message
+  std::string message;  // why it failed, is known or was skipped; the finding's message
   double seconds = 0;
   nlohmann::json report;  // the check's JSON report (oracles/report.h form); null if none
 };
 
 struct GateOptions {
-  std::string suite_dir;                     // required
-  std::string regression_dir;                // optional
-  double budget_s = 0;                       // fuzzing budget (0 = no campaign)
-  CampaignOptions campaign;                  // workdir (default: a new temporary dir), seed, jobs, exe
-  std::set<std::string> baseline;            // known signatures
+  std::string suite_dir;           // required
+  std::string regression_dir;      // optional
+  double budget_s = 0;             // fuzzing budget (0 = no campaign)
+  CampaignOptions campaign;        // workdir (default: a new temporary dir), seed, jobs, exe
+  std::set<std::string> baseline;  // known signatures
   std::chrono::milliseconds timeout{20000};  // collective watchdog of every suite / corpus check
 };
 

@@ -11,8 +11,9 @@ StatusOr<nlohmann::json> ReadJsonFile(const std::string& path) {
   const auto size = std::filesystem::file_size(path, ec);
   if (ec || std::filesystem::is_directory(path, ec))
     return Status::Error(path, path + ": cannot read (missing, a directory, or unreadable)");
-  if (size > kMaxJsonFileBytes) return Status::Error(path, path + ": larger than " +
-                                                               std::to_string(kMaxJsonFileBytes) + " bytes");
+  if (size > kMaxJsonFileBytes)
+    return Status::Error(path,
+                         path + ": larger than " + std::to_string(kMaxJsonFileBytes) + " bytes");
   std::ifstream in(path);
   if (!in) return Status::Error(path, path + ": cannot read");
   std::stringstream ss;

@@ -3,9 +3,8 @@
 // "absent" as "empty" check existence first).
 #pragma once
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "core/status.h"
 

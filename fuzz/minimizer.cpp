@@ -1,9 +1,8 @@
 #include "fuzz/minimizer.h"
 
 #include <map>
-#include <set>
-
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "core/budget.h"
 #include "core/config_json.h"

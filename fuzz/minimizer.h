@@ -33,22 +33,22 @@ struct MinimizeStep {
 };
 
 struct MinimizeOptions {
-  std::chrono::milliseconds timeout{20000};  // collective watchdog of every check
-  double budget_s = 0;                       // wall-time cap of the search (0 = none)
-  ReferenceCache* cache = nullptr;           // shared reference cache (optional)
-  std::function<void(const Verdict&)> on_original;   // called with the original's verdict (optional)
+  std::chrono::milliseconds timeout{20000};         // collective watchdog of every check
+  double budget_s = 0;                              // wall-time cap of the search (0 = none)
+  ReferenceCache* cache = nullptr;                  // shared reference cache (optional)
+  std::function<void(const Verdict&)> on_original;  // called with the original's verdict (optional)
   std::function<void(const MinimizeStep&)> on_step;  // called for each accepted step (optional)
 };
 
 struct MinimizeResult {
-  Verdict original;          // the original config's verdict
-  std::string signature;     // its signature ("pass" when it shows no finding)
-  bool finding = false;      // the original shows a finding (otherwise nothing was minimized)
-  Config minimized;          // equals the input when there is no finding
+  Verdict original;       // the original config's verdict
+  std::string signature;  // its signature ("pass" when it shows no finding)
+  bool finding = false;   // the original shows a finding (otherwise nothing was minimized)
+  Config minimized;       // equals the input when there is no finding
   std::vector<MinimizeStep> steps;
-  int64_t checks = 0;        // CheckRun calls, the original's included
-  int64_t skipped = 0;       // candidates skipped: invalid or unsupported by this engine build
-  bool complete = false;     // the search ended 1-minimal (false: budget ran out first)
+  int64_t checks = 0;     // CheckRun calls, the original's included
+  int64_t skipped = 0;    // candidates skipped: invalid or unsupported by this engine build
+  bool complete = false;  // the search ended 1-minimal (false: budget ran out first)
   double seconds = 0;
 };
 

@@ -17,7 +17,8 @@ namespace fs = std::filesystem;
 namespace {
 
 bool EndsWith(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 std::vector<fs::path> SortedEntries(const fs::path& dir) {
@@ -51,7 +52,8 @@ Status AddConfigFile(const fs::path& file, std::vector<ReplayItem>& out) {
 
 Status AddPath(const fs::path& p, std::vector<ReplayItem>& out) {
   std::error_code ec;
-  if (!fs::exists(p, ec)) return Status::Error(p.string(), p.string() + ": no such file or directory");
+  if (!fs::exists(p, ec))
+    return Status::Error(p.string(), p.string() + ": no such file or directory");
   if (!fs::is_directory(p, ec)) return AddConfigFile(p, out);
   if (fs::exists(p / "meta.json")) return AddFindingDir(p, out);
   if (fs::is_directory(p / "findings")) return AddPath(p / "findings", out);
@@ -71,11 +73,16 @@ Status AddPath(const fs::path& p, std::vector<ReplayItem>& out) {
 
 const char* Name(ReplayOutcome o) {
   switch (o) {
-    case ReplayOutcome::kSame: return "same";
-    case ReplayOutcome::kDifferent: return "different";
-    case ReplayOutcome::kFails: return "fails";
-    case ReplayOutcome::kPass: return "pass";
-    case ReplayOutcome::kInvalid: return "invalid";
+    case ReplayOutcome::kSame:
+      return "same";
+    case ReplayOutcome::kDifferent:
+      return "different";
+    case ReplayOutcome::kFails:
+      return "fails";
+    case ReplayOutcome::kPass:
+      return "pass";
+    case ReplayOutcome::kInvalid:
+      return "invalid";
   }
   return "?";
 }
@@ -87,9 +94,10 @@ StatusOr<std::string> ReadExpectation(const std::string& config_path) {
   if (!fs::exists(path)) return std::string();
   StatusOr<nlohmann::json> j = ReadJsonFile(path);
   if (!j.ok()) return j.status();
-  if (!j.value().is_object() || !j.value().contains("signature") || !j.value()["signature"].is_string() ||
-      j.value()["signature"].get<std::string>().empty())
-    return Status::Error(path, path + ": expected {\"signature\": \"<signature> | pass | invalid\"}");
+  if (!j.value().is_object() || !j.value().contains("signature") ||
+      !j.value()["signature"].is_string() || j.value()["signature"].get<std::string>().empty())
+    return Status::Error(path,
+                         path + ": expected {\"signature\": \"<signature> | pass | invalid\"}");
   return j.value()["signature"].get<std::string>();
 }
 
@@ -122,10 +130,10 @@ ReplayResult Replay(const ReplayItem& item, const CheckOptions& opts) {
     r.report = ReportJson(cfg.value(), res);
     const bool finding = IsFinding(res.verdict.kind);
     r.got = finding ? res.verdict.Signature() : "pass";
-    r.outcome = !finding                        ? ReplayOutcome::kPass
-                : item.expected.empty()         ? ReplayOutcome::kFails
-                : item.expected == r.got        ? ReplayOutcome::kSame
-                                                : ReplayOutcome::kDifferent;
+    r.outcome = !finding                 ? ReplayOutcome::kPass
+                : item.expected.empty()  ? ReplayOutcome::kFails
+                : item.expected == r.got ? ReplayOutcome::kSame
+                                         : ReplayOutcome::kDifferent;
   }
   r.matches = !item.expected.empty() && item.expected == r.got;
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -14,10 +14,9 @@
 // other keys (e.g. "bug", "note") are for people.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/status.h"
 #include "core/verdict.h"
@@ -51,7 +50,7 @@ struct ReplayResult {
   Verdict verdict;           // of the check (kPass when invalid)
   std::string message;       // the verdict's message, or why the config is invalid
   double seconds = 0;
-  nlohmann::json report;     // ReportJson of the check; null when invalid
+  nlohmann::json report;  // ReportJson of the check; null when invalid
 };
 
 // Expands PATHs (Note [Replay paths]); a missing path or a malformed expectation is an error.

@@ -1,24 +1,170 @@
 #include "kernels/engine.h"
 
 #include <ATen/Parallel.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
 
 #include <mutex>
 
 #include "comm/local_communicator.h"
+#include "core/budget.h"
 #include "comm/recording_communicator.h"
 #ifdef PARADIFF_HAVE_MPI
 #include "kernels/engine_mpi.h"
 #endif
+#include "kernels/checkpoint.h"
 #include "kernels/faults.h"
+#include "kernels/loss_scaler.h"
 #include "kernels/rank_engine.h"
 
 namespace paradiff {
 
+namespace {
+
+// One phase: steps [first, last) of `cfg`, optionally restored from / saved to a checkpoint.
+struct Phase {
+  const Config* cfg;
+  int64_t first, last;
+  const CheckpointReader* load;
+  std::string save_dir;
+};
+
+// Maps rank failures to the outcome; returns false if any rank failed.
+bool NoteFailures(const std::vector<RankResult>& results, EngineOutcome& out) {
+  const int r = PrimaryErrorRank(results);
+  if (r < 0) return true;
+  out.ok = false;
+  out.failure_rank = r;
+  out.failure = "rank " + std::to_string(r) + ": " + results[r].error;
+  out.failure_kind = results[r].error_kind == "mismatch" ? "collective"
+                     : results[r].error_kind == "hang"   ? "hang"
+                                                         : "crash";
+  return false;
+}
+
+bool RunLocalPhase(const Phase& ph, const FaultSet& faults, std::chrono::milliseconds timeout,
+                   Observations& obs, EngineOutcome& out) {
+  const Config& cfg = *ph.cfg;
+  const int world = static_cast<int>(cfg.parallel.world);
+  obs.ranks.assign(world, RankObservations{});
+  std::vector<nlohmann::json> entries(world);
+  LossScaler::State scaler{};
+  int64_t updates = 0;
+  auto results = RunLocalRanks(world, timeout, [&](Communicator& comm) {
+    std::vector<Fingerprint> log;
+    // A recorded duplicate of the world group: every call the engine makes lands in `log`.
+    RecordingCommunicator rec(comm.Split(/*color=*/0, /*key=*/comm.rank()), &log);
+    RankEngine engine(cfg, faults, rec);
+    if (ph.load) engine.LoadShard(*ph.load);
+    RankObservations& o = obs.ranks[comm.rank()];
+    o.rank = comm.rank();
+    engine.RunSteps(ph.first, ph.last, o);
+    if (!ph.save_dir.empty()) {
+      entries[comm.rank()] = WriteCheckpointShard(ph.save_dir, engine.SaveShard());
+      if (comm.rank() == 0) {
+        scaler = engine.scaler_state();
+        updates = engine.updates();
+      }
+    }
+    o.collectives = std::move(log);
+  });
+  if (!NoteFailures(results, out)) return false;
+  if (!ph.save_dir.empty())
+    WriteCheckpointManifest(ph.save_dir, cfg, ph.last, updates,
+                            {{"scale", scaler.scale}, {"good_steps", scaler.good_steps},
+                             {"hysteresis_left", scaler.hysteresis_left}},
+                            entries);
+  return true;
+}
+
+// Per rank index: phase one's steps [0, split), then phase two's [split, steps); missing steps are
+// empty placeholders carrying rank 0's overflow decision.
+Observations JoinPhases(const Observations& a, const Observations& b, int64_t split, int64_t steps) {
+  if (b.ranks.empty() && split == steps) return a;
+  Observations out;
+  const size_t n = std::max(a.ranks.size(), b.ranks.size());
+  out.ranks.resize(n);
+  for (size_t r = 0; r < n; ++r) {
+    RankObservations& o = out.ranks[r];
+    o.rank = static_cast<int>(r);
+    for (const Observations* phase : {&a, &b}) {
+      const bool have = r < phase->ranks.size();
+      const int64_t from = phase == &a ? 0 : split, to = phase == &a ? split : steps;
+      for (int64_t s = from; s < to; ++s) {
+        const int64_t i = s - from;
+        if (have && i < static_cast<int64_t>(phase->ranks[r].steps.size())) {
+          o.steps.push_back(phase->ranks[r].steps[i]);
+          o.memory.push_back(phase->ranks[r].memory[i]);
+        } else {
+          RankStep placeholder;
+          if (!phase->ranks.empty() && i < static_cast<int64_t>(phase->ranks[0].steps.size()))
+            placeholder.skipped = phase->ranks[0].steps[i].skipped;
+          o.steps.push_back(placeholder);
+          o.memory.push_back(MemoryAccount{});
+        }
+      }
+      if (!have) continue;
+      for (Fingerprint f : phase->ranks[r].collectives) {
+        // The reloaded ranks form new groups: keep their calls apart from the first phase's.
+        if (phase == &b) f.group = "reload:" + f.group;
+        o.collectives.push_back(std::move(f));
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Config ReloadPhaseConfig(const Config& c) {
+  Config r = c;
+  const paradiff::ReloadConfig& rl = c.checkpoint.reload;
+  r.parallel.tp = rl.tp;
+  r.parallel.pp = rl.pp;
+  r.parallel.dp = rl.dp;
+  r.parallel.world = rl.tp * rl.pp * rl.dp;
+  r.zero.stage = rl.zero_stage;
+  // The global batch stays the same: the micro-batches per step are re-divided over the new dp.
+  const int64_t micro_batches = c.parallel.dp * c.batch.accumulation_steps;
+  if (rl.dp > 0 && micro_batches % rl.dp == 0) r.batch.accumulation_steps = micro_batches / rl.dp;
+  if (r.parallel.pp != c.parallel.pp) {  // stage structure does not carry over
+    r.parallel.virtual_stages = 1;
+    if (r.parallel.schedule == Schedule::kInterleaved) r.parallel.schedule = Schedule::k1F1B;
+    r.parallel.partition = PartitionMethod::kUniform;
+    r.parallel.partition_layers.clear();
+  }
+  if (r.parallel.tp == 1 || r.model.seq_len % r.parallel.tp != 0) r.parallel.sp = false;
+  r.checkpoint.save_at = 0;
+  return r;
+}
+
+Config LayoutAtStep(const Config& cfg, int64_t step) {
+  return cfg.checkpoint.save_at > 0 && step >= cfg.checkpoint.save_at ? ReloadPhaseConfig(cfg) : cfg;
+}
+
+int64_t PhaseFirstStep(const Config& cfg, int64_t step) {
+  return cfg.checkpoint.save_at > 0 && step >= cfg.checkpoint.save_at ? cfg.checkpoint.save_at : 0;
+}
+
 Status EngineSupports(const Config& cfg) {
   Status s;
-  if (cfg.checkpoint.save_at != 0)
-    s.Add("checkpoint.save_at", "checkpoint.save_at=" + std::to_string(cfg.checkpoint.save_at) +
-                                    ": checkpoints are not implemented yet (use 0)");
+  if (cfg.checkpoint.save_at > 0) {
+    // The reload layout must itself be a valid, supported config.
+    const Config reload = ReloadPhaseConfig(cfg);
+    const int64_t micro_batches = cfg.parallel.dp * cfg.batch.accumulation_steps;
+    if (cfg.checkpoint.reload.dp < 1 || micro_batches % cfg.checkpoint.reload.dp != 0)
+      s.Add("checkpoint.reload.dp",
+            "checkpoint.reload.dp=" + std::to_string(cfg.checkpoint.reload.dp) +
+                " must divide parallel.dp * batch.accumulation_steps = " + std::to_string(micro_batches) +
+                " (the global batch stays the same across the reload)");
+    Status r = CheckConfig(reload, ResourceBudget{});
+    for (const auto& e : r.errors())
+      s.Add("checkpoint.reload", "checkpoint.reload gives an invalid layout: " + e.message);
+    if (cfg.backend != Backend::kLocal)
+      s.Add("checkpoint.save_at", "checkpoint.save_at > 0 runs on the local backend only");
+  }
 #ifdef PARADIFF_HAVE_MPI
   if (cfg.backend == Backend::kNccl)
     s.Add("backend", "backend=nccl: the nccl backend is not built in this version (use local or mpi)");
@@ -30,50 +176,55 @@ Status EngineSupports(const Config& cfg) {
   return s;
 }
 
-EngineOutcome RunEngine(const Config& cfg, std::chrono::milliseconds timeout) {
+EngineOutcome RunEngine(const Config& cfg, const EngineOptions& opts) {
 #ifdef PARADIFF_HAVE_MPI
   if (cfg.backend == Backend::kMpi) {  // ranks as processes under mpirun, watched (engine_mpi.h)
     MpiRunOptions mpi;
-    mpi.timeout = timeout;
+    mpi.timeout = opts.timeout;
     return RunEngineMpi(cfg, mpi);
   }
 #endif
   // One intra-op thread per rank: ranks are threads already (TOOLCHAIN.md).
   if (at::get_num_threads() != 1) at::set_num_threads(1);
   const FaultSet faults = MakeFaultSet(cfg.faults);
-  const int world = static_cast<int>(cfg.parallel.world);
   EngineOutcome out;
-  out.obs.ranks.resize(world);
-  auto results = RunLocalRanks(world, timeout, [&](Communicator& comm) {
-    std::vector<Fingerprint> log;
-    // A recorded duplicate of the world group: every call the engine makes lands in `log`.
-    RecordingCommunicator rec(comm.Split(/*color=*/0, /*key=*/comm.rank()), &log);
-    RankEngine engine(cfg, faults, rec);
-    RankObservations obs = engine.Run();
-    obs.collectives = std::move(log);
-    out.obs.ranks[comm.rank()] = std::move(obs);
-  });
-  for (size_t r = 0; r < results.size(); ++r) {
-    if (results[r].ok || results[r].error_kind == "aborted") continue;
-    out.ok = false;
-    out.failure_rank = static_cast<int>(r);
-    out.failure = "rank " + std::to_string(r) + ": " + results[r].error;
-    out.failure_kind = results[r].error_kind == "mismatch" ? "collective"
-                       : results[r].error_kind == "hang"   ? "hang"
-                                                           : "crash";
-    break;
+  if (cfg.checkpoint.save_at <= 0 && opts.checkpoint_dir.empty()) {
+    RunLocalPhase({&cfg, 0, cfg.steps, nullptr, ""}, faults, opts.timeout, out.obs, out);
+    return out;
   }
-  if (out.ok) {
-    for (size_t r = 0; r < results.size(); ++r) {
-      if (results[r].ok) continue;
+  // Note [Checkpointed runs]: train to save_at, save, reload into the reload layout (a different
+  // world, so a second set of ranks), continue to `steps`. The two phases' observations are joined
+  // per rank index; a rank present in one phase only reports nothing in the other.
+  const bool temp = opts.checkpoint_dir.empty();
+  std::string dir = opts.checkpoint_dir;
+  if (temp) {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "paradiff-ckpt-XXXXXX").string();
+    if (::mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("cannot create a checkpoint directory");
+    dir = tmpl;
+  }
+  const int64_t save_at = cfg.checkpoint.save_at > 0 ? cfg.checkpoint.save_at : cfg.steps;
+  Observations first, second;
+  if (RunLocalPhase({&cfg, 0, save_at, nullptr, dir}, faults, opts.timeout, first, out) &&
+      cfg.checkpoint.save_at > 0) {
+    const Config reload = ReloadPhaseConfig(cfg);
+    try {
+      CheckpointReader reader(dir);
+      RunLocalPhase({&reload, save_at, cfg.steps, &reader, ""}, faults, opts.timeout, second, out);
+    } catch (const CheckpointError& e) {
       out.ok = false;
-      out.failure_rank = static_cast<int>(r);
-      out.failure = "rank " + std::to_string(r) + ": " + results[r].error;
       out.failure_kind = "crash";
-      break;
+      out.failure = std::string("checkpoint reload: ") + e.what();
     }
   }
+  if (temp) std::filesystem::remove_all(dir);
+  out.obs = JoinPhases(first, second, save_at, cfg.steps);
   return out;
+}
+
+EngineOutcome RunEngine(const Config& cfg, std::chrono::milliseconds timeout) {
+  EngineOptions opts;
+  opts.timeout = timeout;
+  return RunEngine(cfg, opts);
 }
 
 }  // namespace paradiff

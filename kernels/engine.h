@@ -23,7 +23,24 @@ struct EngineOutcome {
 // Which valid configs this build of the engine can run; the rest get a message naming the field.
 Status EngineSupports(const Config& cfg);
 
-// Runs `cfg` on the local backend (ranks as threads). `timeout` bounds every collective wait.
+struct EngineOptions {
+  std::chrono::milliseconds timeout{20000};  // bounds every collective wait
+  // Keep the checkpoint here (written after checkpoint.save_at steps, or after the last step when
+  // save_at is 0); empty: a temporary directory, removed after the run.
+  std::string checkpoint_dir;
+};
+
+// Runs `cfg` (on the local backend: ranks as threads). With checkpoint.save_at > 0: trains to
+// save_at, saves, reloads into the checkpoint.reload layout and continues (Note [Checkpointed runs]).
+EngineOutcome RunEngine(const Config& cfg, const EngineOptions& opts);
 EngineOutcome RunEngine(const Config& cfg, std::chrono::milliseconds timeout);
+
+// The config of the second phase of a checkpointed run: the reload layout, nothing else changed
+// (virtual stages / interleaving / explicit partitions reset when pp changes; sp off when tp=1).
+Config ReloadPhaseConfig(const Config& cfg);
+// The layout that ran `step`: the config itself, or its reload phase from checkpoint.save_at on.
+Config LayoutAtStep(const Config& cfg, int64_t step);
+// The first step of the phase `step` belongs to (0, or checkpoint.save_at).
+int64_t PhaseFirstStep(const Config& cfg, int64_t step);
 
 }  // namespace paradiff

@@ -24,6 +24,18 @@ class LossScaler {
   // scale changed.
   bool Update(bool overflow);
 
+  // The whole mutable state, for checkpoints.
+  struct State {
+    double scale;
+    int64_t good_steps, hysteresis_left;
+  };
+  State state() const { return {scale_, good_steps_, hysteresis_left_}; }
+  void Restore(const State& s) {
+    scale_ = s.scale;
+    good_steps_ = s.good_steps;
+    hysteresis_left_ = s.hysteresis_left;
+  }
+
  private:
   LossScaleConfig cfg_;
   double scale_;

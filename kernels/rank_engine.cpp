@@ -397,8 +397,13 @@ bool RankEngine::AgreeOverflow(bool local) {
 RankObservations RankEngine::Run() {
   RankObservations obs;
   obs.rank = world_.rank();
+  RunSteps(0, cfg_.steps, obs);
+  return obs;
+}
+
+void RankEngine::RunSteps(int64_t first, int64_t last, RankObservations& obs) {
   const int64_t accum = cfg_.batch.accumulation_steps;
-  for (int64_t step = 0; step < cfg_.steps; ++step) {
+  for (int64_t step = first; step < last; ++step) {
     RankStep rs;
     if (cfg_.parallel.pp > 1) {
       PipelineStep(step, rs);
@@ -438,7 +443,6 @@ RankObservations RankEngine::Run() {
     obs.steps.push_back(std::move(rs));
     obs.memory.push_back(Memory());
   }
-  return obs;
 }
 
 }  // namespace paradiff

@@ -23,6 +23,7 @@
 #include "kernels/faults.h"
 #include "kernels/flat_layout.h"
 #include "kernels/flat_pack.h"
+#include "kernels/checkpoint.h"
 #include "kernels/grad_reducer.h"
 #include "kernels/loss_scaler.h"
 #include "kernels/model.h"
@@ -38,6 +39,14 @@ class RankEngine {
   RankEngine(const Config& cfg, const FaultSet& faults, Communicator& world);
   ~RankEngine();
   RankObservations Run();
+  // Steps [first, last) (global step indices), appended to `obs`.
+  void RunSteps(int64_t first, int64_t last, RankObservations& obs);
+  // Checkpoints (kernels/rank_checkpoint.cpp): the state this rank owns as logical pieces, and
+  // restoring this rank's state from a checkpoint written by any layout of the same model.
+  CheckpointShard SaveShard() const;
+  void LoadShard(const CheckpointReader& reader);
+  LossScaler::State scaler_state() const { return scaler_.state(); }
+  int64_t updates() const { return updates_; }
 
  private:
   void InitState();

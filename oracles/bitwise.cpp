@@ -18,10 +18,14 @@ struct Format {
 
 Format FormatOf(DType d) {
   switch (d) {
-    case DType::kBf16: return {8, -126};
-    case DType::kFp16: return {11, -14};
-    case DType::kFp64: return {53, -1022};
-    case DType::kFp32: break;
+    case DType::kBf16:
+      return {8, -126};
+    case DType::kFp16:
+      return {11, -14};
+    case DType::kFp64:
+      return {53, -1022};
+    case DType::kFp32:
+      break;
   }
   return {24, -126};
 }

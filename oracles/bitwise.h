@@ -18,10 +18,10 @@
 namespace paradiff {
 
 struct BitwiseDiff {
-  int64_t count = 0;    // elements that differ
-  int64_t index = -1;   // the element with the largest distance
+  int64_t count = 0;   // elements that differ
+  int64_t index = -1;  // the element with the largest distance
   double expected = 0, actual = 0;
-  double ulps = 0;      // its distance in ulps of `held` (inf when one side is NaN / inf)
+  double ulps = 0;  // its distance in ulps of `held` (inf when one side is NaN / inf)
   bool equal() const { return count == 0; }
 };
 

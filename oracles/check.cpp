@@ -34,7 +34,8 @@ std::vector<RankSummary> Summarize(const Observations& obs) {
     }
     for (const auto& f : r.collectives) {
       ++rs.collectives[Name(f.op)];
-      if (rs.first_collectives.size() < kReportedCollectives) rs.first_collectives.push_back(f.ToString());
+      if (rs.first_collectives.size() < kReportedCollectives)
+        rs.first_collectives.push_back(f.ToString());
     }
     out.push_back(std::move(rs));
   }
@@ -65,8 +66,9 @@ std::vector<StepRow> Rows(const Config& cfg, const Assembly& dist, const RefPair
 CheckResult CheckRun(const Config& cfg, const CheckOptions& opts) {
   const auto oracles = MakeOracles(opts.oracles);
   CheckResult res;
-  const bool gate = std::any_of(oracles.begin(), oracles.end(),
-                                [](const auto& o) { return std::string(o->name()) == "validation"; });
+  const bool gate = std::any_of(oracles.begin(), oracles.end(), [](const auto& o) {
+    return std::string(o->name()) == "validation";
+  });
   if (gate) {
     const Status s = ValidationGate(cfg, opts.budget);
     if (!s.ok()) {
@@ -82,8 +84,9 @@ CheckResult CheckRun(const Config& cfg, const CheckOptions& opts) {
   res.reference_cached = opts.cache && opts.cache->hits() > hits;
   const auto t1 = Clock::now();
   const std::chrono::milliseconds timeout = opts.timeout;
-  const EngineRunner run = opts.run_engine ? opts.run_engine
-                                           : [timeout](const Config& c) { return RunEngine(c, timeout); };
+  const EngineRunner run = opts.run_engine ? opts.run_engine : [timeout](const Config& c) {
+    return RunEngine(c, timeout);
+  };
   const EngineOutcome eng = run(cfg);
   const auto t2 = Clock::now();
   res.timing.reference_s = Seconds(t0, t1);

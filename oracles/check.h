@@ -2,8 +2,9 @@
 // this engine build does not support never starts a rank), runs the reference pair (cached) and
 // the engine, assembles the observations, compares them numerically, and applies the selected
 // oracles in canonical order (oracles/oracle_registry.h); the first finding is the verdict (else
-// the first inconclusive one, else pass), and a failed run no oracle claimed is a crash. Returns the verdict, a per-step summary, every
-// comparison, what each oracle said, and where the time went.
+// the first inconclusive one, else pass), and a failed run no oracle claimed is a crash. Returns
+// the verdict, a per-step summary, every comparison, what each oracle said, and where the time
+// went.
 #pragma once
 
 #include <chrono>
@@ -26,7 +27,7 @@ struct CheckOptions {
   // Oracle selection (names and sets, oracles/oracle_registry.h); empty = "default". An unknown
   // name makes CheckRun throw std::invalid_argument: resolve user input with ResolveOracleNames.
   std::vector<std::string> oracles;
-  ResourceBudget budget;                     // the validation gate's budget (and variants')
+  ResourceBudget budget;  // the validation gate's budget (and variants')
   // Runs the engine; empty = RunEngine(cfg, timeout) (the local backend). Tests plant bugs here.
   EngineRunner run_engine;
 };
@@ -34,8 +35,8 @@ struct CheckOptions {
 struct StepRow {
   int64_t step = 0;
   double loss_dist = 0, loss_same = 0, loss_truth = 0;
-  double worst_ratio = 0;  // largest error / bound of the step
-  std::string worst_where; // kind:tensor of that comparison
+  double worst_ratio = 0;   // largest error / bound of the step
+  std::string worst_where;  // kind:tensor of that comparison
 };
 
 struct CheckTiming {
@@ -45,16 +46,16 @@ struct CheckTiming {
 // What one rank held and did: its memory account after the last step and its collective calls.
 struct RankSummary {
   std::map<std::string, int64_t> memory_bytes;  // by category (kernels/observations.h)
-  bool memory_grew = false;                     // any category larger after the last step than the first
-  std::map<std::string, int64_t> collectives;   // op name -> calls
-  std::vector<std::string> first_collectives;   // the first few fingerprints, for the report
+  bool memory_grew = false;  // any category larger after the last step than the first
+  std::map<std::string, int64_t> collectives;  // op name -> calls
+  std::vector<std::string> first_collectives;  // the first few fingerprints, for the report
 };
 
 // What one oracle said about the run.
 struct OracleOutcome {
   std::string name;
-  std::string status;   // pass | finding | skipped | inconclusive
-  std::string note;     // the skip reason, the finding's signature, or why it is inconclusive
+  std::string status;  // pass | finding | skipped | inconclusive
+  std::string note;    // the skip reason, the finding's signature, or why it is inconclusive
   double seconds = 0;
 };
 

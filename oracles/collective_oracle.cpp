@@ -37,17 +37,22 @@ Call ParseCall(const std::string& text) {
   return c;
 }
 
+// "<a>_vs_<b>" with the two names sorted, so the arrival order of the ranks does not matter.
+std::string Versus(const std::string& a, const std::string& b) {
+  return std::min(a, b) + "_vs_" + std::max(a, b);
+}
+
 // Layout-independent name of how two calls differ (see the header).
 std::string Difference(const Call& a, const Call& b) {
   if (!a.parsed || !b.parsed) return "";
-  if (a.op != b.op) return std::min(a.op, b.op) + "~" + std::max(a.op, b.op);
-  if (a.dtype != b.dtype) return a.op + ":dtype";
+  if (a.op != b.op) return Versus(a.op, b.op);
+  if (a.dtype != b.dtype) return a.op + ".dtype";
   if (a.attr != b.attr || a.attr_key != b.attr_key)
-    return a.op + ":" + (a.attr_key == "op" ? "reduce_op" : a.attr_key == "root" ? "root" : "peer");
-  if (a.counts != b.counts) return a.op + ":counts";
-  if (a.numel != b.numel) return a.op + ":numel";
-  if (a.group != b.group || a.seq != b.seq) return a.op + ":order";
-  return a.op + ":unknown";
+    return a.op + "." + (a.attr_key == "op" ? "reduce_op" : a.attr_key == "root" ? "root" : "peer");
+  if (a.counts != b.counts) return a.op + ".counts";
+  if (a.numel != b.numel) return a.op + ".numel";
+  if (a.group != b.group || a.seq != b.seq) return a.op + ".order";
+  return a.op + ".unknown";
 }
 
 Verdict Base(VerdictKind kind, const Config& cfg, int rank, int other, const std::string& detail,
@@ -68,7 +73,9 @@ Verdict Base(VerdictKind kind, const Config& cfg, int rank, int other, const std
 std::string FirstLine(const std::string& s) { return s.substr(0, s.find('\n')); }
 
 Verdict MismatchVerdict(const EngineOutcome& e, const Config& cfg) {
-  static const std::regex coll(R"(mismatch in group '([^']*)': rank (\d+) (?:called|sent) (.+?) but rank (\d+) (?:called|receives) (.+)$)");
+  static const std::regex coll(
+      R"(mismatch in group '([^']*)': rank (\d+) (?:called|sent) (.+?) )"
+      R"(but rank (\d+) (?:called|receives) (.+)$)");
   const std::string line = FirstLine(e.failure);
   std::smatch m;
   if (!std::regex_search(line, m, coll))
@@ -80,7 +87,8 @@ Verdict MismatchVerdict(const EngineOutcome& e, const Config& cfg) {
 }
 
 Verdict HangVerdict(const EngineOutcome& e, const Config& cfg) {
-  static const std::regex head(R"(collective hang: world rank (\d+) waited more than (\d+) ms in (.+)$)");
+  static const std::regex head(
+      R"(collective hang: world rank (\d+) waited more than (\d+) ms in (.+)$)");
   static const std::regex state(R"(^\s*rank (\d+): (.*)$)");
   const std::string line = FirstLine(e.failure);
   std::smatch m;
@@ -109,12 +117,11 @@ Verdict HangVerdict(const EngineOutcome& e, const Config& cfg) {
     break;
   }
   const std::string op = call.parsed ? call.op : "call";
-  return Base(VerdictKind::kHang, cfg, waiter, other,
-                   std::min(op, other_state) + "~" + std::max(op, other_state),
-                   "hang: rank " + std::to_string(waiter) + " waited " + m[2].str() + " ms in " +
-                       waited_in +
-                       (other >= 0 ? " while rank " + std::to_string(other) + " was " + other_text
-                                   : std::string(" (no other rank's state known)")));
+  return Base(VerdictKind::kHang, cfg, waiter, other, Versus(op, other_state),
+              "hang: rank " + std::to_string(waiter) + " waited " + m[2].str() + " ms in " +
+                  waited_in +
+                  (other >= 0 ? " while rank " + std::to_string(other) + " was " + other_text
+                              : std::string(" (no other rank's state known)")));
 }
 
 }  // namespace
@@ -148,7 +155,8 @@ Verdict CheckCollectiveLogs(const Config& cfg, const Observations& obs) {
     }
   }
   for (const auto& [group, members] : groups) {
-    if (std::any_of(members.begin(), members.end(), [](const auto& m) { return m.second.ambiguous; }))
+    if (std::any_of(members.begin(), members.end(),
+                    [](const auto& m) { return m.second.ambiguous; }))
       continue;  // two ranks claim one group rank: the name does not identify one group
     const Member& first = members.begin()->second;
     for (const auto& [grank, m] : members) {
@@ -157,18 +165,17 @@ Verdict CheckCollectiveLogs(const Config& cfg, const Observations& obs) {
         const Fingerprint &a = *first.calls[k], &b = *m.calls[k];
         if (a.SameCall(b)) continue;
         const Call ca = ParseCall(a.ToString()), cb = ParseCall(b.ToString());
-        return Base(VerdictKind::kCollective, cfg, first.world_rank, m.world_rank,
-                    Difference(ca, cb),
-                    "the recorded collective logs disagree in group '" + group + "' at call " +
-                        std::to_string(k) + ": rank " + std::to_string(first.world_rank) +
-                        " called " + ca.text + " but rank " + std::to_string(m.world_rank) +
-                        " called " + cb.text);
+        return Base(
+            VerdictKind::kCollective, cfg, first.world_rank, m.world_rank, Difference(ca, cb),
+            "the recorded collective logs disagree in group '" + group + "' at call " +
+                std::to_string(k) + ": rank " + std::to_string(first.world_rank) + " called " +
+                ca.text + " but rank " + std::to_string(m.world_rank) + " called " + cb.text);
       }
       if (first.calls.size() != m.calls.size()) {
         const bool longer = m.calls.size() > first.calls.size();
         const Fingerprint& extra = longer ? *m.calls[n] : *first.calls[n];
         return Base(VerdictKind::kCollective, cfg, first.world_rank, m.world_rank,
-                    std::string(Name(extra.op)) + "~missing",
+                    Versus(Name(extra.op), "missing"),
                     "the recorded collective logs disagree in group '" + group + "': rank " +
                         std::to_string(first.world_rank) + " made " +
                         std::to_string(first.calls.size()) + " calls, rank " +
@@ -183,7 +190,8 @@ Verdict CheckCollectiveLogs(const Config& cfg, const Observations& obs) {
 Verdict CollectiveOracle::Check(const OracleInput& in) const {
   const EngineOutcome& e = in.outcome;
   if (!e.ok) {
-    if (e.failure_kind == "collective" || e.failure_kind == "hang") return EngineFailureVerdict(e, in.cfg);
+    if (e.failure_kind == "collective" || e.failure_kind == "hang")
+      return EngineFailureVerdict(e, in.cfg);
     return SkipVerdict(name(), "the engine failed with a " + e.failure_kind + ", not a collective");
   }
   return CheckCollectiveLogs(in.cfg, e.obs);

@@ -7,9 +7,11 @@
 // - A run that completed is checked after the fact: each rank's recorded log (RankObservations::
 //   collectives) must agree call by call with every other member of each group, so a backend that
 //   does not check fingerprints live (or a decorator that reorders) is caught too.
-// Signatures: collective.collective.-.-.collective.<detail> where detail is "<op>~<op>" (the two
-// ops, sorted) when the ops differ, else "<op>:<field>" (the first field that differs: dtype,
-// reduce_op, root, counts, numel); hang.collective.-.-.collective.<op>~<state of the other rank>.
+// Signatures: collective.collective.-.-.collective.<detail> where detail is "<op>_vs_<op>" (the
+// two ops, sorted) when the ops differ, else "<op>.<field>" (the first field that differs: dtype,
+// reduce_op, root, counts, numel); hang.collective.-.-.collective.<op>_vs_<state of the other
+// rank> (sorted likewise); a call one rank's log lacks: "<op>_vs_missing". Details use only
+// characters safe in a file name (findings directories are named by signature).
 // No step: the communicator does not know the training step (Note [Localization]).
 #pragma once
 

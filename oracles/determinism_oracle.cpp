@@ -28,9 +28,9 @@ Verdict DeterminismOracle::Check(const OracleInput& in) const {
   if (!in.run_engine) return SkipVerdict(name(), "no engine runner to repeat the run");
   const EngineOutcome again = in.run_engine(in.cfg);
   if (!again.ok)
-    return Finding(in.cfg, "failure", again.failure_rank,
-                   "the first run completed but the second run of the same config failed: " +
-                       again.failure);
+    return Finding(
+        in.cfg, "failure", again.failure_rank,
+        "the first run completed but the second run of the same config failed: " + again.failure);
   const Assembly second = AssembleTensors(in.cfg, again.obs);
   const Assembly& first = *in.assembly;
   Verdict v = FirstBitwiseDifference(

@@ -49,8 +49,9 @@ Verdict ExactOracle::Check(const OracleInput& in) const {
                             "the float64 truth (exact: the float32 reference equals it)");
   }
   if (compared == 0)
-    return SkipVerdict(name(), "the arithmetic rounds at step 0: no quantity of the float32 "
-                               "reference equals the float64 truth");
+    return SkipVerdict(name(),
+                       "the arithmetic rounds at step 0: no quantity of the float32 "
+                       "reference equals the float64 truth");
   return Verdict{};
 }
 

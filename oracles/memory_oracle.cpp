@@ -1,5 +1,7 @@
 #include "oracles/memory_oracle.h"
 
+#include "kernels/engine.h"
+
 #include <algorithm>
 #include <set>
 
@@ -16,8 +18,8 @@ int64_t Bytes(DType d) { return d == DType::kFp64 ? 8 : (d == DType::kFp32 ? 4 :
 int64_t RoundUp(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
 // Categories in the order they are checked (Note [Memory expectation]).
-const char* const kCategories[] = {"params", "master", "optimizer", "grads", "padding",
-                                   "buffers_peak"};
+const char* const kCategories[] = {"params", "master",  "optimizer",
+                                   "grads",  "padding", "buffers_peak"};
 
 Verdict Finding(const Config& cfg, int64_t step, int rank, const std::string& category,
                 const std::string& detail, double expected, double actual, double error,
@@ -89,11 +91,14 @@ MemoryExpectation ExpectedMemory(const Config& cfg, int rank) {
   return m;
 }
 
-Verdict CheckMemory(const Config& cfg, const Observations& obs) {
-  const bool analytic = cfg.parallel.tp == 1 && cfg.parallel.pp == 1;
-  for (int64_t step = 0; step < cfg.steps; ++step) {
+Verdict CheckMemory(const Config& run_cfg, const Observations& obs) {
+  for (int64_t step = 0; step < run_cfg.steps; ++step) {
+    // After a checkpoint reload the reload layout runs (kernels/engine.h LayoutAtStep).
+    const Config cfg = LayoutAtStep(run_cfg, step);
+    const bool analytic = cfg.parallel.tp == 1 && cfg.parallel.pp == 1;
     for (const auto& r : obs.ranks) {
       if (!analytic || step >= static_cast<int64_t>(r.memory.size())) continue;
+      if (r.rank >= cfg.parallel.world) continue;  // not a rank of this phase
       const MemoryExpectation want = ExpectedMemory(cfg, r.rank);
       const auto& got = r.memory[step].bytes;
       for (const char* cat : kCategories) {
@@ -101,16 +106,14 @@ Verdict CheckMemory(const Config& cfg, const Observations& obs) {
         const int64_t actual = it == got.end() ? 0 : it->second;
         if (auto e = want.exact.find(cat); e != want.exact.end() && actual != e->second) {
           const int64_t diff = actual - e->second;
-          return Finding(cfg, step, r.rank, cat, "", static_cast<double>(e->second),
-                         static_cast<double>(actual), static_cast<double>(std::abs(diff)),
-                         kDiscreteBound,
-                         std::string("memory category ") + cat + " holds " +
-                             std::to_string(actual) + " bytes, expected " +
-                             std::to_string(e->second) + " for ZeRO stage " +
-                             std::to_string(cfg.zero.stage) + ", dp " +
-                             std::to_string(cfg.parallel.dp) + ", align " +
-                             std::to_string(cfg.zero.align_elems) + " (" +
-                             (diff > 0 ? "+" : "") + std::to_string(diff) + " bytes)");
+          return Finding(
+              cfg, step, r.rank, cat, "", static_cast<double>(e->second),
+              static_cast<double>(actual), static_cast<double>(std::abs(diff)), kDiscreteBound,
+              std::string("memory category ") + cat + " holds " + std::to_string(actual) +
+                  " bytes, expected " + std::to_string(e->second) + " for ZeRO stage " +
+                  std::to_string(cfg.zero.stage) + ", dp " + std::to_string(cfg.parallel.dp) +
+                  ", align " + std::to_string(cfg.zero.align_elems) + " (" + (diff > 0 ? "+" : "") +
+                  std::to_string(diff) + " bytes)");
         }
         if (auto u = want.upper.find(cat); u != want.upper.end() && actual > u->second) {
           return Finding(cfg, step, r.rank, cat, "bound", static_cast<double>(u->second),
@@ -125,13 +128,17 @@ Verdict CheckMemory(const Config& cfg, const Observations& obs) {
       }
     }
   }
-  // Leaks: no category larger after a later step than after the first.
+  // Leaks: no category larger after a later step than after the first step of its phase.
+  const Config& cfg = run_cfg;
   for (int64_t step = 1; step < cfg.steps; ++step) {
+    const int64_t first_step = PhaseFirstStep(cfg, step);
+    if (first_step == step) continue;
     for (const auto& r : obs.ranks) {
       if (step >= static_cast<int64_t>(r.memory.size())) continue;
+      const auto& base = r.memory[first_step].bytes;
       for (const auto& [cat, bytes] : r.memory[step].bytes) {
-        auto first = r.memory.front().bytes.find(cat);
-        const int64_t before = first == r.memory.front().bytes.end() ? 0 : first->second;
+        auto first = base.find(cat);
+        const int64_t before = first == base.end() ? 0 : first->second;
         if (bytes <= before) continue;
         return Finding(cfg, step, r.rank, cat, "leak", static_cast<double>(before),
                        static_cast<double>(bytes), static_cast<double>(bytes - before),

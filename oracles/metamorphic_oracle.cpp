@@ -21,9 +21,9 @@ constexpr double kTinyNorm = 1e-30;
 
 std::string Layout(const Config& c) {
   return "tp=" + std::to_string(c.parallel.tp) + " dp=" + std::to_string(c.parallel.dp) +
-         " zero=" + std::to_string(c.zero.stage) + " micro_batch=" +
-         std::to_string(c.batch.micro_batch) + " accumulation=" +
-         std::to_string(c.batch.accumulation_steps);
+         " zero=" + std::to_string(c.zero.stage) +
+         " micro_batch=" + std::to_string(c.batch.micro_batch) +
+         " accumulation=" + std::to_string(c.batch.accumulation_steps);
 }
 
 Verdict Failed(const Config& cfg, const std::string& relation, const Config& variant,
@@ -36,8 +36,9 @@ Verdict Failed(const Config& cfg, const std::string& relation, const Config& var
   v.where.rank = e.failure_rank;
   v.where.error = 1;  // one run failed (Note [Discrete bounds])
   v.where.bound = kDiscreteBound;
-  v.message = "the " + relation + " variant (" + Layout(variant) + ") failed where the checked run (" +
-              Layout(cfg) + ") completed: " + e.failure + " (seed " + std::to_string(cfg.seed) + ")";
+  v.message = "the " + relation + " variant (" + Layout(variant) +
+              ") failed where the checked run (" + Layout(cfg) + ") completed: " + e.failure +
+              " (seed " + std::to_string(cfg.seed) + ")";
   return v;
 }
 
@@ -82,7 +83,8 @@ Verdict WithinBounds(const OracleInput& in, const std::string& relation, const C
     const double tn = ValueOf(in.ref->truth, q).norm().item<double>();
     const at::Tensor diff = (a - b).abs();
     const bool finite = b.isfinite().all().item<bool>() && a.isfinite().all().item<bool>();
-    const double error = finite ? diff.norm().item<double>() / (tn > kTinyNorm ? tn : 1.0) : INFINITY;
+    const double error =
+        finite ? diff.norm().item<double>() / (tn > kTinyNorm ? tn : 1.0) : INFINITY;
     const double bound = ca.bound + cb.bound;
     if (error <= bound) continue;
     Verdict v;
@@ -175,7 +177,7 @@ Verdict MetamorphicOracle::Check(const OracleInput& in) const {
     const EngineOutcome e = in.run_engine(*r.variant);
     if (!e.ok) return Failed(in.cfg, r.name, *r.variant, e);
     const Verdict v = std::string(r.name) == "zero_stage" ? ZeroStageRelation(in, *r.variant, e)
-                                                         : WithinBounds(in, r.name, *r.variant, e);
+                                                          : WithinBounds(in, r.name, *r.variant, e);
     if (IsFinding(v.kind)) return v;
   }
   if (applied == 0) return SkipVerdict(name(), skipped);

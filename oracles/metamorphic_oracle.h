@@ -19,12 +19,12 @@
 // even, else (dp, mb * 2, acc / 2) when acc is even; otherwise the relation is skipped.
 //
 // Note [Cross-run bound]: if runs A and B each pass the numeric oracle, |A - B| <= |A - t| +
-// |B - t| <= bound_A + bound_B. Requiring |A - B| / |t| <= bound_A + bound_B therefore adds no false
-// positives, yet catches a split- or tp-dependent error that the reference shares (t is wrong for
-// both, bound_A and bound_B still measure rounding only). The variant must also pass the numeric
-// oracle against its own reference. Under Adam only the loss, the gradients and the gradient norm
-// are compared directly (Note [Adam sensitivity] in numeric_oracle.cpp: parameters near zero
-// gradient may legitimately move apart by about lr).
+// |B - t| <= bound_A + bound_B. Requiring |A - B| / |t| <= bound_A + bound_B therefore adds no
+// false positives, yet catches a split- or tp-dependent error that the reference shares (t is wrong
+// for both, bound_A and bound_B still measure rounding only). The variant must also pass the
+// numeric oracle against its own reference. Under Adam only the loss, the gradients and the
+// gradient norm are compared directly (Note [Adam sensitivity] in numeric_oracle.cpp: parameters
+// near zero gradient may legitimately move apart by about lr).
 #pragma once
 
 #include <optional>

@@ -88,7 +88,8 @@ Comparison CompareAdamParam(const at::Tensor& d, const at::Tensor& r, const at::
 // before the truth comparison and localizes to the reduction.
 Comparison NormConsistency(const AssembledStep& d, const ModelSpec& spec) {
   double sq = 0;
-  for (const auto& ps : spec.params) sq += d.tensors.at("grad:" + ps.name).pow(2).sum().item<double>();
+  for (const auto& ps : spec.params)
+    sq += d.tensors.at("grad:" + ps.name).pow(2).sum().item<double>();
   Comparison c;
   c.expected = std::sqrt(sq);
   c.actual = d.grad_norm;
@@ -229,8 +230,9 @@ NumericResult CheckNumerics(const Config& cfg, const Assembly& dist, const RefPa
     msg.precision(6);
     msg << "step " << c.step << " " << c.phase << ": " << c.kind
         << (c.tensor.empty() ? "" : " of " + c.tensor)
-        << (c.detail == "consistency" ? " reported by the engine differs from the norm of the gradients it reports"
-                                      : " differs from the reference")
+        << (c.detail == "consistency"
+                ? " reported by the engine differs from the norm of the gradients it reports"
+                : " differs from the reference")
         << ": relative error "
         << c.error << " > bound " << c.bound << " (ratio " << c.ratio() << "); worst index " << c.index
         << " expected " << c.expected << " actual " << c.actual << " (seed " << cfg.seed << ")";

@@ -12,11 +12,13 @@ std::vector<Quantity> QuantitiesInOrder(const Config& cfg) {
   std::vector<Quantity> out;
   for (int64_t s = 0; s < cfg.steps; ++s) {
     out.push_back({s, "forward", "loss", "", ""});
-    for (const auto& ps : spec.params) out.push_back({s, "gradient", "grad", ps.name, Name(ps.layer)});
+    for (const auto& ps : spec.params)
+      out.push_back({s, "gradient", "grad", ps.name, Name(ps.layer)});
     out.push_back({s, "reduction", "grad_norm", "", ""});
     for (const auto& kind : kinds) {
       if (kind == "grad") continue;
-      for (const auto& ps : spec.params) out.push_back({s, "optimizer", kind, ps.name, Name(ps.layer)});
+      for (const auto& ps : spec.params)
+        out.push_back({s, "optimizer", kind, ps.name, Name(ps.layer)});
     }
   }
   return out;

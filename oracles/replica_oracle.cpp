@@ -64,9 +64,9 @@ Verdict CheckReplicas(const Config& cfg, const Observations& obs) {
             v.where.bound = kDiscreteBound;
             std::ostringstream msg;
             msg.precision(17);
-            msg << "replicas differ: " << it->first << "[" << v.where.index << "] is "
-                << d.expected << " on rank " << v.where.other_rank << " but " << d.actual
-                << " on rank " << rank.rank << " (" << d.ulps << " ulp; " << d.count
+            msg << "replicas differ: " << it->first << "[" << v.where.index << "] is " << d.expected
+                << " on rank " << v.where.other_rank << " but " << d.actual << " on rank "
+                << rank.rank << " (" << d.ulps << " ulp; " << d.count
                 << " element(s) of this piece differ) (step " << step << ", seed " << cfg.seed
                 << ")";
             v.message = msg.str();

@@ -14,8 +14,8 @@
 namespace paradiff {
 
 // kPass, or the first kInvariant (oracle "replica") in step order, then rank order: names the two
-// ranks (rank = the later one, other_rank = the first holder), the tensor, the index and both values.
-// Pieces outside their tensor are left to the tiling oracle.
+// ranks (rank = the later one, other_rank = the first holder), the tensor, the index and both
+// values. Pieces outside their tensor are left to the tiling oracle.
 Verdict CheckReplicas(const Config& cfg, const Observations& obs);
 
 class ReplicaOracle : public Oracle {

@@ -1,5 +1,7 @@
 #include "oracles/tiling_oracle.h"
 
+#include "kernels/engine.h"
+
 #include <ATen/ATen.h>
 
 #include <map>
@@ -52,9 +54,9 @@ Verdict CheckTiling(const Config& cfg, const Observations& obs) {
       for (const auto& k : kinds) holders[k + ":" + ps.name] = at::zeros({ps.numel()}, at::kInt);
     for (const auto& rank : obs.ranks) {
       if (step >= static_cast<int64_t>(rank.steps.size()))
-        return Finding(cfg, step, "", nullptr, "", rank.rank, -1, 1, "missing_step",
-                       "rank " + std::to_string(rank.rank) + " reported no step " +
-                           std::to_string(step));
+        return Finding(
+            cfg, step, "", nullptr, "", rank.rank, -1, 1, "missing_step",
+            "rank " + std::to_string(rank.rank) + " reported no step " + std::to_string(step));
       for (const auto& p : rank.steps[step].pieces) {
         const std::string key = p.kind + ":" + p.tensor;
         const ParamSpec* ps = spec.Find(p.tensor);
@@ -74,7 +76,8 @@ Verdict CheckTiling(const Config& cfg, const Observations& obs) {
     }
     // Checked in localization order: kinds by phase, tensors in model order.
     for (const auto& kind : kinds) {
-      const int64_t want = ExpectedHolders(cfg, kind);
+      const Config layout = LayoutAtStep(cfg, step);  // the reload layout after a checkpoint
+      const int64_t want = ExpectedHolders(layout, kind);
       for (const auto& ps : spec.params) {
         const std::string key = kind + ":" + ps.name;
         const at::Tensor& count = holders[key];
@@ -94,13 +97,12 @@ Verdict CheckTiling(const Config& cfg, const Observations& obs) {
         const int64_t first = wrong.nonzero()[0][0].item<int64_t>();
         const int64_t got = count[first].item<int64_t>();
         const int64_t n = wrong.sum().item<int64_t>();
-        return Finding(cfg, step, kind, &ps, ps.name, -1, first, n,
-                       got > want ? "overlap" : "replication",
-                       key + "[" + std::to_string(first) + "] is held by " + std::to_string(got) +
-                           " ranks, expected " + std::to_string(want) + " (ZeRO stage " +
-                           std::to_string(cfg.zero.stage) + ", dp " +
-                           std::to_string(cfg.parallel.dp) + "); " + std::to_string(n) +
-                           " element(s) of the tensor are off");
+        return Finding(
+            cfg, step, kind, &ps, ps.name, -1, first, n, got > want ? "overlap" : "replication",
+            key + "[" + std::to_string(first) + "] is held by " + std::to_string(got) +
+                " ranks, expected " + std::to_string(want) + " (ZeRO stage " +
+                std::to_string(layout.zero.stage) + ", dp " + std::to_string(layout.parallel.dp) + "); " +
+                std::to_string(n) + " element(s) of the tensor are off");
       }
     }
   }

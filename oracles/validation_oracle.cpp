@@ -13,8 +13,7 @@ namespace {
 
 // Note [Refusal markers]: how an engine says "I do not run this config" (lower-cased substrings of
 // its failure message). A crash that contains none of them is a crash, not a refusal.
-const char* const kRefusalMarkers[] = {"not implemented", "not supported", "unsupported",
-                                       "refuse"};
+const char* const kRefusalMarkers[] = {"not implemented", "not supported", "unsupported", "refuse"};
 
 bool IsRefusal(const std::string& message) {
   std::string m = message;

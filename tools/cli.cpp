@@ -18,6 +18,9 @@ const std::vector<Subcommand>& Subcommands() {
       {"campaign", "paradiff campaign --workdir DIR (--budget 90s | --runs N) [options]",
        "fuzz: generate configs, check them in worker processes, store findings; resumable",
        CmdCampaign},
+      {"ckpt", "paradiff ckpt save CONFIG DIR | inspect DIR | consolidate DIR OUT",
+       "sharded checkpoints: save a run, verify and print a manifest, write one unsharded fp32 state",
+       CmdCkpt},
       {"worker", "paradiff worker", "internal: the campaign's worker process (tasks on stdin)",
        CmdWorker},
 #ifdef PARADIFF_HAVE_MPI

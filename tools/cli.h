@@ -67,6 +67,7 @@ int CmdValidate(const Args& args);
 int CmdRun(const Args& args);
 int CmdCampaign(const Args& args);
 int CmdWorker(const Args& args);
+int CmdCkpt(const Args& args);
 int CmdRank(const Args& args);  // built with MPI only (PARADIFF_HAVE_MPI)
 int CmdMinimize(const Args& args);
 int CmdReplay(const Args& args);

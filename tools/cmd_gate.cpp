@@ -32,14 +32,16 @@ bool Fail(const std::string& message) {
 }
 
 bool BuildOptions(const Args& a, GateOptions& o) {
-  if (!a.positional.empty()) return Fail("gate takes no positional arguments (see paradiff gate --help)");
+  if (!a.positional.empty())
+    return Fail("gate takes no positional arguments (see paradiff gate --help)");
   if (a.suite.empty()) return Fail("gate needs --suite DIR");
   o.suite_dir = a.suite;
   o.regression_dir = a.regression;
   o.timeout = std::chrono::milliseconds(a.timeout_ms);
   if (!a.budget.empty()) {
     o.budget_s = ParseDuration(a.budget);
-    if (o.budget_s <= 0) return Fail("--budget=" + a.budget + ": expected a duration like 90s or 10m");
+    if (o.budget_s <= 0)
+      return Fail("--budget=" + a.budget + ": expected a duration like 90s or 10m");
   }
   if (a.minimize_budget_s < 0) return Fail("--minimize-budget-s must not be negative");
   o.campaign.workdir = a.workdir;
@@ -60,8 +62,9 @@ bool BuildOptions(const Args& a, GateOptions& o) {
 int CmdGate(const Args& a) {
   GateOptions o;
   if (!BuildOptions(a, o)) return kExitBadInput;
-  std::printf("INFO: gate suite=%s regression=%s budget=%gs baseline=%zu signature(s)\n", o.suite_dir.c_str(),
-              o.regression_dir.empty() ? "-" : o.regression_dir.c_str(), o.budget_s, o.baseline.size());
+  std::printf("INFO: gate suite=%s regression=%s budget=%gs baseline=%zu signature(s)\n",
+              o.suite_dir.c_str(), o.regression_dir.empty() ? "-" : o.regression_dir.c_str(),
+              o.budget_s, o.baseline.size());
   std::fflush(stdout);
   StatusOr<GateResult> r = RunGate(o, std::cout);
   if (!r.ok()) {
@@ -81,10 +84,11 @@ int CmdGate(const Args& a) {
     if (c.status == GateStatus::kFailed)
       std::printf("INFO: failed: %s %s: expected %s, got %s\n", c.group.c_str(), c.name.c_str(),
                   c.expected.c_str(), c.got.c_str());
-  std::printf("SUMMARY: paradiff: gate %s cases=%zu passed=%d failed=%d known=%d skipped=%d campaign=%s "
-              "elapsed=%.1fs\n",
-              g.ok() ? "PASSED" : "FAILED", g.cases.size(), g.passed, g.failed, g.known, g.skipped,
-              g.campaign_ran ? g.campaign_workdir.c_str() : "none", g.seconds);
+  std::printf(
+      "SUMMARY: paradiff: gate %s cases=%zu passed=%d failed=%d known=%d skipped=%d campaign=%s "
+      "elapsed=%.1fs\n",
+      g.ok() ? "PASSED" : "FAILED", g.cases.size(), g.passed, g.failed, g.known, g.skipped,
+      g.campaign_ran ? g.campaign_workdir.c_str() : "none", g.seconds);
   return g.ok() ? kExitPass : kExitFinding;
 }
 

@@ -43,7 +43,8 @@ int CmdMinimize(const Args& args) {
   opts.timeout = std::chrono::milliseconds(args.timeout_ms);
   const bool quiet = args.quiet;
   opts.on_step = [quiet](const MinimizeStep& s) {
-    if (!quiet) std::printf("STEP: check %lld: %s\n", static_cast<long long>(s.check), s.change.c_str());
+    if (!quiet)
+      std::printf("STEP: check %lld: %s\n", static_cast<long long>(s.check), s.change.c_str());
     std::fflush(stdout);
   };
   opts.on_original = [quiet](const Verdict& v) {
@@ -56,9 +57,11 @@ int CmdMinimize(const Args& args) {
   std::fflush(stdout);
   const MinimizeResult r = Minimize(cfg, opts);
   if (!r.finding) {
-    std::printf("INFO: the original config shows no finding (%s): nothing to minimize\n", Name(r.original.kind));
-    std::printf("SUMMARY: paradiff: minimize PASS config=%s seed=%llu checks=%lld\n", path.c_str(),
-                static_cast<unsigned long long>(cfg.seed), static_cast<long long>(r.checks));
+    std::printf(
+        "SUMMARY: paradiff: minimize PASS config=%s seed=%llu verdict=%s checks=%lld: nothing to "
+        "minimize\n",
+        path.c_str(), static_cast<unsigned long long>(cfg.seed), Name(r.original.kind),
+        static_cast<long long>(r.checks));
     return kExitPass;
   }
   const Status w = WriteFileAtomic(args.out, WriteConfig(r.minimized));
@@ -66,18 +69,22 @@ int CmdMinimize(const Args& args) {
     std::cerr << "ERROR: " << w.ToString() << "\n";
     return kExitInternal;
   }
-  std::printf("INFO: %zu step(s), %lld check(s), %lld candidate(s) skipped (invalid or unsupported), "
-              "%.1fs: %s\n",
-              r.steps.size(), static_cast<long long>(r.checks), static_cast<long long>(r.skipped),
-              r.seconds,
-              r.complete ? "1-minimal (no single shrink keeps the signature)"
-                         : "budget exhausted: smaller, but maybe not 1-minimal");
-  if (!quiet) std::printf("INFO: removed: %s\n", DescribeChange(cfg, r.minimized).c_str());
-  std::printf("INFO: reproduce: paradiff run %s\n", args.out.c_str());
-  std::printf("SUMMARY: paradiff: minimize FINDING sig=%s config=%s seed=%llu steps=%zu checks=%lld "
-              "complete=%s out=%s\n",
-              r.signature.c_str(), path.c_str(), static_cast<unsigned long long>(cfg.seed), r.steps.size(),
-              static_cast<long long>(r.checks), r.complete ? "yes" : "no", args.out.c_str());
+  if (!quiet) {
+    std::printf(
+        "INFO: %zu step(s), %lld check(s), %lld candidate(s) skipped (invalid or unsupported), "
+        "%.1fs: %s\n",
+        r.steps.size(), static_cast<long long>(r.checks), static_cast<long long>(r.skipped),
+        r.seconds,
+        r.complete ? "1-minimal (no single shrink keeps the signature)"
+                   : "budget exhausted: smaller, but maybe not 1-minimal");
+    std::printf("INFO: removed: %s\n", DescribeChange(cfg, r.minimized).c_str());
+    std::printf("INFO: reproduce: paradiff run %s\n", args.out.c_str());
+  }
+  std::printf(
+      "SUMMARY: paradiff: minimize FINDING sig=%s config=%s seed=%llu steps=%zu checks=%lld "
+      "complete=%s out=%s\n",
+      r.signature.c_str(), path.c_str(), static_cast<unsigned long long>(cfg.seed), r.steps.size(),
+      static_cast<long long>(r.checks), r.complete ? "yes" : "no", args.out.c_str());
   return kExitFinding;
 }
 

@@ -36,9 +36,10 @@ int CmdReplay(const Args& args) {
     const char* match = item.expected.empty() ? "-" : r.matches ? "yes" : "NO";
     if (!item.expected.empty() && !r.matches) ++unexpected;
     if (!args.quiet) {
-      const std::string expected = item.expected.empty() || r.matches ? "" : " (expected " + item.expected + ")";
-      std::printf("%-9s %-5s %6.2fs  %-52s %s%s\n", Name(r.outcome), match, r.seconds, item.path.c_str(),
-                  r.got.c_str(), expected.c_str());
+      const std::string expected =
+          item.expected.empty() || r.matches ? "" : " (expected " + item.expected + ")";
+      std::printf("%-9s %-5s %6.2fs  %-52s %s%s\n", Name(r.outcome), match, r.seconds,
+                  item.path.c_str(), r.got.c_str(), expected.c_str());
       if (r.outcome != ReplayOutcome::kPass && !r.message.empty())
         std::printf("INFO:   %s\n", r.message.c_str());
       std::fflush(stdout);
@@ -46,11 +47,12 @@ int CmdReplay(const Args& args) {
   }
   const int failing = counts[ReplayOutcome::kSame] + counts[ReplayOutcome::kDifferent] +
                       counts[ReplayOutcome::kFails];
-  std::printf("SUMMARY: paradiff: replay %s configs=%zu same=%d different=%d fails=%d pass=%d "
-              "invalid=%d unexpected=%d\n",
-              failing ? "FAILING" : "CLEAN", items.value().size(), counts[ReplayOutcome::kSame],
-              counts[ReplayOutcome::kDifferent], counts[ReplayOutcome::kFails], counts[ReplayOutcome::kPass],
-              counts[ReplayOutcome::kInvalid], unexpected);
+  std::printf(
+      "SUMMARY: paradiff: replay %s configs=%zu same=%d different=%d fails=%d pass=%d "
+      "invalid=%d unexpected=%d\n",
+      failing ? "FAILING" : "CLEAN", items.value().size(), counts[ReplayOutcome::kSame],
+      counts[ReplayOutcome::kDifferent], counts[ReplayOutcome::kFails],
+      counts[ReplayOutcome::kPass], counts[ReplayOutcome::kInvalid], unexpected);
   return failing ? kExitFinding : kExitPass;
 }
 

@@ -17,7 +17,8 @@ namespace paradiff {
 
 int CmdReport(const Args& a) {
   if (a.positional.size() != 1 || a.html.empty()) {
-    std::cerr << "ERROR: report takes one WORKDIR or REPORT.json and --html FILE (see paradiff report --help)\n";
+    std::cerr << "ERROR: report takes one WORKDIR or REPORT.json and --html FILE (see paradiff "
+                 "report --help)\n";
     return kExitBadInput;
   }
   const std::string& in = a.positional[0];
@@ -32,7 +33,9 @@ int CmdReport(const Args& a) {
   } else {
     StatusOr<nlohmann::json> j = ReadJsonFile(in);
     if (!j.ok() || !j.value().is_object() || !j.value().contains("verdict")) {
-      std::cerr << "ERROR: " << (j.ok() ? in + ": not a paradiff report (no \"verdict\")" : j.status().ToString())
+      std::cerr << "ERROR: "
+                << (j.ok() ? in + ": not a paradiff report (no \"verdict\")"
+                           : j.status().ToString())
                 << "\n";
       return kExitBadInput;
     }
@@ -43,7 +46,8 @@ int CmdReport(const Args& a) {
     std::cerr << "ERROR: " << w.ToString() << "\n";
     return kExitInternal;
   }
-  std::printf("SUMMARY: paradiff: report html=%s from=%s bytes=%zu\n", a.html.c_str(), in.c_str(), page.size());
+  std::printf("SUMMARY: paradiff: report html=%s from=%s bytes=%zu\n", a.html.c_str(), in.c_str(),
+              page.size());
   return kExitPass;
 }
 

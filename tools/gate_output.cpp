@@ -5,10 +5,10 @@
 #include <map>
 #include <vector>
 
+#include "fuzz/json_file.h"
 #include "tools/html_report.h"
 #include "tools/svg_plot.h"
 #include "tools/workdir_html.h"
-#include "fuzz/json_file.h"
 
 namespace paradiff {
 
@@ -43,12 +43,23 @@ std::string XmlEscape(const std::string& text) {
     const auto c = static_cast<unsigned char>(ch);
     if (c < 0x20 && c != '\t' && c != '\n' && c != '\r') continue;
     switch (ch) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      default: out += ch;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&apos;";
+        break;
+      default:
+        out += ch;
     }
   }
   return out;
@@ -66,42 +77,50 @@ std::string GateJunitXml(const GateResult& r) {
       failures += c->status == GateStatus::kFailed;
       skipped += c->status == GateStatus::kKnown || c->status == GateStatus::kSkipped;
       time += c->seconds;
-      tests += "    <testcase" + Attr("classname", std::string("paradiff.gate.") + group) + Attr("name", c->name) +
-               Attr("file", c->path) + Attr("time", Seconds(c->seconds)) + ">\n";
+      tests += "    <testcase" + Attr("classname", std::string("paradiff.gate.") + group) +
+               Attr("name", c->name) + Attr("file", c->path) + Attr("time", Seconds(c->seconds)) +
+               ">\n";
       if (c->status == GateStatus::kFailed)
         tests += "      <failure" + Attr("message", "expected " + c->expected + ", got " + c->got) +
                  Attr("type", c->got) + ">" + XmlEscape(c->message) + "</failure>\n";
       else if (c->status != GateStatus::kPassed)
         tests += "      <skipped" + Attr("message", c->message) + "/>\n";
-      tests += "      <system-out>" + XmlEscape("expected=" + c->expected + " got=" + c->got + " status=" +
-                                                Name(c->status)) +
-               "</system-out>\n    </testcase>\n";
+      tests +=
+          "      <system-out>" +
+          XmlEscape("expected=" + c->expected + " got=" + c->got + " status=" + Name(c->status)) +
+          "</system-out>\n    </testcase>\n";
     }
     body += "  <testsuite" + Attr("name", std::string("paradiff.gate.") + group) +
-            Attr("tests", std::to_string(cases.size())) + Attr("failures", std::to_string(failures)) +
-            Attr("errors", "0") + Attr("skipped", std::to_string(skipped)) + Attr("time", Seconds(time)) + ">\n" +
-            tests + "  </testsuite>\n";
+            Attr("tests", std::to_string(cases.size())) +
+            Attr("failures", std::to_string(failures)) + Attr("errors", "0") +
+            Attr("skipped", std::to_string(skipped)) + Attr("time", Seconds(time)) + ">\n" + tests +
+            "  </testsuite>\n";
   }
   return "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites" + Attr("name", "paradiff gate") +
-         Attr("tests", std::to_string(r.cases.size())) + Attr("failures", std::to_string(r.failed)) +
-         Attr("errors", "0") + Attr("skipped", std::to_string(r.known + r.skipped)) +
-         Attr("time", Seconds(r.seconds)) + ">\n" + body + "</testsuites>\n";
+         Attr("tests", std::to_string(r.cases.size())) +
+         Attr("failures", std::to_string(r.failed)) + Attr("errors", "0") +
+         Attr("skipped", std::to_string(r.known + r.skipped)) + Attr("time", Seconds(r.seconds)) +
+         ">\n" + body + "</testsuites>\n";
 }
 
 std::string GateHtml(const GateResult& r, const GateOptions& opts) {
   using svg::Escape;
   std::string body = "<p><span class=\"badge " + std::string(r.ok() ? "passed" : "failed") + "\">" +
-                     (r.ok() ? "GATE PASSED" : "GATE FAILED") + "</span> " + std::to_string(r.passed) +
-                     " passed, " + std::to_string(r.failed) + " failed, " + std::to_string(r.known) +
-                     " known (baseline), " + std::to_string(r.skipped) + " skipped, " + Seconds(r.seconds) +
+                     (r.ok() ? "GATE PASSED" : "GATE FAILED") + "</span> " +
+                     std::to_string(r.passed) + " passed, " + std::to_string(r.failed) +
+                     " failed, " + std::to_string(r.known) + " known (baseline), " +
+                     std::to_string(r.skipped) + " skipped, " + Seconds(r.seconds) +
                      " s</p><p>suite <code>" + Escape(opts.suite_dir) + "</code>";
-  if (!opts.regression_dir.empty()) body += ", regression corpus <code>" + Escape(opts.regression_dir) + "</code>";
+  if (!opts.regression_dir.empty())
+    body += ", regression corpus <code>" + Escape(opts.regression_dir) + "</code>";
   body += ", baseline of " + std::to_string(opts.baseline.size()) + " signature(s)";
   if (r.campaign_ran)
     body += ", campaign <code>" + Escape(r.campaign_workdir) + "</code> (seed " +
-            std::to_string(opts.campaign.seed) + ", " + std::to_string(r.campaign.execs) + " execs)";
-  body += "</p><table><tr><th>group</th><th>config</th><th>status</th><th>expected</th><th>got</th>"
-          "<th>time (s)</th><th>message</th></tr>";
+            std::to_string(opts.campaign.seed) + ", " + std::to_string(r.campaign.execs) +
+            " execs)";
+  body +=
+      "</p><table><tr><th>group</th><th>config</th><th>status</th><th>expected</th><th>got</th>"
+      "<th>time (s)</th><th>message</th></tr>";
   // Sections: failed first, then known, then the rest, each in gate order.
   std::vector<std::pair<int, size_t>> order;
   for (size_t i = 0; i < r.cases.size(); ++i) {
@@ -115,14 +134,16 @@ std::string GateHtml(const GateResult& r, const GateOptions& opts) {
     const std::string anchor = html::AnchorId(c.group + "-" + c.name);
     const bool has_report = c.report.is_object();
     body += "<tr><td>" + Escape(c.group) + "</td><td>" +
-            (has_report ? "<a href=\"#" + Escape(anchor) + "\">" + Escape(c.name) + "</a>" : Escape(c.name)) +
-            "</td><td><span class=\"badge " + Name(c.status) + "\">" + Name(c.status) + "</span></td><td>" +
-            Escape(c.expected) + "</td><td>" + Escape(c.got) + "</td><td>" + Seconds(c.seconds) +
-            "</td><td class=\"msg\">" + Escape(c.message) + "</td></tr>";
+            (has_report ? "<a href=\"#" + Escape(anchor) + "\">" + Escape(c.name) + "</a>"
+                        : Escape(c.name)) +
+            "</td><td><span class=\"badge " + Name(c.status) + "\">" + Name(c.status) +
+            "</span></td><td>" + Escape(c.expected) + "</td><td>" + Escape(c.got) + "</td><td>" +
+            Seconds(c.seconds) + "</td><td class=\"msg\">" + Escape(c.message) + "</td></tr>";
     if (has_report)
       sections += html::ReportSection(c.report, anchor, c.group + ": " + c.name,
-                                      "<p>gate status <b>" + std::string(Name(c.status)) + "</b>, expected <code>" +
-                                          Escape(c.expected) + "</code>, file <code>" + Escape(c.path) + "</code></p>");
+                                      "<p>gate status <b>" + std::string(Name(c.status)) +
+                                          "</b>, expected <code>" + Escape(c.expected) +
+                                          "</code>, file <code>" + Escape(c.path) + "</code></p>");
   }
   body += "</table>" + sections;
   if (r.campaign_ran)

@@ -19,8 +19,8 @@ namespace {
 using svg::Escape;
 
 constexpr size_t kMaxTensorBars = 40;  // error / bound bars per report (the worst ones)
-constexpr std::array<const char*, 6> kMemoryOrder = {"params", "grads", "optimizer", "master",
-                                                     "padding", "buffers_peak"};
+constexpr std::array<const char*, 6> kMemoryOrder = {"params", "grads",   "optimizer",
+                                                     "master", "padding", "buffers_peak"};
 
 constexpr const char* kStyle = R"(
 body{font-family:sans-serif;margin:24px;color:#222;max-width:1100px}
@@ -52,7 +52,9 @@ std::string LossPlot(const nlohmann::json& steps) {
   c.x_label = "step";
   c.y_label = "loss";
   c.integer_x = true;
-  c.series = {{"distributed", {}, {}, false}, {"same precision", {}, {}, true}, {"fp64 truth", {}, {}, true}};
+  c.series = {{"distributed", {}, {}, false},
+              {"same precision", {}, {}, true},
+              {"fp64 truth", {}, {}, true}};
   const std::array<const char*, 3> keys = {"loss_dist", "loss_same_precision", "loss_truth"};
   if (steps.is_array())
     for (const auto& s : steps)
@@ -66,7 +68,8 @@ std::string LossPlot(const nlohmann::json& steps) {
   d.x_label = "step";
   d.y_label = "loss - truth";
   d.integer_x = true;
-  d.series = {{"distributed - truth", c.series[0].x, {}, false}, {"same precision - truth", c.series[1].x, {}, true}};
+  d.series = {{"distributed - truth", c.series[0].x, {}, false},
+              {"same precision - truth", c.series[1].x, {}, true}};
   for (size_t i = 0; i < c.series[2].y.size(); ++i) {
     d.series[0].y.push_back(c.series[0].y[i] - c.series[2].y[i]);
     d.series[1].y.push_back(c.series[1].y[i] - c.series[2].y[i]);
@@ -81,7 +84,8 @@ std::string RatioPlot(const nlohmann::json& comparisons, size_t& total) {
     for (const auto& c : comparisons) {
       const double err = JsonNumber(c.value("error", nlohmann::json(0)));
       const double bound = JsonNumber(c.value("bound", nlohmann::json(0)));
-      const double ratio = bound > 0 ? err / bound : (err > 0 ? std::numeric_limits<double>::infinity() : 0);
+      const double ratio =
+          bound > 0 ? err / bound : (err > 0 ? std::numeric_limits<double>::infinity() : 0);
       const std::string tensor = c.value("tensor", "");
       const std::string key = c.value("kind", "?") + (tensor.empty() ? "" : ":" + tensor);
       auto it = worst.find(key);
@@ -100,7 +104,8 @@ std::string RatioPlot(const nlohmann::json& comparisons, size_t& total) {
     return (std::isnan(a.value) ? INFINITY : a.value) > (std::isnan(b.value) ? INFINITY : b.value);
   });
   if (chart.bars.size() > kMaxTensorBars) chart.bars.resize(kMaxTensorBars);
-  if (chart.bars.empty()) chart.title = "Error / bound per tensor (no numeric comparison: another oracle decided first)";
+  if (chart.bars.empty())
+    chart.title = "Error / bound per tensor (no numeric comparison: another oracle decided first)";
   return svg::Render(chart);
 }
 
@@ -113,7 +118,8 @@ std::string MemoryPlot(const nlohmann::json& ranks) {
   if (ranks.is_array())
     for (const auto& r : ranks)
       if (r.contains("memory_bytes") && r["memory_bytes"].is_object())
-        for (auto it = r["memory_bytes"].begin(); it != r["memory_bytes"].end(); ++it) seen.insert(it.key());
+        for (auto it = r["memory_bytes"].begin(); it != r["memory_bytes"].end(); ++it)
+          seen.insert(it.key());
   for (const char* k : kMemoryOrder)
     if (seen.erase(k)) c.categories.push_back(k);
   c.categories.insert(c.categories.end(), seen.begin(), seen.end());
@@ -122,7 +128,9 @@ std::string MemoryPlot(const nlohmann::json& ranks) {
       c.groups.push_back("rank " + Str(r, "rank"));
       std::vector<double> row;
       for (const auto& cat : c.categories)
-        row.push_back(r.contains("memory_bytes") ? JsonNumber(r["memory_bytes"].value(cat, nlohmann::json(0))) : 0);
+        row.push_back(r.contains("memory_bytes")
+                          ? JsonNumber(r["memory_bytes"].value(cat, nlohmann::json(0)))
+                          : 0);
       c.values.push_back(std::move(row));
     }
   if (c.categories.empty()) {
@@ -137,22 +145,36 @@ std::string CollectivesTable(const nlohmann::json& ranks) {
   if (!ranks.is_array() || ranks.empty()) return "";
   for (const auto& r : ranks)
     if (r.contains("collectives") && r["collectives"].is_object())
-      for (auto it = r["collectives"].begin(); it != r["collectives"].end(); ++it) ops.insert(it.key());
+      for (auto it = r["collectives"].begin(); it != r["collectives"].end(); ++it)
+        ops.insert(it.key());
   std::string out = "<h3>Collective calls per rank</h3><table><tr><th>rank</th>";
   for (const auto& op : ops) out += "<th>" + Escape(op) + "</th>";
   out += "<th>memory grew</th></tr>";
   for (const auto& r : ranks) {
     out += "<tr>" + Td(Str(r, "rank"));
     for (const auto& op : ops)
-      out += Td(r.contains("collectives") ? r["collectives"].value(op, nlohmann::json(0)).dump() : "0");
+      out += Td(r.contains("collectives") ? r["collectives"].value(op, nlohmann::json(0)).dump()
+                                          : "0");
     out += Td(Str(r, "memory_grew")) + "</tr>";
   }
   return out + "</table>";
 }
 
+// What each oracle said (oracles/check.h OracleOutcome), when the report has it.
+std::string OraclesTable(const nlohmann::json& oracles) {
+  if (!oracles.is_array() || oracles.empty()) return "";
+  std::string out =
+      "<h3>Oracles</h3><table><tr><th>oracle</th><th>status</th><th>note</th><th>seconds</th></tr>";
+  for (const auto& o : oracles)
+    out += "<tr>" + Td(Str(o, "name")) + Td(Str(o, "status")) + Td(Str(o, "note")) +
+           Td(Str(o, "seconds")) + "</tr>";
+  return out + "</table>";
+}
+
 std::string LocalizationTable(const nlohmann::json& where) {
-  static constexpr std::array<const char*, 12> kKeys = {"step", "phase", "tensor", "tensor_kind", "layer", "rank",
-                                                         "index", "expected", "actual", "error", "bound", "ratio"};
+  static constexpr std::array<const char*, 12> kKeys = {"step",   "phase", "tensor", "tensor_kind",
+                                                        "layer",  "rank",  "index",  "expected",
+                                                        "actual", "error", "bound",  "ratio"};
   std::string head, row;
   for (const char* k : kKeys) {
     head += "<th>" + std::string(k) + "</th>";
@@ -176,39 +198,45 @@ double JsonNumber(const nlohmann::json& v) {
 
 std::string AnchorId(const std::string& text) {
   std::string out = "r-";
-  for (char c : text) out += std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.' ? c : '-';
+  for (char c : text)
+    out +=
+        std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.' ? c : '-';
   return out;
 }
 
 std::string Page(const std::string& title, const std::string& body) {
-  return "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>" + Escape(title) +
-         "</title><style>" + kStyle + "</style></head><body>\n<h1>" + Escape(title) + "</h1>\n" + body +
-         "\n</body></html>\n";
+  return "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>" +
+         Escape(title) + "</title><style>" + kStyle + "</style></head><body>\n<h1>" +
+         Escape(title) + "</h1>\n" + body + "\n</body></html>\n";
 }
 
 std::string JsonBlock(const std::string& summary, const nlohmann::json& doc, bool open) {
-  return std::string("<details") + (open ? " open" : "") + "><summary>" + Escape(summary) + "</summary><pre>" +
-         Escape(doc.dump(2)) + "</pre></details>";
+  return std::string("<details") + (open ? " open" : "") + "><summary>" + Escape(summary) +
+         "</summary><pre>" + Escape(doc.dump(2)) + "</pre></details>";
 }
 
-std::string ReportSection(const nlohmann::json& report, const std::string& anchor, const std::string& heading,
-                          const std::string& extra) {
+std::string ReportSection(const nlohmann::json& report, const std::string& anchor,
+                          const std::string& heading, const std::string& extra) {
   const nlohmann::json verdict = report.value("verdict", nlohmann::json::object());
   const std::string kind = verdict.value("kind", "?");
   const bool pass = kind == "pass" || kind == "inconclusive";
-  std::string out = "<section id=\"" + Escape(anchor) + "\"><h2>" + Escape(heading) + " <span class=\"badge " +
-                    (pass ? "pass" : "finding") + "\">" + Escape(kind) + "</span></h2>" + extra;
+  std::string out = "<section id=\"" + Escape(anchor) + "\"><h2>" + Escape(heading) +
+                    " <span class=\"badge " + (pass ? "pass" : "finding") + "\">" + Escape(kind) +
+                    "</span></h2>" + extra;
   out += "<p>signature <code>" + Escape(verdict.value("signature", "?")) + "</code>, seed " +
          Escape(Str(report, "seed")) + ", oracle " + Escape(verdict.value("oracle", "-")) + "</p>";
   if (!verdict.value("message", "").empty())
     out += "<p class=\"msg\">" + Escape(verdict.value("message", "")) + "</p>";
-  if (!pass && verdict.contains("where")) out += "<h3>Localization</h3>" + LocalizationTable(verdict["where"]);
+  if (!pass && verdict.contains("where"))
+    out += "<h3>Localization</h3>" + LocalizationTable(verdict["where"]);
   size_t tensors = 0;
   out += LossPlot(report.value("steps", nlohmann::json::array()));
   out += RatioPlot(report.value("comparisons", nlohmann::json::array()), tensors);
   out += MemoryPlot(report.value("ranks", nlohmann::json::array()));
   out += CollectivesTable(report.value("ranks", nlohmann::json::array()));
-  if (report.contains("timing_s")) out += "<p>time (s): " + Escape(report["timing_s"].dump()) + "</p>";
+  out += OraclesTable(report.value("oracles", nlohmann::json::array()));
+  if (report.contains("timing_s"))
+    out += "<p>time (s): " + Escape(report["timing_s"].dump()) + "</p>";
   if (report.contains("config")) out += JsonBlock("config", report["config"]);
   return out + "</section>\n";
 }

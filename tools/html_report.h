@@ -7,9 +7,8 @@
 // Used by `paradiff run --html`, `paradiff report` and `paradiff gate --html`.
 #pragma once
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 namespace paradiff::html {
 

@@ -13,13 +13,13 @@ namespace {
 constexpr double kWidth = 680;
 constexpr double kPlotHeight = 220;
 constexpr double kMarginLeft = 90, kMarginRight = 170, kMarginTop = 28, kMarginBottom = 44;
-constexpr double kBarRightMargin = 70;     // room right of horizontal bars for their values
-constexpr double kBarRow = 16;             // height of one horizontal bar row
-constexpr double kBarLabelWidth = 250;     // room for tensor names left of horizontal bars
-constexpr size_t kMaxLabelChars = 38;      // longer labels are shortened with "..."
-constexpr int kTicks = 5;                  // linear axis ticks
-constexpr double kLogFloor = 1e-6;         // smallest value a log axis shows
-constexpr double kLogCeiling = 1e12;       // largest value a log axis shows
+constexpr double kBarRightMargin = 70;  // room right of horizontal bars for their values
+constexpr double kBarRow = 16;          // height of one horizontal bar row
+constexpr double kBarLabelWidth = 250;  // room for tensor names left of horizontal bars
+constexpr size_t kMaxLabelChars = 38;   // longer labels are shortened with "..."
+constexpr int kTicks = 5;               // linear axis ticks
+constexpr double kLogFloor = 1e-6;      // smallest value a log axis shows
+constexpr double kLogCeiling = 1e12;    // largest value a log axis shows
 // Presentation attributes inline (not CSS classes), so a chart renders the same on its own.
 constexpr const char* kAxis = "stroke=\"#333\" stroke-width=\"1\"";
 constexpr const char* kGrid = "stroke=\"#e5e5e5\" stroke-width=\"1\"";
@@ -49,8 +49,8 @@ std::string Text(double x, double y, const std::string& text, const char* anchor
 }
 
 std::string Line(double x1, double y1, double x2, double y2, const char* style) {
-  return "<line x1=\"" + Num(x1) + "\" y1=\"" + Num(y1) + "\" x2=\"" + Num(x2) + "\" y2=\"" + Num(y2) +
-         "\" " + style + "/>";
+  return "<line x1=\"" + Num(x1) + "\" y1=\"" + Num(y1) + "\" x2=\"" + Num(x2) + "\" y2=\"" +
+         Num(y2) + "\" " + style + "/>";
 }
 
 std::string Rect(double x, double y, double w, double h, const char* fill, const std::string& tip) {
@@ -62,8 +62,8 @@ std::string Rect(double x, double y, double w, double h, const char* fill, const
 std::string Open(double height, const std::string& title) {
   return "<svg class=\"plot\" width=\"" + Num(kWidth) + "\" height=\"" + Num(height) +
          "\" viewBox=\"0 0 " + Num(kWidth) + " " + Num(height) +
-         "\" role=\"img\" font-family=\"sans-serif\" font-size=\"11\"><title>" + Escape(title) + "</title>" +
-         Text(kMarginLeft, 18, title, "start", kTitleStyle);
+         "\" role=\"img\" font-family=\"sans-serif\" font-size=\"11\"><title>" + Escape(title) +
+         "</title>" + Text(kMarginLeft, 18, title, "start", kTitleStyle);
 }
 
 std::string NoData(const std::string& title) {
@@ -105,7 +105,8 @@ double NiceStep(double range) {
 std::vector<double> NiceTicks(double lo, double hi) {
   const double step = NiceStep(hi - lo);
   std::vector<double> out;
-  for (double v = std::ceil(lo / step) * step; v <= hi + step * 1e-9 && out.size() < 4 * kTicks; v += step)
+  for (double v = std::ceil(lo / step) * step; v <= hi + step * 1e-9 && out.size() < 4 * kTicks;
+       v += step)
     out.push_back(std::fabs(v) < step * 1e-9 ? 0.0 : v);
   return out;
 }
@@ -124,12 +125,23 @@ std::string Escape(const std::string& text) {
   out.reserve(text.size());
   for (char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -157,7 +169,8 @@ std::string Render(const LineChart& c) {
   if (x_lo == x_hi) x_lo -= 0.5, x_hi += 0.5;
   PadRange(y_lo, y_hi);
   const double height = kMarginTop + kPlotHeight + kMarginBottom;
-  const double x0 = kMarginLeft, x1 = kWidth - kMarginRight, y0 = kMarginTop + kPlotHeight, y1 = kMarginTop;
+  const double x0 = kMarginLeft, x1 = kWidth - kMarginRight, y0 = kMarginTop + kPlotHeight,
+               y1 = kMarginTop;
   auto px = [&](double x) { return x0 + (x - x_lo) / (x_hi - x_lo) * (x1 - x0); };
   auto py = [&](double y) { return y0 - (y - y_lo) / (y_hi - y_lo) * (y0 - y1); };
   std::string out = Open(height, c.title);
@@ -180,7 +193,8 @@ std::string Render(const LineChart& c) {
       points += Num(px(s.x[i])) + "," + Num(py(s.y[i])) + " ";
       marks += "<circle cx=\"" + Num(px(s.x[i])) + "\" cy=\"" + Num(py(s.y[i])) + "\" r=\"" +
                Num(3.5 - static_cast<double>(k % 3)) + "\" fill=\"" + color + "\"><title>" +
-               Escape(s.name + " at " + Tick(s.x[i]) + ": " + Fmt("%.9g", s.y[i])) + "</title></circle>";
+               Escape(s.name + " at " + Tick(s.x[i]) + ": " + Fmt("%.9g", s.y[i])) +
+               "</title></circle>";
     }
     out += "<polyline fill=\"none\" stroke=\"" + std::string(color) + "\" stroke-width=\"1.5\"" +
            (s.dashed ? " stroke-dasharray=\"5 3\"" : "") + " points=\"" + points + "\"/>" + marks;
@@ -191,12 +205,16 @@ std::string Render(const LineChart& c) {
 
 std::string Render(const LogBarChart& c) {
   if (c.bars.empty()) return NoData(c.title);
-  auto clamp = [](double v) { return std::isnan(v) ? kLogCeiling : std::min(std::max(v, kLogFloor), kLogCeiling); };
+  auto clamp = [](double v) {
+    return std::isnan(v) ? kLogCeiling : std::min(std::max(v, kLogFloor), kLogCeiling);
+  };
   // The reference line never sits on the axis: the scale starts at least a decade below it.
-  double lo = c.reference > 0 ? c.reference / 10 : kLogCeiling, hi = c.reference > 0 ? c.reference : kLogFloor;
+  double lo = c.reference > 0 ? c.reference / 10 : kLogCeiling,
+         hi = c.reference > 0 ? c.reference : kLogFloor;
   for (const Bar& b : c.bars) lo = std::min(lo, clamp(b.value)), hi = std::max(hi, clamp(b.value));
   const double dlo = std::floor(std::log10(lo)), dhi = std::max(std::ceil(std::log10(hi)), dlo + 1);
-  const double height = kMarginTop + 6 + kBarRow * static_cast<double>(c.bars.size()) + kMarginBottom;
+  const double height =
+      kMarginTop + 6 + kBarRow * static_cast<double>(c.bars.size()) + kMarginBottom;
   const double x0 = kBarLabelWidth, x1 = kWidth - kBarRightMargin, y0 = kMarginTop + 6;
   const double y_end = y0 + kBarRow * static_cast<double>(c.bars.size());
   auto px = [&](double v) { return x0 + (std::log10(clamp(v)) - dlo) / (dhi - dlo) * (x1 - x0); };
@@ -204,7 +222,8 @@ std::string Render(const LogBarChart& c) {
   const double every = std::max(1.0, std::ceil((dhi - dlo) / 8));
   for (double d = dhi; d >= dlo; d -= every) {  // from the top decade down, so it is labelled
     const double v = std::pow(10.0, d);
-    out += Line(px(v), y0, px(v), y_end, kGrid) + Text(px(v), y_end + 14, Fmt("1e%.0f", d), "middle");
+    out +=
+        Line(px(v), y0, px(v), y_end, kGrid) + Text(px(v), y_end + 14, Fmt("1e%.0f", d), "middle");
   }
   for (size_t i = 0; i < c.bars.size(); ++i) {
     const Bar& b = c.bars[i];
@@ -213,12 +232,14 @@ std::string Render(const LogBarChart& c) {
     out += Rect(x0, y + 2, px(b.value) - x0, kBarRow - 4, over ? "#d62728" : "#1f77b4",
                 b.label + ": " + Fmt("%.4g", b.value));
     out += Text(x0 - 6, y + kBarRow - 4, Shorten(b.label), "end", kSmall);
-    out += Text(std::max(px(b.value), x0) + 4, y + kBarRow - 4, Fmt("%.3g", b.value), "start", kSmall);
+    out +=
+        Text(std::max(px(b.value), x0) + 4, y + kBarRow - 4, Fmt("%.3g", b.value), "start", kSmall);
   }
   out += Line(x0, y0, x0, y_end, kAxis);
   if (c.reference > 0) {
     out += Line(px(c.reference), y0 - 4, px(c.reference), y_end, kRef);
-    out += Text(px(c.reference) - 4, y0 - 4, c.reference_label, "end", " font-size=\"10\" fill=\"#d62728\"");
+    out += Text(px(c.reference) - 4, y0 - 4, c.reference_label, "end",
+                " font-size=\"10\" fill=\"#d62728\"");
   }
   out += Text((x0 + x1) / 2, height - 8, c.value_label + " (log scale)", "middle");
   return out + "</svg>";
@@ -236,7 +257,8 @@ std::string Render(const StackedBarChart& c) {
   const double step = c.bytes ? NiceByteStep(top) : NiceStep(top);
   top = std::ceil(top / step - 1e-9) * step;
   const double height = kMarginTop + kPlotHeight + kMarginBottom;
-  const double x0 = kMarginLeft, x1 = kWidth - kMarginRight, y0 = kMarginTop + kPlotHeight, y1 = kMarginTop;
+  const double x0 = kMarginLeft, x1 = kWidth - kMarginRight, y0 = kMarginTop + kPlotHeight,
+               y1 = kMarginTop;
   auto py = [&](double v) { return y0 - v / top * (y0 - y1); };
   std::string out = Open(height, c.title);
   for (double v = 0; v <= top + step * 1e-9; v += step) {
@@ -249,9 +271,12 @@ std::string Render(const StackedBarChart& c) {
     const double x = x0 + slot * (static_cast<double>(g) + 0.5);
     double base = 0;
     for (size_t k = 0; k < c.categories.size(); ++k) {
-      const double v = g < c.values.size() && k < c.values[g].size() && std::isfinite(c.values[g][k])
-                           ? std::max(c.values[g][k], 0.0) : 0;
-      out += Rect(x - bar / 2, py(base + v), bar, py(base) - py(base + v), kPalette[k % kPalette.size()],
+      const double v =
+          g < c.values.size() && k < c.values[g].size() && std::isfinite(c.values[g][k])
+              ? std::max(c.values[g][k], 0.0)
+              : 0;
+      out += Rect(x - bar / 2, py(base + v), bar, py(base) - py(base + v),
+                  kPalette[k % kPalette.size()],
                   c.groups[g] + " " + c.categories[k] + ": " + (c.bytes ? HumanBytes(v) : Tick(v)));
       base += v;
     }

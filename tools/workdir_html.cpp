@@ -23,7 +23,8 @@ std::string Text(const nlohmann::json& j, const char* key) {
   return j[key].is_string() ? j[key].get<std::string>() : j[key].dump();
 }
 
-svg::Series SeriesOf(const nlohmann::json& history, const char* key, const std::string& name, bool dashed) {
+svg::Series SeriesOf(const nlohmann::json& history, const char* key, const std::string& name,
+                     bool dashed) {
   svg::Series s{name, {}, {}, dashed};
   for (const auto& h : history) {
     s.x.push_back(html::JsonNumber(h.value("elapsed_s", nlohmann::json(nullptr))));
@@ -41,15 +42,19 @@ std::string MinimizedText(const nlohmann::json& mini) {
          (mini.value("complete", false) ? ", 1-minimal" : ", budget hit");
 }
 
-std::string FindingExtra(const fs::path& dir, const nlohmann::json& meta, const nlohmann::json& mini) {
-  std::string out = "<table><tr><th>kind</th><th>oracle</th><th>count</th><th>first seen</th>"
-                    "<th>last seen</th><th>seed</th></tr><tr>" +
-                    Td(Text(meta, "kind")) + Td(Text(meta, "oracle")) + Td(Text(meta, "count")) +
-                    Td("execution " + Text(meta, "first_seen_index") + " at " + Text(meta, "first_seen_s") + " s") +
-                    Td("execution " + Text(meta, "last_seen_index")) + Td(Text(meta, "seed")) + "</tr></table>";
+std::string FindingExtra(const fs::path& dir, const nlohmann::json& meta,
+                         const nlohmann::json& mini) {
+  std::string out =
+      "<table><tr><th>kind</th><th>oracle</th><th>count</th><th>first seen</th>"
+      "<th>last seen</th><th>seed</th></tr><tr>" +
+      Td(Text(meta, "kind")) + Td(Text(meta, "oracle")) + Td(Text(meta, "count")) +
+      Td("execution " + Text(meta, "first_seen_index") + " at " + Text(meta, "first_seen_s") +
+         " s") +
+      Td("execution " + Text(meta, "last_seen_index")) + Td(Text(meta, "seed")) + "</tr></table>";
   out += "<p>reproduce: <code>paradiff run " + Escape((dir / "config.json").string()) + "</code>";
   if (fs::exists(dir / "minimized.json"))
-    out += " &middot; minimized: <code>paradiff run " + Escape((dir / "minimized.json").string()) + "</code>";
+    out += " &middot; minimized: <code>paradiff run " + Escape((dir / "minimized.json").string()) +
+           "</code>";
   out += "</p>";
   if (mini.is_object()) {
     out += "<p>minimization: " + Escape(MinimizedText(mini)) +
@@ -68,16 +73,26 @@ std::string FindingExtra(const fs::path& dir, const nlohmann::json& meta, const 
 }  // namespace
 
 std::string CampaignHistoryHtml(const nlohmann::json& stats) {
-  if (!stats.is_object() || !stats.contains("history") || !stats["history"].is_array() || stats["history"].empty())
+  if (!stats.is_object() || !stats.contains("history") || !stats["history"].is_array() ||
+      stats["history"].empty())
     return "";
   const nlohmann::json& h = stats["history"];
-  svg::LineChart found{"Findings over time", "elapsed (s)", "count",
-                       {SeriesOf(h, "findings", "findings", false), SeriesOf(h, "unique", "unique signatures", true)}};
-  svg::LineChart speed{"Executions per second", "elapsed (s)", "execs/s", {SeriesOf(h, "execs_per_s", "execs/s", false)}};
-  svg::LineChart cover{"Feature-pair coverage", "elapsed (s)", "pairs",
+  svg::LineChart found{"Findings over time",
+                       "elapsed (s)",
+                       "count",
+                       {SeriesOf(h, "findings", "findings", false),
+                        SeriesOf(h, "unique", "unique signatures", true)}};
+  svg::LineChart speed{"Executions per second",
+                       "elapsed (s)",
+                       "execs/s",
+                       {SeriesOf(h, "execs_per_s", "execs/s", false)}};
+  svg::LineChart cover{"Feature-pair coverage",
+                       "elapsed (s)",
+                       "pairs",
                        {SeriesOf(h, "pairs_covered", "pairs covered", false),
                         SeriesOf(h, "pairs_possible", "pairs possible", true)}};
-  return "<h2 id=\"history\">Campaign history</h2>" + svg::Render(found) + svg::Render(speed) + svg::Render(cover);
+  return "<h2 id=\"history\">Campaign history</h2>" + svg::Render(found) + svg::Render(speed) +
+         svg::Render(cover);
 }
 
 std::string FindingsHtml(const std::string& workdir) {
@@ -88,8 +103,9 @@ std::string FindingsHtml(const std::string& workdir) {
   std::sort(dirs.begin(), dirs.end());
   std::string table = "<h2 id=\"findings\">Findings (" + std::to_string(dirs.size()) + ")</h2>";
   if (dirs.empty()) return table + "<p>none</p>";
-  table += "<table><tr><th>signature</th><th>kind</th><th>count</th><th>first seen (s)</th>"
-           "<th>minimized</th></tr>";
+  table +=
+      "<table><tr><th>signature</th><th>kind</th><th>count</th><th>first seen (s)</th>"
+      "<th>minimized</th></tr>";
   std::string sections;
   for (const fs::path& dir : dirs) {
     const std::string sig = dir.filename().string();
@@ -98,8 +114,9 @@ std::string FindingsHtml(const std::string& workdir) {
     nlohmann::json report = ReadJsonOrNull((dir / "report.json").string());
     if (!report.is_object()) report = nlohmann::json::object();
     const std::string anchor = html::AnchorId(sig);
-    table += "<tr><td><a href=\"#" + Escape(anchor) + "\">" + Escape(sig) + "</a></td>" + Td(Text(meta, "kind")) +
-             Td(Text(meta, "count")) + Td(Text(meta, "first_seen_s")) + Td(MinimizedText(mini)) + "</tr>";
+    table += "<tr><td><a href=\"#" + Escape(anchor) + "\">" + Escape(sig) + "</a></td>" +
+             Td(Text(meta, "kind")) + Td(Text(meta, "count")) + Td(Text(meta, "first_seen_s")) +
+             Td(MinimizedText(mini)) + "</tr>";
     sections += html::ReportSection(report, anchor, sig, FindingExtra(dir, meta, mini));
   }
   return table + "</table>" + sections;
@@ -108,13 +125,15 @@ std::string FindingsHtml(const std::string& workdir) {
 StatusOr<std::string> WorkDirHtml(const std::string& workdir) {
   const fs::path root(workdir);
   if (!fs::exists(root / "stats.json") && !fs::is_directory(root / "findings"))
-    return Status::Error(workdir, workdir + ": not a campaign work dir (no stats.json, no findings/)");
+    return Status::Error(workdir,
+                         workdir + ": not a campaign work dir (no stats.json, no findings/)");
   const nlohmann::json stats = ReadJsonOrNull((root / "stats.json").string());
-  std::string body = "<table><tr><th>work dir</th><th>seed</th><th>inject</th><th>execs</th><th>findings</th>"
-                     "<th>inconclusive</th><th>rejected</th><th>elapsed (s)</th></tr><tr>" +
-                     Td(workdir) + Td(Text(stats, "seed")) + Td(Text(stats, "inject")) + Td(Text(stats, "execs")) +
-                     Td(Text(stats, "findings")) + Td(Text(stats, "inconclusive")) + Td(Text(stats, "rejected")) +
-                     Td(Text(stats, "elapsed_s")) + "</tr></table>";
+  std::string body =
+      "<table><tr><th>work dir</th><th>seed</th><th>inject</th><th>execs</th><th>findings</th>"
+      "<th>inconclusive</th><th>rejected</th><th>elapsed (s)</th></tr><tr>" +
+      Td(workdir) + Td(Text(stats, "seed")) + Td(Text(stats, "inject")) + Td(Text(stats, "execs")) +
+      Td(Text(stats, "findings")) + Td(Text(stats, "inconclusive")) + Td(Text(stats, "rejected")) +
+      Td(Text(stats, "elapsed_s")) + "</tr></table>";
   const std::string history = CampaignHistoryHtml(stats);
   body += "<p><a href=\"#findings\">findings</a>" +
           std::string(history.empty() ? "" : " &middot; <a href=\"#history\">history</a>") + "</p>";

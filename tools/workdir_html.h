@@ -5,9 +5,8 @@
 // (fuzz/finding_minimizer.h).
 #pragma once
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "core/status.h"
 

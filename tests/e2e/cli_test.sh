@@ -59,8 +59,8 @@ case $CASE in
     ;;
   run_unsupported_or_bad_inject)
     expect 2 "$P" run "$EX/dp4_zero2.json" --inject no.such.fault; has "faults"
-    derive dp4_zero2.json "$TMP/ck.json" 's/"save_at": 0/"save_at": 1/'
-    expect 2 "$P" run "$TMP/ck.json"; has "checkpoint.save_at=1"
+    derive dp4_zero2.json "$TMP/nccl.json" 's/"backend": "local"/"backend": "nccl"/'
+    expect 2 "$P" run "$TMP/nccl.json"; has "backend=nccl"
     ;;
   fault_zero_uneven_last_shard)
     expect 3 "$P" run "$EX/dp3_zero3_adamw.json" --inject zero.uneven_last_shard --report "$TMP/r.json"

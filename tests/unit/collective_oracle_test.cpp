@@ -2,10 +2,11 @@
 // collective / hang findings naming both ranks and both calls, with layout-independent
 // signatures; the after-the-fact log check is silent on clean runs and catches a rank whose
 // recorded call differs (op, numel) or is missing.
+#include "oracles/collective_oracle.h"
+
 #include <gtest/gtest.h>
 
 #include "comm/local_communicator.h"
-#include "oracles/collective_oracle.h"
 #include "tests/unit/oracle_test_util.h"
 
 namespace paradiff {
@@ -48,8 +49,8 @@ TEST(CollectiveOracle, MismatchOfTwoOpsNamesRanksAndCalls) {
   const Verdict v = EngineFailureVerdict(e, cfg);
   ExpectLocalized(v, /*needs_step=*/false);
   EXPECT_EQ(v.kind, VerdictKind::kCollective);
-  EXPECT_EQ(v.where.detail, "all_reduce~reduce_scatter");
-  EXPECT_EQ(v.Signature(), "collective.collective.-.-.collective.all_reduce~reduce_scatter");
+  EXPECT_EQ(v.where.detail, "all_reduce_vs_reduce_scatter");
+  EXPECT_EQ(v.Signature(), "collective.collective.-.-.collective.all_reduce_vs_reduce_scatter");
   EXPECT_NE(v.where.rank, v.where.other_rank);
   EXPECT_NE(v.message.find("all_reduce numel=6"), std::string::npos) << v.message;
   EXPECT_NE(v.message.find("reduce_scatter"), std::string::npos) << v.message;
@@ -63,12 +64,12 @@ TEST(CollectiveOracle, MismatchOfOneFieldNamesTheField) {
     c.AllReduce(t, ReduceOp::kSum);
   });
   const Verdict v = EngineFailureVerdict(e, SmallConfig(2, 0));
-  EXPECT_EQ(v.where.detail, "all_reduce:numel") << v.message;
+  EXPECT_EQ(v.where.detail, "all_reduce.numel") << v.message;
   const EngineOutcome d = Failing(testing::kTestTimeout, [](Communicator& c) {
     at::Tensor t = at::ones({4}, c.rank() == 0 ? at::kFloat : at::kDouble);
     c.AllReduce(t, ReduceOp::kSum);
   });
-  EXPECT_EQ(EngineFailureVerdict(d, SmallConfig(2, 0)).where.detail, "all_reduce:dtype");
+  EXPECT_EQ(EngineFailureVerdict(d, SmallConfig(2, 0)).where.detail, "all_reduce.dtype");
 }
 
 TEST(CollectiveOracle, HangNamesTheWaiterAndTheOtherRank) {
@@ -82,7 +83,7 @@ TEST(CollectiveOracle, HangNamesTheWaiterAndTheOtherRank) {
   EXPECT_EQ(v.kind, VerdictKind::kHang);
   EXPECT_EQ(v.where.rank, 0);
   EXPECT_EQ(v.where.other_rank, 1);
-  EXPECT_EQ(v.where.detail, "all_reduce~finished") << v.message;
+  EXPECT_EQ(v.where.detail, "all_reduce_vs_finished") << v.message;
 }
 
 TEST(CollectiveOracle, CrashIsNotACollectiveFinding) {
@@ -120,20 +121,22 @@ TEST(CollectiveOracle, LogCheckCatchesADisagreeingOrMissingCall) {
   EXPECT_EQ(v.where.rank, 0);
   EXPECT_EQ(v.where.other_rank, 1);
   const std::string op = Name(f.op);
-  EXPECT_TRUE(v.where.detail == op + ":numel" || v.where.detail == op + ":counts") << v.where.detail;
+  EXPECT_TRUE(v.where.detail == op + ".numel" || v.where.detail == op + ".counts")
+      << v.where.detail;
 
   EngineOutcome other = clean;
-  other.obs.ranks[0].collectives[3].op =
-      clean.obs.ranks[0].collectives[3].op == CollOp::kBarrier ? CollOp::kAllReduce : CollOp::kBarrier;
+  other.obs.ranks[0].collectives[3].op = clean.obs.ranks[0].collectives[3].op == CollOp::kBarrier
+                                             ? CollOp::kAllReduce
+                                             : CollOp::kBarrier;
   v = CheckCollectiveLogs(c, other.obs);
   EXPECT_EQ(v.kind, VerdictKind::kCollective);
-  EXPECT_NE(v.where.detail.find('~'), std::string::npos) << v.where.detail;
+  EXPECT_NE(v.where.detail.find("_vs_"), std::string::npos) << v.where.detail;
 
   EngineOutcome missing = clean;
   missing.obs.ranks[1].collectives.pop_back();
   v = CheckCollectiveLogs(c, missing.obs);
   EXPECT_EQ(v.kind, VerdictKind::kCollective);
-  EXPECT_EQ(v.where.detail.substr(v.where.detail.find('~')), "~missing") << v.where.detail;
+  EXPECT_EQ(v.where.detail.substr(v.where.detail.find("_vs_")), "_vs_missing") << v.where.detail;
 }
 
 }  // namespace

@@ -1,11 +1,12 @@
 // Self-test of the determinism oracle: silent when the engine is deterministic; catches a second
 // run that differs by one ulp in one element (localized to that quantity), a second run that
 // fails, and a second run whose collective log differs. Not in the default set.
+#include "oracles/determinism_oracle.h"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
 
-#include "oracles/determinism_oracle.h"
 #include "oracles/oracle_registry.h"
 #include "tests/unit/oracle_test_util.h"
 
@@ -56,7 +57,8 @@ TEST(DeterminismOracle, CatchesOneUlpInTheSecondRun) {
   EXPECT_EQ(r.verdict.where.tensor, tensor);
   EXPECT_EQ(r.verdict.where.index, offset);
   EXPECT_DOUBLE_EQ(r.verdict.where.error, 1.0);
-  EXPECT_EQ(r.verdict.Signature().rfind("mismatch.determinism.exp_avg.", 0), 0u) << r.verdict.Signature();
+  EXPECT_EQ(r.verdict.Signature().rfind("mismatch.determinism.exp_avg.", 0), 0u)
+      << r.verdict.Signature();
 }
 
 TEST(DeterminismOracle, CatchesAFailingOrDifferentlyCommunicatingSecondRun) {

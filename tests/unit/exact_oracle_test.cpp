@@ -2,9 +2,10 @@
 // the measured exact regime (Note [Exact regime]) and is silent there over dp x ZeRO stage x
 // accumulation; it catches a gradient or parameter one ulp off, which the numeric oracle's
 // tolerance cannot see; it is skipped outside its preconditions and where the arithmetic rounds.
+#include "oracles/exact_oracle.h"
+
 #include <gtest/gtest.h>
 
-#include "oracles/exact_oracle.h"
 #include "tests/unit/oracle_test_util.h"
 
 namespace paradiff {

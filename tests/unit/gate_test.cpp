@@ -2,16 +2,16 @@
 // known signatures into "known" (the gate passes), a pass where a finding was expected always
 // fails; baselines load from a list or from a previous gate's JSON; the JUnit XML, JSON and HTML
 // outputs carry every case, and the HTML is self-contained with its plots.
+#include "fuzz/gate.h"
+
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
-#include <unistd.h>
-
 #include "core/config_json.h"
-#include "fuzz/gate.h"
 #include "tests/unit/engine_test_util.h"
 #include "tools/gate_output.h"
 
@@ -125,8 +125,11 @@ TEST_F(GateTest, OutputsCarryEveryCase) {
   Write("suite/bug.json", WriteConfig(Uneven()));
   const GateResult r = Run();
   const std::string xml = GateJunitXml(r);
-  EXPECT_NE(xml.find("<testsuites name=\"paradiff gate\" tests=\"2\" failures=\"1\""), std::string::npos) << xml;
-  EXPECT_NE(xml.find("<testcase classname=\"paradiff.gate.suite\" name=\"bug.json\""), std::string::npos);
+  EXPECT_NE(xml.find("<testsuites name=\"paradiff gate\" tests=\"2\" failures=\"1\""),
+            std::string::npos)
+      << xml;
+  EXPECT_NE(xml.find("<testcase classname=\"paradiff.gate.suite\" name=\"bug.json\""),
+            std::string::npos);
   EXPECT_NE(xml.find("<failure message=\"expected pass, got invariant.tiling.grad.norm.gradient\""),
             std::string::npos);
   const std::string html = GateHtml(r, opts_);

@@ -2,9 +2,10 @@
 // dp x ZeRO stage x alignment x precision x optimizer; an inflated category, a peak above its
 // bound and a category that grows from one step to the next (a leak) are caught, naming the rank,
 // the category and both byte counts.
+#include "oracles/memory_oracle.h"
+
 #include <gtest/gtest.h>
 
-#include "oracles/memory_oracle.h"
 #include "tests/unit/oracle_test_util.h"
 
 namespace paradiff {
@@ -28,7 +29,8 @@ TEST(MemoryOracle, ExpectationMatchesCleanRunsAcrossLayouts) {
         c.precision.master_weights = (i % 8 == 1);
       }
       const Verdict v = CheckMemory(c, RunClean(c).obs);
-      EXPECT_EQ(v.kind, VerdictKind::kPass) << "dp " << dp << " stage " << stage << ": " << v.message;
+      EXPECT_EQ(v.kind, VerdictKind::kPass)
+          << "dp " << dp << " stage " << stage << ": " << v.message;
     }
   }
 }

@@ -2,9 +2,10 @@
 // (ZeRO stage); clean runs satisfy every relation; a stage-0 variant that differs by one ulp, two
 // splits of one batch that differ by 1e-3 (a bug the reference would share) and a failing
 // variant are caught; a relation without a valid variant is skipped. Not in the default set.
+#include "oracles/metamorphic_oracle.h"
+
 #include <gtest/gtest.h>
 
-#include "oracles/metamorphic_oracle.h"
 #include "oracles/oracle_registry.h"
 #include "tests/unit/oracle_test_util.h"
 
@@ -60,7 +61,9 @@ TEST(MetamorphicOracle, CleanRunsSatisfyEveryRelation) {
 TEST(MetamorphicOracle, CatchesAStageVariantOneUlpOff) {
   Config c = SmallConfig(3, 2);
   auto stage0 = [](const Config& x) { return x.zero.stage == 0; };
-  auto plant = [](EngineOutcome& e) { NudgeOneUlp(*FindPiece(e, 0, 1, "param", "head.ln_f.bias"), 1); };
+  auto plant = [](EngineOutcome& e) {
+    NudgeOneUlp(*FindPiece(e, 0, 1, "param", "head.ln_f.bias"), 1);
+  };
   const CheckResult r = testing::CheckWith(c, {"metamorphic"}, PlantWhere(stage0, plant));
   ExpectLocalized(r.verdict);
   EXPECT_EQ(r.verdict.oracle, "metamorphic");
@@ -68,6 +71,18 @@ TEST(MetamorphicOracle, CatchesAStageVariantOneUlpOff) {
   EXPECT_EQ(r.verdict.where.step, 1);
   EXPECT_EQ(r.verdict.where.tensor, "head.ln_f.bias");
   EXPECT_EQ(r.verdict.where.index, 1);
+}
+
+TEST(MetamorphicOracle, CatchesAZooBugWithoutTheReference) {
+  // gas.overwrite_grad lives in ZeRO-2's accumulation only: stage 2 and stage 0 disagree.
+  Config c = SmallConfig(2, 2);
+  c.batch.accumulation_steps = 3;
+  c.faults = {"gas.overwrite_grad"};
+  const CheckResult r = testing::CheckWith(c, {"metamorphic"});
+  ExpectLocalized(r.verdict);
+  EXPECT_EQ(r.verdict.where.detail, "zero_stage");
+  EXPECT_EQ(r.verdict.where.step, 0);
+  EXPECT_EQ(r.verdict.where.tensor_kind, "grad");
 }
 
 TEST(MetamorphicOracle, CatchesASplitThatDisagreesBeyondBothBounds) {

@@ -1,11 +1,12 @@
 // The minimizer: a switch-triggered finding shrinks to a 1-minimal config with the same signature
 // (no candidate of ShrinkCandidates keeps it), a passing config is left alone, the budget stops
 // the search early, and steps are described field by field.
+#include "fuzz/minimizer.h"
+
 #include <gtest/gtest.h>
 
 #include "core/budget.h"
 #include "fuzz/config_domain.h"
-#include "fuzz/minimizer.h"
 #include "kernels/engine.h"
 #include "oracles/check.h"
 #include "tests/unit/engine_test_util.h"
@@ -27,7 +28,8 @@ void ExpectOneMinimal(const Config& c, const std::string& sig, ReferenceCache& c
   for (const Config& cand : ShrinkCandidates(c)) {
     if (!CheckConfig(cand, ResourceBudget{}).ok() || !EngineSupports(cand).ok()) continue;
     ++checked;
-    EXPECT_NE(SignatureOf(cand, cache), sig) << "a further shrink keeps the signature:\n" << DescribeChange(c, cand);
+    EXPECT_NE(SignatureOf(cand, cache), sig) << "a further shrink keeps the signature:\n"
+                                             << DescribeChange(c, cand);
   }
   EXPECT_GT(checked, 0);
 }
@@ -48,7 +50,8 @@ void ExpectMinimized(const Config& start, const std::string& what) {
   EXPECT_EQ(r.minimized.faults, start.faults);
   EXPECT_TRUE(CheckConfig(r.minimized, ResourceBudget{}).ok());
   EXPECT_EQ(SignatureOf(r.minimized, cache), r.signature);
-  EXPECT_LT(r.minimized.model.layers * r.minimized.model.hidden, start.model.layers * start.model.hidden);
+  EXPECT_LT(r.minimized.model.layers * r.minimized.model.hidden,
+            start.model.layers * start.model.hidden);
   ExpectOneMinimal(r.minimized, r.signature, cache);
 }
 

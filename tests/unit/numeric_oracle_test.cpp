@@ -2,9 +2,10 @@
 // (attributed to the reduction, detail "scale"), a reported gradient norm that does not match the
 // reported gradients (reduction, detail "consistency"), a gradient that is wrong in one element
 // (gradient phase) and a parameter that is wrong after the update (optimizer phase).
+#include "oracles/numeric_oracle.h"
+
 #include <gtest/gtest.h>
 
-#include "oracles/numeric_oracle.h"
 #include "tests/unit/oracle_test_util.h"
 
 namespace paradiff {

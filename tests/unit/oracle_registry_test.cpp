@@ -2,9 +2,10 @@
 // unknown names are errors naming the known ones, CheckRun applies exactly the selected oracles,
 // stops at the first finding, and reports what each said. Localization: findings of planted bugs
 // keep their signature across seeds and sizes (Note [Localization] in oracles/oracle.h).
+#include "oracles/oracle_registry.h"
+
 #include <gtest/gtest.h>
 
-#include "oracles/oracle_registry.h"
 #include "oracles/report.h"
 #include "tests/unit/oracle_test_util.h"
 
@@ -16,8 +17,9 @@ using testing::NudgeOneUlp;
 using testing::SmallConfig;
 
 TEST(OracleRegistry, NamesAndSets) {
-  const std::vector<std::string> all = {"validation", "collective", "tiling",      "replica",    "memory",
-                                        "numeric",    "exact",      "determinism", "metamorphic"};
+  const std::vector<std::string> all = {"validation", "collective",  "tiling",
+                                        "replica",    "memory",      "numeric",
+                                        "exact",      "determinism", "metamorphic"};
   EXPECT_EQ(AllOracleNames(), all);
   const std::vector<std::string> def = {"validation", "collective", "tiling", "replica",
                                         "memory",     "numeric",    "exact"};

@@ -1,15 +1,15 @@
 // Replay: paths expand to configs with their expectations (config files, directories, finding
 // dirs, work dirs), and each config lands in the right class: same, different, fails, pass,
 // invalid.
+#include "fuzz/replay.h"
+
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 
-#include <unistd.h>
-
 #include "core/config_json.h"
-#include "fuzz/replay.h"
 #include "tests/unit/engine_test_util.h"
 
 namespace paradiff {
@@ -113,7 +113,8 @@ TEST_F(ReplayTest, DirectoriesFindingDirsAndWorkDirs) {
   const fs::path finding = dir_ / "work/findings/mismatch.numeric.grad.embedding.gradient";
   Write(finding / "config.json", WriteConfig(Gas()));
   Write(finding / "minimized.json", WriteConfig(Gas()));
-  Write(finding / "meta.json", "{\"signature\": \"mismatch.numeric.grad.embedding.gradient\", \"count\": 1}");
+  Write(finding / "meta.json",
+        "{\"signature\": \"mismatch.numeric.grad.embedding.gradient\", \"count\": 1}");
   Write(dir_ / "work/stats.json", "{}");
   for (const fs::path& p : {finding, dir_ / "work", dir_ / "work/findings"}) {
     items = CollectReplayItems({p.string()});

@@ -1,11 +1,12 @@
 // Self-test of the replica oracle: silent on clean runs (replicated parameters, gradients and
 // optimizer state across dp); catches one element of one rank's replica off by one ulp, in any
 // replicated kind, and names both ranks; NaN on both holders is agreement.
+#include "oracles/replica_oracle.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-#include "oracles/replica_oracle.h"
 #include "tests/unit/oracle_test_util.h"
 
 namespace paradiff {
@@ -30,7 +31,8 @@ TEST(ReplicaOracle, CatchesOneUlpInOneRanksReplica) {
     int64_t stage;
     const char* kind;
   };
-  for (const Case& k : {Case{0, "param"}, Case{1, "grad"}, Case{0, "exp_avg_sq"}, Case{2, "param"}}) {
+  for (const Case& k :
+       {Case{0, "param"}, Case{1, "grad"}, Case{0, "exp_avg_sq"}, Case{2, "param"}}) {
     Config c = SmallConfig(3, k.stage);
     EngineOutcome e = RunClean(c);
     TensorPiece* p = FindPiece(e, 2, 1, k.kind);
@@ -68,7 +70,8 @@ TEST(ReplicaOracle, CaughtThroughCheckRunBeforeTheNumericOracle) {
   };
   const CheckResult r = testing::CheckWith(c, {"default"}, corrupt);
   EXPECT_EQ(r.verdict.oracle, "replica") << r.verdict.message;
-  EXPECT_EQ(r.verdict.Signature().rfind("invariant.replica.param.", 0), 0u) << r.verdict.Signature();
+  EXPECT_EQ(r.verdict.Signature().rfind("invariant.replica.param.", 0), 0u)
+      << r.verdict.Signature();
 }
 
 }  // namespace

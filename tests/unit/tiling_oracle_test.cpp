@@ -1,9 +1,10 @@
 // Self-test of the tiling oracle: silent on clean runs of every ZeRO stage (uneven shards and
 // alignment padding included); catches a dropped piece (gap), a piece outside its tensor, a piece
 // reported twice where the state is partitioned (overlap), and a missing step.
+#include "oracles/tiling_oracle.h"
+
 #include <gtest/gtest.h>
 
-#include "oracles/tiling_oracle.h"
 #include "tests/unit/oracle_test_util.h"
 
 namespace paradiff {
@@ -36,7 +37,8 @@ TEST(TilingOracle, SilentOnCleanRunsOfEveryStage) {
       Config c = SmallConfig(dp, stage);
       c.zero.align_elems = dp == 4 ? 8 : 1;
       const Verdict v = CheckTiling(c, RunClean(c).obs);
-      EXPECT_EQ(v.kind, VerdictKind::kPass) << "dp " << dp << " stage " << stage << ": " << v.message;
+      EXPECT_EQ(v.kind, VerdictKind::kPass)
+          << "dp " << dp << " stage " << stage << ": " << v.message;
     }
   }
 }

@@ -2,11 +2,12 @@
 // support) is refused by CheckRun before any rank starts, with the validator's message and no
 // finding; a valid, supported config the engine refuses is a rejected-valid finding naming the
 // field; an ordinary crash stays a crash.
+#include "oracles/validation_oracle.h"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
 
-#include "oracles/validation_oracle.h"
 #include "tests/unit/oracle_test_util.h"
 
 namespace paradiff {
