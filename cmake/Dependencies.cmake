@@ -14,17 +14,13 @@ else()
   message(STATUS "paradiff: MPI not found; the mpi backend is not built")
 endif()
 
-include(CheckLanguage)
-check_language(CUDA)
-if(CMAKE_CUDA_COMPILER)
-  message(STATUS "paradiff: CUDA compiler found at ${CMAKE_CUDA_COMPILER}; CUDA parts are optional (later issue)")
-else()
-  message(STATUS "paradiff: no CUDA compiler; CUDA / NCCL parts are not built")
-endif()
-
 # Torch's own flags (the C++11 ABI define) go on an interface target that every torch user links.
 add_library(paradiff_torch INTERFACE)
 target_link_libraries(paradiff_torch INTERFACE ${TORCH_LIBRARIES})
 target_include_directories(paradiff_torch SYSTEM INTERFACE ${TORCH_INCLUDE_DIRS})
 separate_arguments(_torch_flags UNIX_COMMAND "${TORCH_CXX_FLAGS}")
 target_compile_options(paradiff_torch INTERFACE ${_torch_flags})
+
+# CUDA kernels and the nccl backend, each only where its toolchain is found (after MPI: the nccl
+# backend is bootstrapped through it).
+include(${CMAKE_CURRENT_LIST_DIR}/Cuda.cmake)

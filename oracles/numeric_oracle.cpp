@@ -168,8 +168,8 @@ NumericResult CheckNumerics(const Config& cfg, const Assembly& dist, const RefPa
       }
       for (const auto& [kind, a] : acc) rms[kind] = a.second > 0 ? std::sqrt(a.first / a.second) : 0;
     }
-    const bool no_master = cfg.precision.param != DType::kFp32 && !cfg.precision.master_weights;
-    auto tol = [&](const std::string& q) { return LookupTolerance(q, ToleranceDType(cfg), s, no_master); };
+    const ToleranceContext ctx = MakeToleranceContext(cfg, s);
+    auto tol = [&](const std::string& q) { return LookupTolerance(q, ToleranceDType(cfg), ctx); };
     Tolerance loss_tol = tol("loss"), norm_tol = tol("grad_norm");
     loss_tol.floor *= static_cast<double>(s + 1);
     norm_tol.floor *= static_cast<double>(s + 1);

@@ -19,8 +19,18 @@ constexpr Tolerance kNormConsistency{0.0, 1e-8};
 
 }  // namespace
 
-Tolerance LookupTolerance(const std::string& quantity, DType dtype, int64_t step,
-                          bool low_precision_params_without_master) {
+ToleranceContext MakeToleranceContext(const Config& cfg, int64_t step) {
+  ToleranceContext ctx;
+  ctx.step = step;
+  ctx.low_precision_params_without_master =
+      cfg.precision.param != DType::kFp32 && !cfg.precision.master_weights;
+  ctx.low_precision_tensor_parallel = cfg.parallel.tp > 1 && cfg.precision.compute != DType::kFp32;
+  return ctx;
+}
+
+Tolerance LookupTolerance(const std::string& quantity, DType dtype, const ToleranceContext& ctx) {
+  const int64_t step = ctx.step;
+  const bool low_precision_params_without_master = ctx.low_precision_params_without_master;
   if (quantity == "grad_norm_consistency") return kNormConsistency;
   Tolerance t = dtype == DType::kBf16 ? kBf16 : dtype == DType::kFp16 ? kFp16
                 : dtype == DType::kFp64 ? kFp64 : kFp32;
@@ -38,6 +48,12 @@ Tolerance LookupTolerance(const std::string& quantity, DType dtype, int64_t step
     // roundings, which the reference twin's own error does not track (factor x4).
     if (quantity == "param") t.floor *= 2;
     if (step > 0) t.factor *= 4;
+  }
+  if (ctx.low_precision_tensor_parallel) {
+    // Row-parallel outputs are partial sums added across the tp group in the 16-bit compute dtype
+    // (as Megatron does): one rounding per output more than the single-device twin has, which its
+    // own error cannot show (factor x2).
+    t.factor *= 2;
   }
   return t;
 }

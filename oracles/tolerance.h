@@ -27,9 +27,15 @@ inline constexpr double kDiscreteBound = 0.5;
 // `quantity`: loss, grad_norm, grad, param, master, momentum, exp_avg, exp_avg_sq, and
 // grad_norm_consistency (the engine's reported norm vs the norm of its own reported gradients).
 // `dtype`: the dtype the quantity is stored / accumulated in for this config.
-// `step` is 0-based; `low_precision_params_without_master` as the config says.
-Tolerance LookupTolerance(const std::string& quantity, DType dtype, int64_t step = 0,
-                          bool low_precision_params_without_master = false);
+// What of the config, beyond the dtype, widens a bound.
+struct ToleranceContext {
+  int64_t step = 0;                                  // 0-based
+  bool low_precision_params_without_master = false;  // param bf16 / fp16, master_weights off
+  bool low_precision_tensor_parallel = false;        // tp > 1 with a bf16 / fp16 compute dtype
+};
+Tolerance LookupTolerance(const std::string& quantity, DType dtype,
+                          const ToleranceContext& ctx = ToleranceContext{});
+ToleranceContext MakeToleranceContext(const Config& cfg, int64_t step);
 
 // The dtype whose rounding bounds a quantity of `cfg`: the coarsest of its precision settings.
 DType ToleranceDType(const Config& cfg);

@@ -21,6 +21,8 @@ const std::vector<Subcommand>& Subcommands() {
       {"ckpt", "paradiff ckpt save CONFIG DIR | inspect DIR | consolidate DIR OUT",
        "sharded checkpoints: save a run, verify and print a manifest, write one unsharded fp32 state",
        CmdCkpt},
+      {"zoo", "paradiff zoo list | zoo run [--budget 60s] [--jobs N] [--seed S] [--json FILE]",
+       "the bug zoo: list the fault switches, or prove each is found by a campaign", CmdZoo},
       {"worker", "paradiff worker", "internal: the campaign's worker process (tasks on stdin)",
        CmdWorker},
 #ifdef PARADIFF_HAVE_MPI
@@ -94,6 +96,17 @@ po::options_description Options(const std::string& sub, Args& a) {
        "after fuzzing, minimize each new finding for at most this long (0 = do not minimize)");
   if (sub == "report")
     d.add_options()("html", po::value<std::string>(&a.html), "write the HTML report here (required)");
+  if (sub == "zoo") {
+    d.add_options()
+      ("workdir", po::value<std::string>(&a.workdir)->default_value("work/zoo"), "one campaign work dir per switch goes here")
+      ("budget", po::value<std::string>(&a.budget)->default_value("60s"), "time budget per switch (and for the clean run)")
+      ("jobs", po::value<int>(&a.jobs)->default_value(2), "worker processes per campaign")
+      ("seed", po::value<uint64_t>(&a.seed)->default_value(1), "campaign seed")
+      ("corpus", po::value<std::string>(&a.corpus)->default_value("corpus/seed"), "seed corpus")
+      ("json", po::value<std::string>(&a.json), "write the table as JSON here")
+      ("stop-on-first", po::bool_switch(&a.stop_on_first), "end each switch's campaign at its first finding")
+      ("only", po::value<std::vector<std::string>>(&a.inject)->composing(), "run only this switch (repeatable)");
+  }
   if (sub == "campaign") {
     d.add_options()
       ("workdir", po::value<std::string>(&a.workdir), "work dir: findings/, corpus/, stats.json (resumed if present)")

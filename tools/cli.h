@@ -68,6 +68,7 @@ int CmdRun(const Args& args);
 int CmdCampaign(const Args& args);
 int CmdWorker(const Args& args);
 int CmdCkpt(const Args& args);
+int CmdZoo(const Args& args);
 int CmdRank(const Args& args);  // built with MPI only (PARADIFF_HAVE_MPI)
 int CmdMinimize(const Args& args);
 int CmdReplay(const Args& args);

@@ -1,0 +1,59 @@
+// Argument checks and wire formats of the nccl backend (comm/nccl_communicator.h), kept apart from
+// the NCCL calls: no NCCL or CUDA header here. Part of paradiff_nccl.
+//
+// - Require* / Check*: throw std::invalid_argument "<op>: <rule>" before any communication.
+// - Wire fingerprints (Note [NCCL fingerprint check]): a Fingerprint as kWireWords int64 words,
+//   all-gathered before every collective. Strings travel as hashes (group) or dtype codes, so a
+//   fingerprint read back names the caller's own group when the hash matches and "<another
+//   group>" otherwise.
+// - Point-to-point header (Note [NCCL buffered send]): what Send tells Recv about the payload.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "comm/communicator.h"
+
+namespace paradiff {
+namespace nccl {
+
+[[noreturn]] void Invalid(CollOp op, const std::string& rule);
+// Contiguous, defined, CPU or CUDA (device index `device`).
+void RequireTensor(CollOp op, const char* what, const at::Tensor& t, int device);
+void RequireFlat(CollOp op, const char* what, const at::Tensor& t, int device);
+// A dtype NCCL reduces (float, double, BFloat16, Half, int64, int32, int8, uint8); avg: floating.
+void RequireReducible(CollOp op, const at::Tensor& t, ReduceOp r);
+void RequireSameDtype(CollOp op, const at::Tensor& in, const at::Tensor& out);
+// counts.size() == size, every count >= 0; returns the sum.
+int64_t CheckCounts(CollOp op, const std::vector<int64_t>& counts, int size);
+void CheckNumel(CollOp op, const char* what, const at::Tensor& t, int64_t want, const char* rule);
+void CheckPeer(CollOp op, const char* what, int peer, int rank, int size);
+void CheckRoot(CollOp op, int root, int size);
+
+// Stable over runs and processes (FNV-1a).
+uint64_t StringHash(const std::string& s);
+
+constexpr int kWireWords = 8;
+using WireFingerprint = std::array<int64_t, kWireWords>;
+// dtype_code: the tensor's at::ScalarType as an int, or -1 for calls without a tensor.
+WireFingerprint ToWire(const Fingerprint& fp, int dtype_code);
+Fingerprint FromWire(const int64_t* words, const std::string& own_group);
+// The first rank (1..size-1) whose call differs from rank 0's (Fingerprint::SameCall), or -1.
+// `all` holds size wire fingerprints back to back.
+int FirstDisagreement(const std::vector<int64_t>& all, int size);
+// The CollectiveMismatch every rank throws when FirstDisagreement found `odd`.
+CollectiveMismatch MismatchError(const std::vector<int64_t>& all, int odd,
+                                 const std::string& group);
+
+constexpr int kHeaderWords = 4;
+using PointHeader = std::array<int64_t, kHeaderWords>;  // seq, numel, dtype code, group hash
+PointHeader MakeHeader(const Fingerprint& send, const at::Tensor& t);
+// Throws CollectiveMismatch on the receiver when the header does not match what it receives.
+void CheckHeader(const PointHeader& header, const Fingerprint& recv, const at::Tensor& t, int src);
+
+}  // namespace nccl
+}  // namespace paradiff
