@@ -26,7 +26,7 @@ constexpr double kExactShare = 0.12;      // model.kind=exact_linear
 constexpr double kTpShare = 0.35;         // tp > 1 (times the exotic factor)
 constexpr double kPpShare = 0.35;         // pp > 1 (times the exotic factor)
 constexpr double kSpShare = 0.4;          // sp, given tp > 1 (times the exotic factor)
-constexpr double kCheckpointShare = 0.15;
+constexpr double kCheckpointShare = 0.3; 
 constexpr double kBackendShare = 0.04;
 constexpr double kUnevenDpShare = 0.85;  // nudge the model so dp does not divide its parameters
 constexpr int kMaxNudges = 16;
@@ -152,7 +152,13 @@ void DrawCheckpoint(Config& c, SeqRng& rng, double exotic) {
   k.save_at = rng.Range(1, c.steps - 1);
   k.reload.tp = rng.Chance(0.5) ? c.parallel.tp : 1;
   k.reload.pp = rng.Range(1, std::min(kMaxPp, c.model.layers));
-  k.reload.dp = rng.Range(1, 4);
+  // The global batch is kept across the reload: reload.dp must divide dp * accumulation_steps.
+  // Prefer a different dp (resharding is where the bugs are).
+  const int64_t micro_batches = c.parallel.dp * c.batch.accumulation_steps;
+  std::vector<int64_t> dps, others;
+  for (int64_t d = 1; d <= std::min<int64_t>(micro_batches, 8); ++d)
+    if (micro_batches % d == 0) (d == c.parallel.dp ? dps : others).push_back(d);
+  k.reload.dp = !others.empty() && rng.Chance(0.8) ? Pick(rng, others) : c.parallel.dp;
   k.reload.zero_stage = rng.Range(0, k.reload.pp > 1 ? 2 : 3);
 }
 
@@ -251,7 +257,7 @@ void DrawPrecision(Config& c, SeqRng& rng, double exotic) {
     p.compute = DType::kBf16;
     return;
   }
-  const DType low = r < 90 ? DType::kBf16 : DType::kFp16;
+  const DType low = r < 80 ? DType::kBf16 : DType::kFp16;
   p.param = p.compute = low;
   p.master_weights = rng.Chance(0.6);
   if (rng.Chance(0.3)) p.reduce = low;
@@ -259,7 +265,9 @@ void DrawPrecision(Config& c, SeqRng& rng, double exotic) {
   if (low == DType::kFp16 && rng.Chance(0.6 * exotic)) {
     LossScaleConfig& s = p.loss_scale;
     s.mode = rng.Chance(0.7) ? LossScaleMode::kDynamic : LossScaleMode::kStatic;
-    s.init = std::ldexp(1.0, static_cast<int>(rng.Range(4, 16)));
+    // Up to 2^22 so that some initial scales overflow fp16 gradients on purpose (in part of the
+    // model only, near 2^17..2^20), exercising the skip / backoff path.
+    s.init = std::ldexp(1.0, static_cast<int>(rng.Range(10, 22)));
     s.growth_interval = rng.Range(1, 4);
     s.hysteresis = rng.Range(1, 2);
   }

@@ -16,6 +16,8 @@
 //   and goes on; it passes them on to its -fork / -merge / -minimize_crash children):
 //     -paradiff_inject=NAME[,NAME...]  bug-zoo switches (core/fault_names.h) on in every config
 //     -paradiff_oracles=LIST           oracle selection (oracles/oracle_registry.h), default "default"
+//     -paradiff_explain=1              one line per input: why it was rejected, or the verdict and
+//                                      where the time went (to prune a merged corpus, to profile)
 //   The input's own "faults" list is replaced by the injected set: switches are a property of the
 //   run, so a byte-level mutation cannot plant a zoo bug into a clean run. Reports go where
 //   libFuzzer's -artifact_prefix puts artifacts (the working directory by default).
@@ -34,9 +36,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "core/atomic_file.h"
 #include "core/budget.h"
@@ -76,6 +82,7 @@ constexpr double kShrinkShare = 0.1;         // a ShrinkCandidates step instead 
 constexpr int kCrossOverAttempts = 8;
 constexpr const char* kInjectFlag = "-paradiff_inject=";
 constexpr const char* kOraclesFlag = "-paradiff_oracles=";
+constexpr const char* kExplainFlag = "-paradiff_explain=";
 constexpr const char* kArtifactPrefixFlag = "-artifact_prefix=";
 
 // Note [Fuzz target state].
@@ -83,6 +90,7 @@ struct TargetState {
   std::vector<std::string> inject;   // -paradiff_inject
   std::vector<std::string> oracles;  // -paradiff_oracles (resolved)
   std::string report_prefix;         // libFuzzer's -artifact_prefix
+  bool explain = false;              // -paradiff_explain=1
   ReferenceCache cache;
   DomainOptions domain;
 };
@@ -139,6 +147,13 @@ std::vector<std::string> SplitList(const std::string& s) {
   return out;
 }
 
+// All errors of `s` on one line.
+std::string OneLine(const Status& s) {
+  std::string out;
+  for (const auto& e : s.errors()) out += (out.empty() ? "" : "; ") + e.message;
+  return out;
+}
+
 // Letters, digits, '.', '_' and '-' only: the signature becomes part of a file name.
 std::string FileSafe(const std::string& s) {
   std::string out = s;
@@ -159,12 +174,33 @@ StatusOr<Config> InputConfig(const uint8_t* data, size_t size) {
   return c;
 }
 
-// Writes `c` into data[0, max_size): the stable pretty form when it fits, else the compact one.
-// Returns 0 when neither fits.
+// `doc` without the members equal to `defaults` (recursively; objects left empty go too).
+void DropDefaults(nlohmann::json& doc, const nlohmann::json& defaults) {
+  for (auto it = doc.begin(); it != doc.end();) {
+    const auto d = defaults.find(it.key());
+    if (d != defaults.end() && it->is_object() && d->is_object()) DropDefaults(*it, *d);
+    const bool drop = d != defaults.end() && (*it == *d || (it->is_object() && it->empty()));
+    it = drop ? doc.erase(it) : std::next(it);
+  }
+}
+
+// The sparse form: one line holding only the fields that differ from config.h's defaults (what
+// ParseConfig fills in for omitted keys). Its size shrinks as a config moves toward the defaults,
+// which is what -minimize_crash measures. Empty when it would not read back as `c`.
+std::string SparseText(const Config& c) {
+  nlohmann::json doc = ConfigToJson(c);
+  DropDefaults(doc, ConfigToJson(Config{}));
+  std::string text = doc.dump();
+  StatusOr<Config> back = ParseConfig(text);
+  return back.ok() && back.value() == c ? text : std::string();
+}
+
+// Writes `c` into data[0, max_size): the stable pretty form (WriteConfig) when it fits, else the
+// sparse form. Returns 0 when neither fits.
 size_t WriteInto(const Config& c, uint8_t* data, size_t max_size) {
   std::string text = WriteConfig(c);
-  if (text.size() > max_size) text = ConfigToJson(c).dump();
-  if (text.size() > max_size || text.empty()) return 0;
+  if (text.size() > max_size) text = SparseText(c);
+  if (text.empty() || text.size() > max_size) return 0;
   std::memcpy(data, text.data(), text.size());
   return text.size();
 }
@@ -175,14 +211,31 @@ size_t WriteGenerated(SeqRng& rng, uint8_t* data, size_t size, size_t max_size) 
   return n > 0 ? n : std::min(size, max_size);
 }
 
-Config Mutated(const Config& base, SeqRng& rng, bool want_smaller) {
-  if (want_smaller || rng.Chance(kShrinkShare)) {
-    std::vector<Config> smaller = ShrinkCandidates(base);
-    for (size_t tries = 0; tries < smaller.size() && !smaller.empty(); ++tries) {
-      Config c = smaller[rng.Below(smaller.size())];
-      c.faults = State().inject;
-      if (CheckFuzzable(c).ok()) return c;
-    }
+// ShrinkCandidates of `base` that are fuzzable, in an order drawn from `rng`.
+std::vector<Config> Smaller(const Config& base, SeqRng& rng) {
+  std::vector<Config> out;
+  for (Config& c : ShrinkCandidates(base)) {
+    c.faults = State().inject;
+    if (CheckFuzzable(c).ok()) out.push_back(std::move(c));
+  }
+  for (size_t i = out.size(); i > 1; --i) std::swap(out[i - 1], out[rng.Below(i)]);
+  return out;
+}
+
+// Under -minimize_crash libFuzzer asks for an input shorter than the crashing one (max_size <
+// size): the first fuzzable shrink step whose sparse form fits. None: the input cut to max_size,
+// which does not parse, so that attempt is simply rejected.
+size_t WriteSmaller(const Config& base, SeqRng& rng, uint8_t* data, size_t size, size_t max_size) {
+  for (const Config& c : Smaller(base, rng))
+    if (const size_t n = WriteInto(c, data, max_size); n > 0) return n;
+  return std::min(size, max_size);
+}
+
+// One step of the search: mostly MutateConfig, sometimes a shrink step.
+Config Mutated(const Config& base, SeqRng& rng) {
+  if (rng.Chance(kShrinkShare)) {
+    std::vector<Config> smaller = Smaller(base, rng);
+    if (!smaller.empty()) return smaller.front();
   }
   return MutateConfig(base, rng, State().domain);
 }
@@ -193,7 +246,7 @@ void ReportFinding(const Config& cfg, const CheckResult& res) {
   const std::string sig = v.Signature();
   const std::string path = st.report_prefix + "paradiff-finding-" + FileSafe(sig) + ".json";
   const Status w = WriteFileAtomic(path, ReportJson(cfg, res).dump(2) + "\n");
-  if (!w.ok()) std::fprintf(stderr, "ERROR: paradiff: could not write the report: %s\n", w.ToString().c_str());
+  if (!w.ok()) std::fprintf(stderr, "ERROR: paradiff: could not write the report: %s\n", OneLine(w).c_str());
   std::fprintf(stderr, "SUMMARY: paradiff: FINDING kind=%s sig=%s seed=%llu step=%lld phase=%s tensor=%s report=%s\n",
                Name(v.kind), sig.c_str(), static_cast<unsigned long long>(cfg.seed),
                static_cast<long long>(v.where.step), v.where.phase.c_str(), v.where.tensor.c_str(),
@@ -220,11 +273,13 @@ bool ParseFlags(int argc, char** argv) {
     } else if (arg.rfind(kOraclesFlag, 0) == 0) {
       auto names = ResolveOracleNames(SplitList(std::string(arg.substr(std::strlen(kOraclesFlag)))));
       if (!names.ok()) {
-        std::fprintf(stderr, "ERROR: paradiff: -paradiff_oracles: %s\n", names.status().ToString().c_str());
+        std::fprintf(stderr, "ERROR: paradiff: -paradiff_oracles: %s\n", OneLine(names.status()).c_str());
         ok = false;
       } else {
         st.oracles = names.value();
       }
+    } else if (arg.rfind(kExplainFlag, 0) == 0) {
+      st.explain = arg.substr(std::strlen(kExplainFlag)) != "0";
     } else if (arg.rfind(kArtifactPrefixFlag, 0) == 0) {
       st.report_prefix = std::string(arg.substr(std::strlen(kArtifactPrefixFlag)));
     }
@@ -256,14 +311,23 @@ extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace paradiff;  // NOLINT(build/namespaces): the C entry points
-  StatusOr<Config> cfg = InputConfig(data, size);
-  if (!cfg.ok() || !CheckFuzzable(cfg.value()).ok()) return -1;
   TargetState& st = State();
+  StatusOr<Config> cfg = InputConfig(data, size);
+  const Status fuzzable = cfg.ok() ? CheckFuzzable(cfg.value()) : cfg.status();
+  if (!fuzzable.ok()) {
+    if (st.explain) std::fprintf(stderr, "INFO: paradiff: REJECTED %s\n", OneLine(fuzzable).c_str());
+    return -1;
+  }
   CheckOptions opts;
   opts.timeout = kCollectiveTimeout;
   opts.cache = &st.cache;
   opts.oracles = st.oracles;
   const CheckResult res = CheckRun(cfg.value(), opts);
+  if (st.explain)
+    std::fprintf(stderr, "INFO: paradiff: %s world=%lld reference=%.3fs%s engine=%.3fs compare=%.3fs\n",
+                 res.rejected ? "REJECTED by the validation gate" : Name(res.verdict.kind),
+                 static_cast<long long>(cfg.value().parallel.world), res.timing.reference_s,
+                 res.reference_cached ? "(cached)" : "", res.timing.engine_s, res.timing.compare_s);
   if (res.rejected) return -1;
   if (IsFinding(res.verdict.kind)) {
     ReportFinding(cfg.value(), res);
@@ -279,8 +343,8 @@ extern "C" size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size, size_t max
   if (!want_smaller && rng.Chance(kByteMutationShare)) return LLVMFuzzerMutate(data, size, max_size);
   StatusOr<Config> cfg = InputConfig(data, size);
   if (!cfg.ok()) return WriteGenerated(rng, data, size, max_size);
-  // libFuzzer asks for a smaller input under -minimize_crash (max_size < size): shrink.
-  const size_t n = WriteInto(Mutated(cfg.value(), rng, want_smaller), data, max_size);
+  if (want_smaller) return WriteSmaller(cfg.value(), rng, data, size, max_size);
+  const size_t n = WriteInto(Mutated(cfg.value(), rng), data, max_size);
   return n > 0 ? n : WriteGenerated(rng, data, size, max_size);
 }
 

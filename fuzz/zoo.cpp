@@ -98,6 +98,7 @@ StatusOr<ZooReport> RunZoo(const ZooOptions& opts, std::ostream& log) {
     c.workdir = opts.workdir + "/" + name;
     std::filesystem::remove_all(c.workdir);
     c.budget_s = opts.budget_s;
+    c.runs = opts.runs;
     c.jobs = opts.jobs;
     c.seed = opts.seed;
     c.corpus_dir = opts.corpus_dir;

@@ -25,7 +25,8 @@ struct ZooSwitch {
 const std::vector<ZooSwitch>& ZooSwitches();
 
 struct ZooOptions {
-  double budget_s = 60;        // per switch (and for the clean campaign)
+  double budget_s = 60;        // per switch (and for the clean campaign); 0 with `runs`
+  int64_t runs = 0;            // executions per campaign instead of time (deterministic)
   int jobs = 2;
   uint64_t seed = 1;
   std::string corpus_dir = "corpus/seed";

@@ -426,12 +426,16 @@ void RankEngine::RunSteps(int64_t first, int64_t last, RankObservations& obs) {
     // produced; wrong exactly on steps where the scale changed, and it matters only with clipping.
     const double unscale_by = faults_.fp16_unscale_with_new_scale ? scaler_.scale() : old_scale;
     rs.grad_norm = rs.skipped ? INFINITY : norm_scaled / unscale_by;
-    if (old_scale != 1.0) grad_acc_.mul_(1.0 / old_scale);  // every replica, not just the owned shard
+    // Unscaling and clipping happen on an fp32 copy (as fp16 optimizers do): in a 16-bit
+    // accumulate dtype they would underflow.
+    at::Tensor grads32 = grad_acc_.to(at::kFloat);
+    if (old_scale != 1.0) grads32.mul_(1.0 / old_scale);
     if (stage_ <= 1) {
-      AddPieces(rs.pieces, "grad", grad_acc_, 0, 0, layout_.padded());
+      AddPieces(rs.pieces, "grad", grads32, 0, 0, layout_.padded());
     } else {
-      AddPieces(rs.pieces, "grad", grad_acc_, shard_begin_, shard_begin_, shard_begin_ + shard_size_);
+      AddPieces(rs.pieces, "grad", grads32, shard_begin_, shard_begin_, shard_begin_ + shard_size_);
     }
+    owned = grads32.narrow(0, shard_begin_ - acc_begin, shard_size_);
     if (!rs.skipped) {  // an overflow agreed by every rank changes nothing this step
       if (cfg_.clip_grad_norm > 0) {
         const double coef = cfg_.clip_grad_norm / (rs.grad_norm + kClipEps);

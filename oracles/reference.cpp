@@ -98,8 +98,11 @@ RefRun RunReference(const Config& cfg, bool truth, const std::vector<bool>* skip
     for (const auto& a : acc) sq += a.to(at::kDouble).pow(2).sum().item<double>();
     scaler.Update(overflow);
     rs.grad_norm = overflow ? INFINITY : std::sqrt(sq) / scale;
-    if (scale != 1.0)
-      for (auto& a : acc) a.mul_(1.0 / scale);
+    // Unscale (and below, clip) in the optimizer's dtype, never in a 16-bit accumulate dtype.
+    for (auto& a : acc) {
+      a = a.to(sdt);
+      if (scale != 1.0) a.mul_(1.0 / scale);
+    }
     double coef = 1.0;
     if (cfg.clip_grad_norm > 0) coef = std::min(1.0, cfg.clip_grad_norm / (rs.grad_norm + kClipEps));
     for (size_t i = 0; i < spec.params.size(); ++i) {

@@ -105,7 +105,10 @@ po::options_description Options(const std::string& sub, Args& a) {
       ("corpus", po::value<std::string>(&a.corpus)->default_value("corpus/seed"), "seed corpus")
       ("json", po::value<std::string>(&a.json), "write the table as JSON here")
       ("stop-on-first", po::bool_switch(&a.stop_on_first), "end each switch's campaign at its first finding")
-      ("only", po::value<std::vector<std::string>>(&a.inject)->composing(), "run only this switch (repeatable)");
+      ("only", po::value<std::vector<std::string>>(&a.inject)->composing(), "run only this switch (repeatable)")
+      ("runs", po::value<int64_t>(&a.runs), "executions per campaign instead of a time budget (deterministic)")
+      ("minimize-budget-s", po::value<double>(&a.minimize_budget_s)->default_value(10),
+       "seconds to minimize each finding (0 = off)");
   }
   if (sub == "campaign") {
     d.add_options()

@@ -37,8 +37,10 @@ int CmdZoo(const Args& a) {
     return kExitBadInput;
   }
   ZooOptions o;
-  o.budget_s = ParseDuration(a.budget);
-  if (o.budget_s <= 0) {
+  o.budget_s = a.runs > 0 ? 0 : ParseDuration(a.budget);
+  o.runs = a.runs;
+  o.minimize_budget_s = a.minimize_budget_s;
+  if (o.budget_s <= 0 && o.runs <= 0) {
     std::cerr << "ERROR: --budget=" << a.budget << ": expected a duration like 60s or 2m\n";
     return kExitBadInput;
   }
@@ -74,9 +76,9 @@ int CmdZoo(const Args& a) {
     }
   }
   const bool all = z.detection_rate == 1.0;
-  std::printf("SUMMARY: paradiff: zoo detected=%.0f%% median_time_to_detect=%.1fs false_positives=%lld budget=%.0fs seed=%llu\n",
+  std::printf("SUMMARY: paradiff: zoo detected=%.0f%% median_time_to_detect=%.1fs false_positives=%lld budget=%.0fs runs=%lld seed=%llu\n",
               100 * z.detection_rate, z.median_time_to_detect_s, static_cast<long long>(z.false_positives),
-              o.budget_s, static_cast<unsigned long long>(o.seed));
+              o.budget_s, static_cast<long long>(o.runs), static_cast<unsigned long long>(o.seed));
   return all && z.false_positives == 0 ? kExitPass : kExitFinding;
 }
 
