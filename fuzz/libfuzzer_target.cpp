@@ -2,12 +2,13 @@
 // form, checked in-process on the local backend by CheckRun.
 //
 // Contract with libFuzzer:
-// - LLVMFuzzerTestOneInput returns -1 (libFuzzer keeps the input out of the corpus) for input
-//   that is not a config (ParseConfig), an invalid one (CheckConfig), one this engine build does
-//   not run in-process (EngineSupports, backend != local) or one over the fuzz size budget
-//   (FuzzSizeBudget: every execution stays well under ~100 ms). A valid config is checked; a
-//   finding writes its JSON report, prints the SUMMARY line and calls abort(), so libFuzzer keeps
-//   the input as a crash artifact (crash-<sha1>) next to the report.
+// - LLVMFuzzerTestOneInput returns -1 (reject) for input that is not a config (ParseConfig), an
+//   invalid one (CheckConfig), one this engine build does not run in-process (EngineSupports,
+//   backend != local) or one over the fuzz size budget (FuzzSizeBudget). Note: the libFuzzer of
+//   clang 14 still adds a rejected input to the corpus when it covered new code (docs/FUZZING.md
+//   has the pruning recipe). A valid config is checked; a finding writes its JSON report, prints
+//   the SUMMARY line and calls abort(), so libFuzzer keeps the input as a crash artifact
+//   (crash-<sha1>) next to the report.
 // - LLVMFuzzerCustomMutator / LLVMFuzzerCustomCrossOver work on the config, not on bytes: they
 //   parse, mutate (fuzz/config_domain.h) and write the result with WriteConfig, so the corpus
 //   stays readable JSON. A small share of mutations are libFuzzer's byte-level ones
@@ -15,9 +16,9 @@
 // - Flags of our own, read from argv in LLVMFuzzerInitialize (libFuzzer warns "unrecognized flag"
 //   and goes on; it passes them on to its -fork / -merge / -minimize_crash children):
 //     -paradiff_inject=NAME[,NAME...]  bug-zoo switches (core/fault_names.h) on in every config
-//     -paradiff_oracles=LIST           oracle selection (oracles/oracle_registry.h), default "default"
-//     -paradiff_explain=1              one line per input: why it was rejected, or the verdict and
-//                                      where the time went (to prune a merged corpus, to profile)
+//     -paradiff_oracles=LIST           oracle selection (oracles/oracle_registry.h)
+//     -paradiff_explain=1              one line per input: why it was rejected, or the verdict
+//                                      and where the time went (to prune a corpus, to profile)
 //   The input's own "faults" list is replaced by the injected set: switches are a property of the
 //   run, so a byte-level mutation cannot plant a zoo bug into a clean run. Reports go where
 //   libFuzzer's -artifact_prefix puts artifacts (the working directory by default).
@@ -37,12 +38,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <iterator>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/atomic_file.h"
 #include "core/budget.h"
@@ -64,7 +64,8 @@ namespace paradiff {
 namespace {
 
 // The fuzz size budget: small enough that one execution (reference pair + engine + oracles)
-// stays under ~100 ms even under ASan. Bigger configs are the campaign's (`paradiff campaign`).
+// takes tens, at most a few hundred, milliseconds under ASan (docs/FUZZING.md, "Performance").
+// Bigger configs are the campaign's (`paradiff campaign`).
 struct FuzzSizeBudget {
   static constexpr int64_t kMaxWorld = 8;
   static constexpr int64_t kMaxLayers = 3;
@@ -102,8 +103,9 @@ TargetState& State() {
 
 void AddLimit(Status& s, const char* field, int64_t value, int64_t max) {
   if (value > max)
-    s.Add(field, std::string(field) + "=" + std::to_string(value) + " exceeds the fuzz target's limit of " +
-                     std::to_string(max) + " (FuzzSizeBudget)");
+    s.Add(field, std::string(field) + "=" + std::to_string(value) +
+                     " exceeds the fuzz target's limit of " + std::to_string(max) +
+                     " (FuzzSizeBudget)");
 }
 
 // What this target checks in-process: small configs on the local backend.
@@ -121,9 +123,22 @@ Status CheckFuzzSize(const Config& c) {
   const bool batch_sane = c.batch.micro_batch <= B::kMaxGlobalBatch &&
                           c.batch.accumulation_steps <= B::kMaxGlobalBatch &&
                           c.parallel.dp <= B::kMaxGlobalBatch;
-  AddLimit(s, "batch.global", batch_sane ? GlobalBatch(c) : B::kMaxGlobalBatch + 1, B::kMaxGlobalBatch);
+  AddLimit(s, "batch.global", batch_sane ? GlobalBatch(c) : B::kMaxGlobalBatch + 1,
+           B::kMaxGlobalBatch);
   if (c.backend != Backend::kLocal)
-    s.Add("backend", std::string("backend=") + Name(c.backend) + ": the fuzz target runs the local backend only");
+    s.Add("backend", std::string("backend=") + Name(c.backend) +
+                         ": the fuzz target runs the local backend only");
+  return s;
+}
+
+// The config, and the layout it reloads into after a checkpoint, both within the size budget.
+Status CheckFuzzSizeWithReload(const Config& c) {
+  Status s = CheckFuzzSize(c);
+  if (c.checkpoint.save_at > 0) {
+    const Status reload = CheckFuzzSize(ReloadPhaseConfig(c));
+    for (const auto& e : reload.errors())
+      s.Add("checkpoint.reload", "checkpoint.reload: " + e.message);
+  }
   return s;
 }
 
@@ -133,7 +148,7 @@ Status CheckFuzzable(const Config& c) {
   if (!s.ok()) return s;
   s = EngineSupports(c);
   if (!s.ok()) return s;
-  return CheckFuzzSize(c);
+  return CheckFuzzSizeWithReload(c);
 }
 
 std::vector<std::string> SplitList(const std::string& s) {
@@ -158,8 +173,8 @@ std::string OneLine(const Status& s) {
 std::string FileSafe(const std::string& s) {
   std::string out = s;
   for (char& ch : out) {
-    const bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-                    ch == '.' || ch == '_' || ch == '-';
+    const bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                    (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' || ch == '-';
     if (!ok) ch = '_';
   }
   return out;
@@ -246,8 +261,11 @@ void ReportFinding(const Config& cfg, const CheckResult& res) {
   const std::string sig = v.Signature();
   const std::string path = st.report_prefix + "paradiff-finding-" + FileSafe(sig) + ".json";
   const Status w = WriteFileAtomic(path, ReportJson(cfg, res).dump(2) + "\n");
-  if (!w.ok()) std::fprintf(stderr, "ERROR: paradiff: could not write the report: %s\n", OneLine(w).c_str());
-  std::fprintf(stderr, "SUMMARY: paradiff: FINDING kind=%s sig=%s seed=%llu step=%lld phase=%s tensor=%s report=%s\n",
+  if (!w.ok())
+    std::fprintf(stderr, "ERROR: paradiff: could not write the report: %s\n", OneLine(w).c_str());
+  std::fprintf(stderr,
+               "SUMMARY: paradiff: FINDING kind=%s sig=%s seed=%llu step=%lld phase=%s tensor=%s "
+               "report=%s\n",
                Name(v.kind), sig.c_str(), static_cast<unsigned long long>(cfg.seed),
                static_cast<long long>(v.where.step), v.where.phase.c_str(), v.where.tensor.c_str(),
                w.ok() ? path.c_str() : "-");
@@ -263,7 +281,9 @@ bool ParseFlags(int argc, char** argv) {
     if (arg.rfind(kInjectFlag, 0) == 0) {
       for (const std::string& name : SplitList(std::string(arg.substr(std::strlen(kInjectFlag))))) {
         if (!IsKnownFault(name)) {
-          std::fprintf(stderr, "ERROR: paradiff: -paradiff_inject: unknown fault switch '%s' (see core/fault_names.h)\n",
+          std::fprintf(stderr,
+                       "ERROR: paradiff: -paradiff_inject: unknown fault switch '%s' (see "
+                       "core/fault_names.h)\n",
                        name.c_str());
           ok = false;
         } else if (std::find(st.inject.begin(), st.inject.end(), name) == st.inject.end()) {
@@ -271,9 +291,11 @@ bool ParseFlags(int argc, char** argv) {
         }
       }
     } else if (arg.rfind(kOraclesFlag, 0) == 0) {
-      auto names = ResolveOracleNames(SplitList(std::string(arg.substr(std::strlen(kOraclesFlag)))));
+      auto names =
+          ResolveOracleNames(SplitList(std::string(arg.substr(std::strlen(kOraclesFlag)))));
       if (!names.ok()) {
-        std::fprintf(stderr, "ERROR: paradiff: -paradiff_oracles: %s\n", OneLine(names.status()).c_str());
+        std::fprintf(stderr, "ERROR: paradiff: -paradiff_oracles: %s\n",
+                     OneLine(names.status()).c_str());
         ok = false;
       } else {
         st.oracles = names.value();
@@ -292,7 +314,7 @@ bool ParseFlags(int argc, char** argv) {
 
 extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
   using namespace paradiff;  // NOLINT(build/namespaces): the C entry points
-  at::set_num_threads(1);  // ranks are threads: one intra-op thread each (TOOLCHAIN.md)
+  at::set_num_threads(1);    // ranks are threads: one intra-op thread each (TOOLCHAIN.md)
   if (!ParseFlags(*argc, *argv)) std::exit(2);  // bad flags are bad input (core/exit_codes.h)
   TargetState& st = State();
   st.domain.max_world = FuzzSizeBudget::kMaxWorld;
@@ -300,12 +322,15 @@ extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
   st.domain.max_hidden = FuzzSizeBudget::kMaxHidden;
   st.domain.max_steps = FuzzSizeBudget::kMaxSteps;
   st.domain.faults = st.inject;
-  st.domain.accept = [](const Config& c) { return EngineSupports(c).ok() && CheckFuzzSize(c).ok(); };
+  st.domain.accept = [](const Config& c) {
+    return EngineSupports(c).ok() && CheckFuzzSizeWithReload(c).ok();
+  };
   std::string inject;
   for (const std::string& f : st.inject) inject += (inject.empty() ? "" : ",") + f;
   std::fprintf(stderr, "INFO: paradiff_fuzz_target inject=%s oracles=%s reports=%s*.json\n",
                inject.empty() ? "-" : inject.c_str(), st.oracles.empty() ? "default" : "selected",
-               st.report_prefix.empty() ? "./paradiff-finding-" : (st.report_prefix + "paradiff-finding-").c_str());
+               st.report_prefix.empty() ? "./paradiff-finding-"
+                                        : (st.report_prefix + "paradiff-finding-").c_str());
   return 0;
 }
 
@@ -315,7 +340,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   StatusOr<Config> cfg = InputConfig(data, size);
   const Status fuzzable = cfg.ok() ? CheckFuzzable(cfg.value()) : cfg.status();
   if (!fuzzable.ok()) {
-    if (st.explain) std::fprintf(stderr, "INFO: paradiff: REJECTED %s\n", OneLine(fuzzable).c_str());
+    if (st.explain)
+      std::fprintf(stderr, "INFO: paradiff: REJECTED %s\n", OneLine(fuzzable).c_str());
     return -1;
   }
   CheckOptions opts;
@@ -324,7 +350,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   opts.oracles = st.oracles;
   const CheckResult res = CheckRun(cfg.value(), opts);
   if (st.explain)
-    std::fprintf(stderr, "INFO: paradiff: %s world=%lld reference=%.3fs%s engine=%.3fs compare=%.3fs\n",
+    std::fprintf(stderr,
+                 "INFO: paradiff: %s world=%lld reference=%.3fs%s engine=%.3fs compare=%.3fs\n",
                  res.rejected ? "REJECTED by the validation gate" : Name(res.verdict.kind),
                  static_cast<long long>(cfg.value().parallel.world), res.timing.reference_s,
                  res.reference_cached ? "(cached)" : "", res.timing.engine_s, res.timing.compare_s);
@@ -336,11 +363,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   return 0;
 }
 
-extern "C" size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size, size_t max_size, unsigned int seed) {
+extern "C" size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size, size_t max_size,
+                                          unsigned int seed) {
   using namespace paradiff;  // NOLINT(build/namespaces): the C entry points
   SeqRng rng(seed);
   const bool want_smaller = max_size < size;
-  if (!want_smaller && rng.Chance(kByteMutationShare)) return LLVMFuzzerMutate(data, size, max_size);
+  if (!want_smaller && rng.Chance(kByteMutationShare))
+    return LLVMFuzzerMutate(data, size, max_size);
   StatusOr<Config> cfg = InputConfig(data, size);
   if (!cfg.ok()) return WriteGenerated(rng, data, size, max_size);
   if (want_smaller) return WriteSmaller(cfg.value(), rng, data, size, max_size);
@@ -348,8 +377,9 @@ extern "C" size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size, size_t max
   return n > 0 ? n : WriteGenerated(rng, data, size, max_size);
 }
 
-extern "C" size_t LLVMFuzzerCustomCrossOver(const uint8_t* data1, size_t size1, const uint8_t* data2, size_t size2,
-                                            uint8_t* out, size_t max_out_size, unsigned int seed) {
+extern "C" size_t LLVMFuzzerCustomCrossOver(const uint8_t* data1, size_t size1,
+                                            const uint8_t* data2, size_t size2, uint8_t* out,
+                                            size_t max_out_size, unsigned int seed) {
   using namespace paradiff;  // NOLINT(build/namespaces): the C entry points
   SeqRng rng(seed);
   StatusOr<Config> a = InputConfig(data1, size1);

@@ -372,8 +372,23 @@ MemoryAccount RankEngine::Memory() const {
   return m;
 }
 
+double RankEngine::PaddingMaxAbs(const at::Tensor& buf, int64_t buf_begin) const {
+  at::Tensor pad = at::ones({buf.numel()}, at::kBool);
+  for (const auto& p : layout_.Pieces(buf_begin, buf_begin + buf.numel())) {
+    // Logical elements are data; a vocabulary shard's padded rows stay padding.
+    shards_[p.entry].ForEachLogicalRun(p.param_offset, p.count, [&](int64_t local, int64_t, int64_t n) {
+      pad.narrow(0, p.flat_offset - buf_begin + (local - p.param_offset), n).fill_(false);
+    });
+  }
+  at::Tensor v = buf.to(at::kDouble).abs().masked_select(pad);
+  return v.numel() == 0 ? 0.0 : v.max().item<double>();
+}
+
 void RankEngine::ReportState(RankStep& rs) const {
   const int64_t held_begin = stage_ == 3 ? shard_begin_ : 0;
+  rs.padding_max_abs = PaddingMaxAbs(params_, held_begin);
+  if (master_.defined()) rs.padding_max_abs = std::max(rs.padding_max_abs, PaddingMaxAbs(master_, shard_begin_));
+  for (const auto& slot : slots_) rs.padding_max_abs = std::max(rs.padding_max_abs, PaddingMaxAbs(slot, shard_begin_));
   AddPieces(rs.pieces, "param", params_, held_begin, held_begin, held_begin + params_.numel());
   if (master_.defined())
     AddPieces(rs.pieces, "master", master_, shard_begin_, shard_begin_, shard_begin_ + shard_size_);

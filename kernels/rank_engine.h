@@ -64,6 +64,8 @@ class RankEngine {
   void PipelineStep(int64_t step, RankStep& rs);
   // Adds the parameters, master weights and optimizer state this rank holds to `rs`.
   void ReportState(RankStep& rs) const;
+  // Largest |value| of the padding elements of a held buffer starting at flat index buf_begin.
+  double PaddingMaxAbs(const at::Tensor& buf, int64_t buf_begin) const;
   // The overflow decision every rank of the model agrees on (max over dp, tp and pp).
   bool AgreeOverflow(bool local);
   ParamMap Materialize(size_t unit, bool requires_grad);

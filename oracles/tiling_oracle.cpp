@@ -49,6 +49,23 @@ Verdict CheckTiling(const Config& cfg, const Observations& obs) {
   const ModelSpec spec = BuildModelSpec(cfg.model);
   const auto kinds = ExpectedKinds(cfg);
   for (int64_t step = 0; step < cfg.steps; ++step) {
+    // Padding (alignment, dp padding, padded vocabulary rows) is zero and never updated.
+    for (const auto& rank : obs.ranks) {
+      if (step >= static_cast<int64_t>(rank.steps.size()) || rank.steps[step].padding_max_abs == 0) continue;
+      Verdict v;
+      v.kind = VerdictKind::kInvariant;
+      v.oracle = "tiling";
+      v.where.step = step;
+      v.where.phase = "optimizer";
+      v.where.tensor_kind = "padding";
+      v.where.rank = rank.rank;
+      v.where.actual = rank.steps[step].padding_max_abs;
+      v.where.detail = "padding";
+      v.message = "rank " + std::to_string(rank.rank) + " holds non-zero padding after step " +
+                  std::to_string(step) + " (max |value| " + std::to_string(rank.steps[step].padding_max_abs) +
+                  "; padding must stay zero) (seed " + std::to_string(cfg.seed) + ")";
+      return v;
+    }
     std::map<std::string, at::Tensor> holders;  // "kind:tensor" -> int32 count per element
     for (const auto& ps : spec.params)
       for (const auto& k : kinds) holders[k + ":" + ps.name] = at::zeros({ps.numel()}, at::kInt);

@@ -121,3 +121,37 @@ TEST(TilingOracle, CaughtThroughCheckRunWithItsOwnSignature) {
 
 }  // namespace
 }  // namespace paradiff
+
+namespace paradiff {
+namespace {
+
+using testing::RunClean;
+using testing::SmallConfig;
+
+// Planted: one rank's padding (alignment or padded vocabulary rows) holds a non-zero value.
+TEST(TilingOracle, CatchesNonZeroPadding) {
+  Config c = SmallConfig(3, 1);
+  c.zero.align_elems = 8;
+  EngineOutcome e = RunClean(c);
+  ASSERT_EQ(CheckTiling(c, e.obs).kind, VerdictKind::kPass);
+  e.obs.ranks[2].steps[1].padding_max_abs = 1e-30;
+  const Verdict v = CheckTiling(c, e.obs);
+  EXPECT_EQ(v.kind, VerdictKind::kInvariant);
+  EXPECT_EQ(v.where.detail, "padding");
+  EXPECT_EQ(v.where.rank, 2);
+  EXPECT_EQ(v.where.step, 1);
+}
+
+// The vocabulary-padding bug lets padded rows train: their padding turns non-zero.
+TEST(TilingOracle, PaddedVocabularyRowsStayZeroOnlyWithTheMask) {
+  Config c = SmallConfig(1, 0);
+  c.parallel.tp = 2;
+  c.parallel.world = 2;
+  c.model.vocab = 61;  // padded to 64
+  EXPECT_EQ(CheckTiling(c, RunClean(c).obs).kind, VerdictKind::kPass);
+  c.faults = {"tp.vocab_padding_in_loss"};
+  EXPECT_EQ(CheckTiling(c, RunClean(c).obs).where.detail, "padding");
+}
+
+}  // namespace
+}  // namespace paradiff
