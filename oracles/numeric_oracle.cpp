@@ -134,6 +134,7 @@ NumericResult CheckNumerics(const Config& cfg, const Assembly& dist, const RefPa
   const ModelSpec spec = BuildModelSpec(cfg.model);
   const auto kinds = ExpectedKinds(cfg);
   std::map<std::string, at::Tensor> ill;  // per parameter: ill-conditioned elements so far
+  bool adam_flipped = false;  // an ill-conditioned element moved apart at an earlier step
   auto add = [&](Comparison c, int64_t step, const char* phase, const std::string& kind,
                  const std::string& tensor, const std::string& layer) {
     c.step = step;
@@ -168,7 +169,8 @@ NumericResult CheckNumerics(const Config& cfg, const Assembly& dist, const RefPa
       }
       for (const auto& [kind, a] : acc) rms[kind] = a.second > 0 ? std::sqrt(a.first / a.second) : 0;
     }
-    const ToleranceContext ctx = MakeToleranceContext(cfg, s);
+    ToleranceContext ctx = MakeToleranceContext(cfg, s);
+    ctx.adam_flipped_earlier = adam_flipped;
     auto tol = [&](const std::string& q) { return LookupTolerance(q, ToleranceDType(cfg), ctx); };
     Tolerance loss_tol = tol("loss"), norm_tol = tol("grad_norm");
     loss_tol.floor *= static_cast<double>(s + 1);
@@ -209,6 +211,8 @@ NumericResult CheckNumerics(const Config& cfg, const Assembly& dist, const RefPa
         add(c, s, "optimizer", kind, ps.name, Name(ps.layer));
       }
     }
+    if (adam)
+      for (const auto& [name, mask] : ill) adam_flipped = adam_flipped || mask.any().item<bool>();
   }
   for (const auto& c : out.comparisons) {
     if (c.ok()) continue;

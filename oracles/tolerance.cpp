@@ -49,6 +49,13 @@ Tolerance LookupTolerance(const std::string& quantity, DType dtype, const Tolera
     if (quantity == "param") t.floor *= 2;
     if (step > 0) t.factor *= 4;
   }
+  if (ctx.adam_flipped_earlier && step > 0) {
+    // Note [Adam sensitivity] (numeric_oracle.cpp): elements whose gradient was at noise level
+    // moved by about +-lr in opposite directions in the two runs at an earlier step; every later
+    // step starts from parameters that differ by that much, which the twin's rounding error does
+    // not track (factor x4).
+    t.factor *= 4;
+  }
   if (ctx.low_precision_tensor_parallel) {
     // Row-parallel outputs are partial sums added across the tp group in the 16-bit compute dtype
     // (as Megatron does): one rounding per output more than the single-device twin has, which its

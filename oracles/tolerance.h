@@ -32,6 +32,7 @@ struct ToleranceContext {
   int64_t step = 0;                                  // 0-based
   bool low_precision_params_without_master = false;  // param bf16 / fp16, master_weights off
   bool low_precision_tensor_parallel = false;        // tp > 1 with a bf16 / fp16 compute dtype
+  bool adam_flipped_earlier = false;                 // Adam moved ill-conditioned elements apart
 };
 Tolerance LookupTolerance(const std::string& quantity, DType dtype,
                           const ToleranceContext& ctx = ToleranceContext{});
