@@ -2,6 +2,8 @@
 // rank logs (Note [MPI watchdog]), then read what the job left behind into an EngineOutcome.
 #include "kernels/engine_mpi.h"
 
+#include "core/self_exe.h"
+
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -38,13 +40,6 @@ constexpr size_t kMpirunLogTail = 12;
 
 [[noreturn]] void EnvError(const std::string& what) {
   throw std::runtime_error("mpi executor: " + what);
-}
-
-std::string SelfExe() {
-  char buf[4096];
-  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) EnvError(std::string("readlink /proc/self/exe: ") + std::strerror(errno));
-  return std::string(buf, static_cast<size_t>(n));
 }
 
 std::string RankFile(const std::string& dir, int r, const char* ext) {
@@ -380,7 +375,7 @@ EngineOutcome RunEngineMpi(const Config& cfg, const MpiRunOptions& o) {
   if (::geteuid() == 0) args.push_back("--allow-run-as-root");
   for (const char* a : {"--oversubscribe", "--bind-to", "none"}) args.push_back(a);
   args.insert(args.end(), o.mpirun_args.begin(), o.mpirun_args.end());
-  for (const std::string& a : {std::string("-np"), std::to_string(world), o.exe.empty() ? SelfExe() : fs::absolute(o.exe).string(),
+  for (const std::string& a : {std::string("-np"), std::to_string(world), o.exe.empty() ? SelfExecutablePath() : fs::absolute(o.exe).string(),
                                std::string("rank"), config_path, std::string("--obs-dir"), dir})
     args.push_back(a);
   if (o.native_reduction) args.push_back("--native-reduction");

@@ -5,22 +5,13 @@
 #include <cstdio>
 #include <iostream>
 
+#include "core/self_exe.h"
 #include "core/exit_codes.h"
 #include "fuzz/campaign.h"
 #include "fuzz/worker.h"
 #include "tools/cli.h"
 
 namespace paradiff {
-
-namespace {
-
-std::string SelfExe() {
-  char buf[PATH_MAX];
-  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
-}
-
-}  // namespace
 
 int CmdWorker(const Args&) { return RunWorker(std::cin, std::cout); }
 
@@ -49,7 +40,7 @@ int CmdCampaign(const Args& a) {
   o.debug_crash_at = a.debug_crash_at;
   o.debug_hang_at = a.debug_hang_at;
   o.minimize_budget_s = a.minimize_budget_s;
-  o.exe = SelfExe();
+  o.exe = SelfExecutablePath();
   StatusOr<CampaignSummary> r = RunCampaign(o, std::cout);
   if (!r.ok()) {
     for (const auto& e : r.status().errors()) std::cerr << "ERROR: " << e.message << "\n";

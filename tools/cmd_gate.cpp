@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "core/self_exe.h"
 #include "core/atomic_file.h"
 #include "core/exit_codes.h"
 #include "fuzz/gate.h"
@@ -20,12 +21,6 @@ namespace paradiff {
 namespace {
 
 // The paradiff binary itself: the gate's campaign starts it as `paradiff worker`.
-std::string SelfExe() {
-  char buf[PATH_MAX];
-  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
-}
-
 bool Fail(const std::string& message) {
   std::cerr << "ERROR: " << message << "\n";
   return false;
@@ -47,7 +42,7 @@ bool BuildOptions(const Args& a, GateOptions& o) {
   o.campaign.workdir = a.workdir;
   o.campaign.seed = a.seed;
   o.campaign.jobs = a.jobs;
-  o.campaign.exe = SelfExe();
+  o.campaign.exe = SelfExecutablePath();
   o.campaign.minimize_budget_s = a.minimize_budget_s;
   if (!a.baseline.empty()) {
     StatusOr<std::set<std::string>> b = LoadBaseline(a.baseline);

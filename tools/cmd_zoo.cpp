@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "core/self_exe.h"
 #include "core/atomic_file.h"
 #include "core/exit_codes.h"
 #include "fuzz/zoo.h"
@@ -13,12 +14,6 @@
 namespace paradiff {
 
 namespace {
-
-std::string SelfExe() {
-  char buf[PATH_MAX];
-  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
-}
 
 int List() {
   for (const auto& s : ZooSwitches())
@@ -48,7 +43,7 @@ int CmdZoo(const Args& a) {
   o.seed = a.seed;
   o.corpus_dir = a.corpus;
   o.workdir = a.workdir;
-  o.exe = SelfExe();
+  o.exe = SelfExecutablePath();
   o.stop_on_first = a.stop_on_first;
   o.only = a.inject;
   StatusOr<ZooReport> r = RunZoo(o, std::cout);
