@@ -21,7 +21,7 @@ std::string Seconds(double s) {
 }
 
 std::string Attr(const char* name, const std::string& value) {
-  return std::string(" ") + name + "=\"" + XmlEscape(value) + "\"";
+  return std::string(" ") + name + "=\"" + svg::Escape(value) + "\"";
 }
 
 // Cases of one group, in the gate's order.
@@ -35,35 +35,6 @@ std::vector<const GateCase*> Group(const GateResult& r, const std::string& group
 constexpr const char* kGroups[] = {"suite", "regression", "campaign"};
 
 }  // namespace
-
-std::string XmlEscape(const std::string& text) {
-  std::string out;
-  out.reserve(text.size());
-  for (char ch : text) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (c < 0x20 && c != '\t' && c != '\n' && c != '\r') continue;
-    switch (ch) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&apos;";
-        break;
-      default:
-        out += ch;
-    }
-  }
-  return out;
-}
 
 std::string GateJunitXml(const GateResult& r) {
   std::string body;
@@ -82,12 +53,12 @@ std::string GateJunitXml(const GateResult& r) {
                ">\n";
       if (c->status == GateStatus::kFailed)
         tests += "      <failure" + Attr("message", "expected " + c->expected + ", got " + c->got) +
-                 Attr("type", c->got) + ">" + XmlEscape(c->message) + "</failure>\n";
+                 Attr("type", c->got) + ">" + svg::Escape(c->message) + "</failure>\n";
       else if (c->status != GateStatus::kPassed)
         tests += "      <skipped" + Attr("message", c->message) + "/>\n";
       tests +=
           "      <system-out>" +
-          XmlEscape("expected=" + c->expected + " got=" + c->got + " status=" + Name(c->status)) +
+          svg::Escape("expected=" + c->expected + " got=" + c->got + " status=" + Name(c->status)) +
           "</system-out>\n    </testcase>\n";
     }
     body += "  <testsuite" + Attr("name", std::string("paradiff.gate.") + group) +
@@ -110,12 +81,12 @@ std::string GateHtml(const GateResult& r, const GateOptions& opts) {
                      std::to_string(r.passed) + " passed, " + std::to_string(r.failed) +
                      " failed, " + std::to_string(r.known) + " known (baseline), " +
                      std::to_string(r.skipped) + " skipped, " + Seconds(r.seconds) +
-                     " s</p><p>suite <code>" + Escape(opts.suite_dir) + "</code>";
+                     " s</p><p>suite <code>" + svg::Escape(opts.suite_dir) + "</code>";
   if (!opts.regression_dir.empty())
-    body += ", regression corpus <code>" + Escape(opts.regression_dir) + "</code>";
+    body += ", regression corpus <code>" + svg::Escape(opts.regression_dir) + "</code>";
   body += ", baseline of " + std::to_string(opts.baseline.size()) + " signature(s)";
   if (r.campaign_ran)
-    body += ", campaign <code>" + Escape(r.campaign_workdir) + "</code> (seed " +
+    body += ", campaign <code>" + svg::Escape(r.campaign_workdir) + "</code> (seed " +
             std::to_string(opts.campaign.seed) + ", " + std::to_string(r.campaign.execs) +
             " execs)";
   body +=
@@ -133,17 +104,17 @@ std::string GateHtml(const GateResult& r, const GateOptions& opts) {
     const GateCase& c = r.cases[i];
     const std::string anchor = html::AnchorId(c.group + "-" + c.name);
     const bool has_report = c.report.is_object();
-    body += "<tr><td>" + Escape(c.group) + "</td><td>" +
-            (has_report ? "<a href=\"#" + Escape(anchor) + "\">" + Escape(c.name) + "</a>"
-                        : Escape(c.name)) +
+    body += "<tr><td>" + svg::Escape(c.group) + "</td><td>" +
+            (has_report ? "<a href=\"#" + svg::Escape(anchor) + "\">" + svg::Escape(c.name) + "</a>"
+                        : svg::Escape(c.name)) +
             "</td><td><span class=\"badge " + Name(c.status) + "\">" + Name(c.status) +
-            "</span></td><td>" + Escape(c.expected) + "</td><td>" + Escape(c.got) + "</td><td>" +
-            Seconds(c.seconds) + "</td><td class=\"msg\">" + Escape(c.message) + "</td></tr>";
+            "</span></td><td>" + svg::Escape(c.expected) + "</td><td>" + svg::Escape(c.got) + "</td><td>" +
+            Seconds(c.seconds) + "</td><td class=\"msg\">" + svg::Escape(c.message) + "</td></tr>";
     if (has_report)
       sections += html::ReportSection(c.report, anchor, c.group + ": " + c.name,
                                       "<p>gate status <b>" + std::string(Name(c.status)) +
-                                          "</b>, expected <code>" + Escape(c.expected) +
-                                          "</code>, file <code>" + Escape(c.path) + "</code></p>");
+                                          "</b>, expected <code>" + svg::Escape(c.expected) +
+                                          "</code>, file <code>" + svg::Escape(c.path) + "</code></p>");
   }
   body += "</table>" + sections;
   if (r.campaign_ran)

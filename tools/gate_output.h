@@ -14,7 +14,5 @@ namespace paradiff {
 std::string GateJunitXml(const GateResult& result);
 std::string GateHtml(const GateResult& result, const GateOptions& opts);
 
-// Escapes text for XML 1.0 and drops the control characters it cannot hold.
-std::string XmlEscape(const std::string& text);
 
 }  // namespace paradiff

@@ -124,6 +124,9 @@ std::string Escape(const std::string& text) {
   std::string out;
   out.reserve(text.size());
   for (char c : text) {
+    // XML 1.0 cannot hold these control characters (JUnit files, SVG): drop them.
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 && c != '\t' && c != '\n' && c != '\r') continue;
     switch (c) {
       case '&':
         out += "&amp;";
@@ -138,7 +141,7 @@ std::string Escape(const std::string& text) {
         out += "&quot;";
         break;
       case '\'':
-        out += "&#39;";
+        out += "&apos;";
         break;
       default:
         out += c;

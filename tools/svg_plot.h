@@ -48,7 +48,8 @@ std::string Render(const LineChart& chart);
 std::string Render(const LogBarChart& chart);
 std::string Render(const StackedBarChart& chart);
 
-// Escapes &, <, >, " and ' for XML / HTML text and attributes.
+// Escapes &, <, >, " and ' for XML / HTML / SVG text and attributes, and drops the control
+// characters XML 1.0 cannot hold (JUnit, SVG and HTML share this one escaper).
 std::string Escape(const std::string& text);
 
 // "12.5 KiB" and the like.

@@ -14,6 +14,7 @@
 #include "core/config_json.h"
 #include "tests/unit/engine_test_util.h"
 #include "tools/gate_output.h"
+#include "tools/svg_plot.h"
 
 namespace paradiff {
 namespace {
@@ -141,8 +142,8 @@ TEST_F(GateTest, OutputsCarryEveryCase) {
     EXPECT_EQ(html.find(external), std::string::npos) << external;
 }
 
-TEST(XmlEscape, DropsControlCharacters) {
-  EXPECT_EQ(XmlEscape("a<b>&\"'\x01\n"), "a&lt;b&gt;&amp;&quot;&apos;\n");
+TEST(Escape, DropsControlCharacters) {
+  EXPECT_EQ(svg::Escape("a<b>&\"'\x01\n"), "a&lt;b&gt;&amp;&quot;&apos;\n");
 }
 
 }  // namespace
