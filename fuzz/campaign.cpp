@@ -217,6 +217,7 @@ StatusOr<CampaignSummary> RunCampaign(const CampaignOptions& opts, std::ostream&
       }
       if (st.coverage.Add(ConfigFeatures(cfg))) wd.SaveCorpus(cfg);
       nlohmann::json task = {{"index", i}, {"config", ConfigToJson(cfg)}};
+      if (!opts.oracles.empty()) task["oracles"] = opts.oracles;
       if (i == opts.debug_crash_at) task["debug"] = "crash";
       if (i == opts.debug_hang_at) task["debug"] = "hang";
       pool.Submit(task);
@@ -270,7 +271,7 @@ StatusOr<CampaignSummary> RunCampaign(const CampaignOptions& opts, std::ostream&
   const Status s = wd.SaveStats(StatsJson(opts, st, elapsed()));
   if (!s.ok()) return s;
   if (!sum.interrupted && opts.minimize_budget_s > 0)
-    MinimizeStoredFindings(wd, {opts.minimize_budget_s, 20000}, log);
+    MinimizeStoredFindings(wd, {opts.minimize_budget_s, 20000, opts.oracles}, log);
   sum.execs = st.execs;
   sum.findings = st.findings;
   sum.inconclusive = st.inconclusive;

@@ -36,6 +36,7 @@ struct CampaignOptions {
   std::string exe;                    // the paradiff binary (workers run `exe worker`)
   int64_t debug_crash_at = -1;        // tests: execution whose worker aborts
   int64_t debug_hang_at = -1;         // tests: execution whose worker blocks
+  std::vector<std::string> oracles;   // oracle selection of every check (resolved names; empty = default)
   double minimize_budget_s = 20;      // after the loop, per stored finding (fuzz/finding_minimizer.h); 0 = off
 };
 

@@ -49,6 +49,7 @@ nlohmann::json MinimizeOne(const fs::path& dir, const std::string& sig,
   mo.budget_s = o.budget_s;
   mo.timeout = std::chrono::milliseconds(o.timeout_ms);
   mo.cache = &cache;
+  mo.oracles = o.oracles;
   const MinimizeResult r = Minimize(cfg.value(), mo);
   out["checks"] = r.checks;
   out["seconds"] = r.seconds;

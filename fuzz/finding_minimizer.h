@@ -14,6 +14,8 @@
 #pragma once
 
 #include <ostream>
+#include <string>
+#include <vector>
 
 #include "fuzz/workdir.h"
 
@@ -22,6 +24,7 @@ namespace paradiff {
 struct FindingMinimizeOptions {
   double budget_s = 20;        // wall-time cap per finding (> 0)
   int64_t timeout_ms = 20000;  // collective watchdog of every check
+  std::vector<std::string> oracles;  // the campaign's oracle selection
 };
 
 // Returns the number of findings minimized. INFO / WARNING lines go to `log`.

@@ -55,6 +55,7 @@ Status ReplayDir(const std::string& group, const std::string& dir, const GateOpt
   CheckOptions check;
   check.cache = &cache;
   check.timeout = opts.timeout;
+  check.oracles = opts.oracles;
   for (const ReplayItem& item : items.value()) {
     GateCase c = FromReplay(group, Replay(item, check), opts.baseline);
     log << (c.status == GateStatus::kFailed ? "ERROR" : "INFO") << ": gate " << group << " "

@@ -42,6 +42,7 @@ struct GateOptions {
   CampaignOptions campaign;        // workdir (default: a new temporary dir), seed, jobs, exe
   std::set<std::string> baseline;  // known signatures
   std::chrono::milliseconds timeout{20000};  // collective watchdog of every suite / corpus check
+  std::vector<std::string> oracles;          // oracle selection (suite, corpus and campaign)
 };
 
 struct GateResult {

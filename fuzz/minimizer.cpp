@@ -56,6 +56,8 @@ MinimizeResult Minimize(const Config& cfg, const MinimizeOptions& opts) {
   CheckOptions check;
   check.timeout = opts.timeout;
   check.cache = opts.cache ? opts.cache : &local_cache;
+  check.oracles = opts.oracles;
+  check.run_engine = opts.run_engine;
 
   MinimizeResult res;
   res.minimized = cfg;

@@ -23,6 +23,7 @@
 
 #include "core/config.h"
 #include "core/verdict.h"
+#include "oracles/check.h"
 #include "oracles/reference.h"
 
 namespace paradiff {
@@ -36,6 +37,8 @@ struct MinimizeOptions {
   std::chrono::milliseconds timeout{20000};         // collective watchdog of every check
   double budget_s = 0;                              // wall-time cap of the search (0 = none)
   ReferenceCache* cache = nullptr;                  // shared reference cache (optional)
+  std::vector<std::string> oracles;                 // oracle selection of every check ("" = default)
+  EngineRunner run_engine;                          // the system under test (empty = built-in engine)
   std::function<void(const Verdict&)> on_original;  // called with the original's verdict (optional)
   std::function<void(const MinimizeStep&)> on_step;  // called for each accepted step (optional)
 };

@@ -55,6 +55,7 @@ int RunWorker(std::istream& in, std::ostream& out) {
       CheckOptions opts;
       opts.timeout = kCollectiveTimeout;
       opts.cache = &cache;
+      opts.oracles = task.value("oracles", std::vector<std::string>{});
       CheckResult res = CheckRun(cfg.value(), opts);
       result["verdict"] = VerdictJson(res.verdict);
       if (IsFinding(res.verdict.kind)) result["report"] = ReportJson(cfg.value(), res);

@@ -4,6 +4,8 @@
 
 #include <sstream>
 
+#include "oracles/oracle_registry.h"
+
 namespace paradiff {
 
 namespace po = boost::program_options;
@@ -50,9 +52,21 @@ namespace {
 po::options_description Options(const std::string& sub, Args& a) {
   po::options_description d("options");
   d.add_options()("help,h", po::bool_switch(&a.help), "show help for this subcommand");
-  if (sub == "run")
+  if (sub == "run" || sub == "campaign")
     d.add_options()("backend", po::value<std::string>(&a.backend),
                     "override the config's backend: local | mpi (mpi runs the ranks under mpirun)");
+  if (sub == "run")
+    d.add_options()("cross-backend", po::bool_switch(&a.cross_backend),
+                    "also run the config on the mpi backend; its observations must equal the local ones");
+  if (sub == "campaign")
+    d.add_options()("distributed", po::bool_switch(&a.distributed),
+                    "run under mpirun: rank 0 drives the campaign, every other rank is a worker");
+  if (sub == "run" || sub == "campaign" || sub == "minimize" || sub == "replay" || sub == "gate")
+    d.add_options()
+      ("oracles", po::value<std::vector<std::string>>(&a.oracles)->composing(),
+       "oracles to apply: names or sets, comma-separated, repeatable (default | all | numeric,tiling,...)")
+      ("target", po::value<std::string>(&a.target),
+       "check an external target described by this file instead of the built-in engine (docs/TARGETS.md)");
   if (sub == "rank")
     d.add_options()
       ("obs-dir", po::value<std::string>(&a.obs_dir), "write rank<r>.log and rank<r>.obs here (required)")
@@ -194,6 +208,14 @@ bool ParseArgs(int argc, char** argv, Args& out, std::string& error) {
   if (!out.backend.empty() && out.backend != "local" && out.backend != "mpi") {
     error = "--backend must be local or mpi, got '" + out.backend + "'";
     return false;
+  }
+  if (!out.oracles.empty()) {
+    StatusOr<std::vector<std::string>> names = ResolveOracleNames(out.oracles);
+    if (!names.ok()) {
+      error = "--oracles: " + names.status().ToString();
+      return false;
+    }
+    out.oracles = names.value();
   }
   if (out.timeout_ms <= 0) {
     error = "--timeout-ms must be positive";

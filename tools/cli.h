@@ -44,6 +44,11 @@ struct Args {
   bool native_reduction = false;        // --native-reduction
   int debug_hang_rank = -1;             // --debug-hang-rank R (tests)
   int debug_crash_rank = -1;            // --debug-crash-rank R (tests)
+  // oracle selection, external targets, backends
+  std::vector<std::string> oracles;     // --oracles NAME[,NAME] (repeatable; names or sets)
+  std::string target;                   // --target FILE (an external target, docs/TARGETS.md)
+  bool distributed = false;             // campaign --distributed (under mpirun)
+  bool cross_backend = false;           // run --cross-backend (local vs mpi)
 };
 
 // "90s", "10m", "8h", "1.5h" or plain seconds; -1 on a malformed value.

@@ -33,6 +33,8 @@ bool BuildOptions(const Args& a, GateOptions& o) {
   o.suite_dir = a.suite;
   o.regression_dir = a.regression;
   o.timeout = std::chrono::milliseconds(a.timeout_ms);
+  o.oracles = a.oracles;
+  o.campaign.oracles = a.oracles;
   if (!a.budget.empty()) {
     o.budget_s = ParseDuration(a.budget);
     if (o.budget_s <= 0)

@@ -41,6 +41,7 @@ int CmdMinimize(const Args& args) {
   }
   const Config& cfg = loaded.value();
   opts.timeout = std::chrono::milliseconds(args.timeout_ms);
+  opts.oracles = args.oracles;
   const bool quiet = args.quiet;
   opts.on_step = [quiet](const MinimizeStep& s) {
     if (!quiet)

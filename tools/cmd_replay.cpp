@@ -26,6 +26,7 @@ int CmdReplay(const Args& args) {
   CheckOptions opts;
   opts.cache = &cache;
   opts.timeout = std::chrono::milliseconds(args.timeout_ms);
+  opts.oracles = args.oracles;
   std::map<ReplayOutcome, int> counts;
   int unexpected = 0;
   if (!args.quiet)

@@ -64,6 +64,7 @@ int CmdRun(const Args& args) {
                 static_cast<unsigned long long>(cfg.seed), Describe(cfg).c_str(), cfg.faults.size());
   CheckOptions opts;
   opts.timeout = std::chrono::milliseconds(args.timeout_ms);
+  opts.oracles = args.oracles;
   const CheckResult res = CheckRun(cfg, opts);
   if (!args.quiet) {
     std::printf("%4s  %14s  %14s  %14s  %11s  %s\n", "step", "loss(dist)", "loss(same)", "loss(fp64)",
