@@ -15,9 +15,14 @@ namespace paradiff {
 struct EngineOutcome {
   Observations obs;
   bool ok = true;
-  std::string failure_kind;  // collective | hang | crash (empty when ok)
+  std::string failure_kind;  // collective | hang | crash (empty when ok); external targets also unsupported
   std::string failure;       // the primary error message, naming the rank
   int failure_rank = -1;
+  // External targets (targets/target_runner.h): the target's name ("" = the built-in engine) and
+  // the failure's layout-independent refinement (timeout, exit, signal, no_output, shape, ...),
+  // part of the finding's signature.
+  std::string target;
+  std::string failure_detail;
 };
 
 // Which valid configs this build of the engine can run; the rest get a message naming the field.

@@ -4,9 +4,7 @@
 
 #include "core/self_exe.h"
 
-#include <fcntl.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -23,6 +21,7 @@
 #include <thread>
 
 #include "core/atomic_file.h"
+#include "core/child_process.h"
 #include "core/config_json.h"
 #include "kernels/observations_io.h"
 
@@ -68,81 +67,17 @@ std::string PrepareWorkDir(const MpiRunOptions& o, bool* temporary) {
   return dir;
 }
 
-// fork + setsid + exec, output to `log_path`. Throws if the program cannot be executed.
+// SpawnSession (core/child_process.h), with the executor's error prefix and hint.
 pid_t Spawn(const std::vector<std::string>& args, const std::string& log_path) {
-  std::vector<char*> argv;
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  const int log = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (log < 0) EnvError("cannot open " + log_path + ": " + std::strerror(errno));
-  const int devnull = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  int report[2];  // exec failure: the child writes errno; success closes it (O_CLOEXEC)
-  if (devnull < 0 || ::pipe2(report, O_CLOEXEC) != 0) EnvError(std::string("pipe: ") + std::strerror(errno));
-  const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
-  if (pid < 0) {
-    const int err = errno;
-    for (int fd : {log, devnull, report[0], report[1]}) ::close(fd);
-    EnvError(std::string("fork: ") + std::strerror(err));
+  try {
+    return SpawnSession(args, log_path);
+  } catch (const std::runtime_error& e) {
+    const std::string what = e.what();
+    EnvError(what + (what.rfind("cannot execute", 0) == 0 ? " (is Open MPI installed and mpirun on PATH?)" : ""));
   }
-  if (pid == 0) {  // only async-signal-safe calls from here
-    ::setsid();
-    // If the caller dies (a campaign worker killed by its pool), mpirun dies too, and its ranks
-    // with it (Open MPI ends ranks that lose their launcher).
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) ::_exit(127);
-    ::dup2(devnull, STDIN_FILENO);
-    ::dup2(log, STDOUT_FILENO);
-    ::dup2(log, STDERR_FILENO);
-    ::execvp(argv[0], argv.data());
-    const int err = errno;
-    if (::write(report[1], &err, sizeof err) < 0) ::_exit(127);
-    ::_exit(127);
-  }
-  ::close(report[1]);
-  ::close(log);
-  ::close(devnull);
-  int err = 0;
-  ssize_t n;
-  do n = ::read(report[0], &err, sizeof err); while (n < 0 && errno == EINTR);
-  ::close(report[0]);
-  if (n == static_cast<ssize_t>(sizeof err)) {
-    ::waitpid(pid, nullptr, 0);
-    EnvError("cannot execute '" + args[0] + "': " + std::strerror(err) +
-             " (is Open MPI installed and mpirun on PATH?)");
-  }
-  return pid;
 }
 
-// SIGKILLs the process group `sid` and every process of session `sid` (ranks may leave the group),
-// and waits (up to kKillWait) until none of them is alive, so the caller sees no leftover.
-void KillSession(pid_t sid) {
-  ::kill(-sid, SIGKILL);
-  const auto give_up = Clock::now() + kKillWait;
-  for (;;) {
-    bool alive = false;
-    std::error_code ec;
-    for (const auto& e : fs::directory_iterator("/proc", ec)) {
-      const std::string name = e.path().filename().string();
-      if (name.empty() || !std::all_of(name.begin(), name.end(), ::isdigit)) continue;
-      std::ifstream f(e.path() / "stat");
-      std::string stat;
-      std::getline(f, stat);
-      const size_t close = stat.rfind(')');
-      if (close == std::string::npos || close + 2 > stat.size()) continue;
-      std::istringstream fields(stat.substr(close + 2));  // state ppid pgrp session ...
-      char state = 0;
-      long ppid = 0, pgrp = 0, session = 0;
-      if (!(fields >> state >> ppid >> pgrp >> session) || session != sid || state == 'Z') continue;
-      const pid_t pid = static_cast<pid_t>(std::stol(name));
-      if (pid == ::getpid()) continue;
-      ::kill(pid, SIGKILL);
-      alive = true;
-    }
-    if (!alive || Clock::now() > give_up) return;
-    std::this_thread::sleep_for(kPollInterval);
-  }
-}
+void KillSession(pid_t sid) { paradiff::KillSession(sid, kKillWait); }
 
 struct JobEnd {
   int status = 0;        // waitpid status of mpirun

@@ -127,6 +127,16 @@ Verdict HangVerdict(const EngineOutcome& e, const Config& cfg) {
 }  // namespace
 
 Verdict EngineFailureVerdict(const EngineOutcome& e, const Config& cfg) {
+  if (!e.target.empty()) {  // an external target's failure (targets/target_runner.h)
+    Verdict v;
+    v.kind = e.failure_kind == "hang" ? VerdictKind::kHang : VerdictKind::kCrash;
+    v.oracle = "target";
+    v.where.phase = "run";
+    v.where.rank = e.failure_rank;
+    v.where.detail = e.failure_detail;
+    v.message = e.failure + " (seed " + std::to_string(cfg.seed) + ")";
+    return v;
+  }
   if (e.failure_kind == "collective") return MismatchVerdict(e, cfg);
   if (e.failure_kind == "hang") return HangVerdict(e, cfg);
   Verdict v;
@@ -189,6 +199,8 @@ Verdict CheckCollectiveLogs(const Config& cfg, const Observations& obs) {
 
 Verdict CollectiveOracle::Check(const OracleInput& in) const {
   const EngineOutcome& e = in.outcome;
+  if (!e.target.empty())
+    return SkipVerdict(name(), "external target " + e.target + ": its collectives are not recorded");
   if (!e.ok) {
     if (e.failure_kind == "collective" || e.failure_kind == "hang")
       return EngineFailureVerdict(e, in.cfg);

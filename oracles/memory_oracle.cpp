@@ -152,6 +152,8 @@ Verdict CheckMemory(const Config& run_cfg, const Observations& obs) {
 }
 
 Verdict MemoryOracle::Check(const OracleInput& in) const {
+  if (!in.outcome.target.empty())
+    return SkipVerdict(name(), "external target " + in.outcome.target + ": its buffers are not accounted");
   if (!in.outcome.ok) return SkipVerdict(name(), "the engine failed; no memory accounts");
   return CheckMemory(in.cfg, in.outcome.obs);
 }

@@ -7,6 +7,7 @@
 #include "kernels/engine.h"
 #include "oracles/check.h"
 #include "oracles/report.h"
+#include "targets/system_under_test.h"
 #include "tools/cli.h"
 #include "tools/html_report.h"
 #include "tools/load_config.h"
@@ -54,17 +55,24 @@ int CmdRun(const Args& args) {
   }
   Config cfg = loaded.value();
   if (!args.backend.empty()) cfg.backend = args.backend == "mpi" ? Backend::kMpi : Backend::kLocal;
-  const Status sup = EngineSupports(cfg);
+  StatusOr<SystemUnderTest> sut = LoadSystemUnderTest(args.target);
+  if (!sut.ok()) {
+    for (const auto& e : sut.status().errors()) std::cerr << "ERROR: --target " << args.target << ": " << e.message << "\n";
+    return kExitBadInput;
+  }
+  const Status sup = sut.value().Supports(cfg);
   if (!sup.ok()) {
     for (const auto& e : sup.errors()) std::cerr << "ERROR: " << path << ": " << e.message << "\n";
     return kExitBadInput;
   }
   if (!args.quiet)
-    std::printf("INFO: paradiff run %s seed=%llu %s faults=%zu\n", path.c_str(),
-                static_cast<unsigned long long>(cfg.seed), Describe(cfg).c_str(), cfg.faults.size());
+    std::printf("INFO: paradiff run %s seed=%llu %s faults=%zu on %s\n", path.c_str(),
+                static_cast<unsigned long long>(cfg.seed), Describe(cfg).c_str(), cfg.faults.size(),
+                sut.value().Describe().c_str());
   CheckOptions opts;
   opts.timeout = std::chrono::milliseconds(args.timeout_ms);
   opts.oracles = args.oracles;
+  opts.run_engine = sut.value().Runner();
   const CheckResult res = CheckRun(cfg, opts);
   if (!args.quiet) {
     std::printf("%4s  %14s  %14s  %14s  %11s  %s\n", "step", "loss(dist)", "loss(same)", "loss(fp64)",

@@ -1,0 +1,142 @@
+#!/usr/bin/python3
+"""paradiff external target: PyTorch DistributedDataParallel (gloo, CPU) and ZeroRedundancyOptimizer.
+
+Usage: adapter.py RUN_DIR [--plant NAME]   (protocol: docs/TARGETS.md; target file: torch.json)
+
+Reads RUN_DIR/{config.json, run.json, init.safetensors, data/step<S>.safetensors}, trains the
+config's GPT (model.py) on dp ranks, and writes RUN_DIR/out/rank<R>.json and
+rank<R>.step<S>.safetensors. Ranks come from torchrun's environment (RANK, WORLD_SIZE) when set,
+otherwise this process forks them. ZeRO stage 0: DDP + the torch optimizer; stage 1: DDP +
+ZeroRedundancyOptimizer. DDP's bucket size is zero.bucket_elems elements; accumulation runs the
+first micro-steps under no_sync.
+
+--plant sum_not_average: a DDP comm hook that all-reduces gradients without dividing by the world
+size (a planted bug for paradiff's self-test; never on by default).
+"""
+import argparse
+import json
+import math
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+from torch.distributed.optim import ZeroRedundancyOptimizer
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import safetensors_io  # noqa: E402
+from model import Gpt  # noqa: E402
+
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
+SLOTS = {"sgd": ["momentum"], "adam": ["exp_avg", "exp_avg_sq"], "adamw": ["exp_avg", "exp_avg_sq"]}
+TORCH_SLOT = {"momentum": "momentum_buffer", "exp_avg": "exp_avg", "exp_avg_sq": "exp_avg_sq"}
+
+
+def optimizer_class(o):
+    kind = o["kind"]
+    if kind == "sgd":
+        return torch.optim.SGD, dict(lr=o["lr"], momentum=o["momentum"], weight_decay=o["weight_decay"])
+    cls = torch.optim.Adam if kind == "adam" else torch.optim.AdamW
+    return cls, dict(lr=o["lr"], betas=tuple(o["betas"]), eps=o["eps"], weight_decay=o["weight_decay"])
+
+
+def sum_not_average(state, bucket):  # the planted bug: no division by the world size
+    fut = dist.all_reduce(bucket.buffer(), async_op=True).get_future()
+    return fut.then(lambda f: f.value()[0])
+
+
+def train(rank, world, run_dir, plant):
+    torch.set_num_threads(1)
+    cfg = json.load(open(os.path.join(run_dir, "config.json")))
+    run = json.load(open(os.path.join(run_dir, "run.json")))
+    if world > 1:
+        dist.init_process_group("gloo", init_method="file://" + os.path.join(run_dir, "store"),
+                                rank=rank, world_size=world)
+    prec, opt_cfg = cfg["precision"], cfg["optimizer"]
+    init, _ = safetensors_io.read(os.path.join(run_dir, "init.safetensors"))
+    model = Gpt(cfg["model"], run["params"], init, DTYPES[prec["compute"]])
+    net = model
+    if world > 1:
+        net = DDP(model, bucket_cap_mb=cfg["zero"]["bucket_elems"] * 4 / 2.0 ** 20)
+        if plant == "sum_not_average":
+            net.register_comm_hook(None, sum_not_average)
+    params = [p for _, p in model.named()]
+    cls, kwargs = optimizer_class(opt_cfg)
+    zero = cfg["zero"]["stage"] == 1 and world > 1
+    opt = ZeroRedundancyOptimizer(params, optimizer_class=cls, **kwargs) if zero else cls(params, **kwargs)
+    local = opt.optim if zero else opt  # the optimizer holding this rank's state
+    owned = {id(p) for g in local.param_groups for p in g["params"]}
+    A = cfg["batch"]["accumulation_steps"]
+    clip = cfg.get("clip_grad_norm", 0.0)
+    out_dir = os.path.join(run_dir, run["out_dir"])
+    steps = []
+    for s in range(cfg["steps"]):
+        data, _ = safetensors_io.read(os.path.join(run_dir, "data", "step%d.safetensors" % s))
+        for p in params:
+            p.grad = None
+        loss_sum = 0.0
+        for m in range(A):
+            g = rank * A + m
+            last = m == A - 1
+            ctx = net.no_sync() if (world > 1 and not last) else _null()
+            with ctx:
+                loss = net(data["inputs"][g], data["targets"][g])
+                loss_sum += loss.item()
+                (loss * (1.0 / A)).backward()
+        grads = {n: (p.grad.detach().clone() if p.grad is not None else torch.zeros_like(p)) for n, p in model.named()}
+        # The protocol's grad_norm is the float64 norm of the reported gradients; torch's own
+        # (float32) norm, which drives its clipping, goes to clip_norm (docs/FINDINGS.md).
+        norm64 = math.sqrt(sum(float(g.double().pow(2).sum()) for g in grads.values()))
+        norm = torch.nn.utils.clip_grad_norm_(params, clip if clip > 0 else math.inf)
+        derived = {}
+        if opt_cfg["kind"] == "sgd" and opt_cfg["momentum"] == 0:
+            # torch keeps no buffer at momentum 0; the update direction is grad + wd * param.
+            derived = {n: p.grad + opt_cfg["weight_decay"] * p.detach() for n, p in model.named()}
+        opt.step()
+        tensors = {}
+        for n, p in model.named():
+            tensors["grad:" + n] = grads[n]
+            tensors["param:" + n] = p.detach()
+            if id(p) not in owned:
+                continue
+            for slot in SLOTS[opt_cfg["kind"]]:
+                st = local.state.get(p, {})
+                if slot == "momentum" and n in derived:
+                    tensors[slot + ":" + n] = derived[n]
+                elif TORCH_SLOT[slot] in st:
+                    tensors[slot + ":" + n] = st[TORCH_SLOT[slot]]
+        safetensors_io.write(os.path.join(out_dir, "rank%d.step%d.safetensors" % (rank, s)), tensors)
+        steps.append({"loss_sum": loss_sum, "loss_count": A, "grad_norm": norm64, "clip_norm": float(norm)})
+    with open(os.path.join(out_dir, "rank%d.json" % rank), "w") as f:
+        json.dump({"steps": steps}, f)
+    if world > 1:
+        dist.destroy_process_group()
+
+
+class _null:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        return False
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("run_dir")
+    ap.add_argument("--plant", default="", choices=["", "sum_not_average"])
+    a = ap.parse_args()
+    run = json.load(open(os.path.join(a.run_dir, "run.json")))
+    if "RANK" in os.environ:  # under torchrun
+        train(int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]), a.run_dir, a.plant)
+    elif run["world"] == 1:
+        train(0, 1, a.run_dir, a.plant)
+    else:
+        mp.start_processes(train, args=(run["world"], a.run_dir, a.plant), nprocs=run["world"],
+                           start_method="fork")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,90 @@
+"""paradiff's GPT (kernels/model.cpp GptForward) in PyTorch, op for op, so that at world 1 in fp32
+the loss and the gradients are bitwise equal to paradiff's same-precision reference.
+
+Parameters are one flat ParameterList in paradiff's model order (core/model_spec.h), named by
+`names`; `exec_dtype` is the compute dtype (precision.compute): parameters are cast to it where the
+reference's Numerics::In casts them, and the logits go to float32 for the loss.
+"""
+import math
+
+import torch
+import torch.nn.functional as F
+
+LAYER_NORM_EPS = 1e-5
+
+
+class Gpt(torch.nn.Module):
+    def __init__(self, model_cfg, names, tensors, exec_dtype):
+        super().__init__()
+        self.m = model_cfg
+        self.names = list(names)
+        self.index = {n: i for i, n in enumerate(self.names)}
+        self.params = torch.nn.ParameterList([torch.nn.Parameter(tensors[n].clone()) for n in self.names])
+        self.exec = exec_dtype
+
+    def named(self):
+        return [(n, self.params[i]) for i, n in enumerate(self.names)]
+
+    def p(self, name):
+        return self.params[self.index[name]]
+
+    def inp(self, t):  # Numerics::In
+        return t if t.dtype == self.exec else t.to(self.exec)
+
+    def linear(self, x, w, b=None):
+        if b is None:
+            return F.linear(x, self.inp(self.p(w)))
+        # C++ evaluates at::linear's arguments right to left: the bias cast is created first.
+        bias = self.inp(self.p(b))
+        return F.linear(x, self.inp(self.p(w)), bias)
+
+    def layer_norm(self, prefix, x):
+        bias = self.inp(self.p(prefix + ".bias"))
+        weight = self.inp(self.p(prefix + ".weight"))
+        return F.layer_norm(x, (x.size(-1),), weight, bias, LAYER_NORM_EPS)
+
+    def attention(self, b, x):
+        m = self.m
+        bs, s = x.size(0), x.size(1)
+        hd = m["hidden"] // m["heads"]
+        H = self.p(b + ".attn.q.weight").size(0) // hd
+        K = self.p(b + ".attn.kv.weight").size(0) // (2 * hd)
+        q = self.linear(x, b + ".attn.q.weight", b + ".attn.q.bias").view(bs, s, H, hd).transpose(1, 2)
+        kv = self.linear(x, b + ".attn.kv.weight", b + ".attn.kv.bias")
+        k = kv.narrow(-1, 0, K * hd).view(bs, s, K, hd).transpose(1, 2)
+        v = kv.narrow(-1, K * hd, K * hd).view(bs, s, K, hd).transpose(1, 2)
+        if K < H:
+            k = k.repeat_interleave(H // K, 1)
+            v = v.repeat_interleave(H // K, 1)
+        scores = torch.matmul(q, k.transpose(-2, -1)) * (1.0 / math.sqrt(float(hd)))
+        mask = torch.ones(s, s, dtype=torch.bool).triu(1)
+        scores = scores.masked_fill(mask, -math.inf)
+        probs = torch.softmax(scores, -1)
+        o = torch.matmul(probs, v).transpose(1, 2).reshape(bs, s, H * hd)
+        return self.linear(o, b + ".attn.proj.weight")
+
+    def mlp(self, b, x):
+        if self.m["activation"] == "swiglu":
+            gate = self.linear(x, b + ".mlp.gate.weight")
+            up = self.linear(x, b + ".mlp.up.weight")
+            h = F.silu(gate) * up
+        else:
+            h = F.gelu(self.linear(x, b + ".mlp.fc1.weight", b + ".mlp.fc1.bias"))
+        return self.linear(h, b + ".mlp.fc2.weight")
+
+    def forward(self, inputs, targets):
+        m = self.m
+        h = self.inp(self.p("embed.wte")).index_select(0, inputs.reshape(-1))
+        h = h.view(inputs.size(0), inputs.size(1), m["hidden"])
+        if m["position_embeddings"]:
+            h = h + self.inp(self.p("embed.wpe")).unsqueeze(0)
+        for i in range(m["layers"]):
+            b = "blocks.%d" % i
+            a = self.attention(b, self.layer_norm(b + ".ln1", h))
+            h = h + (a + self.inp(self.p(b + ".attn.proj.bias")))
+            f = self.mlp(b, self.layer_norm(b + ".ln2", h))
+            h = h + (f + self.inp(self.p(b + ".mlp.fc2.bias")))
+        h = self.layer_norm("head.ln_f", h)
+        w = "embed.wte" if m["tied_embeddings"] else "head.lm_head.weight"
+        logits = self.linear(h, w).to(torch.float32).reshape(-1, m["vocab"])
+        return F.nll_loss(torch.log_softmax(logits, -1), targets.reshape(-1))

@@ -1,0 +1,26 @@
+// Child programs in their own session: fork + setsid + execvp (never a shell), stdin from
+// /dev/null, stdout and stderr into a log file, and PR_SET_PDEATHSIG so that a child dies with its
+// caller (a campaign worker killed by its pool takes its child job along). Used by the mpirun
+// executor (kernels/engine_mpi.cpp) and the external-target runner (targets/target_runner.cpp).
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+namespace paradiff {
+
+// Starts argv[0] (looked up in PATH unless it contains a '/') with `args` in a new session whose
+// id is the returned pid; `cwd` ("" = the caller's) is its working directory. Throws
+// std::runtime_error "cannot execute 'PROG': REASON" when the program cannot be executed, and
+// other std::runtime_error messages for fork / pipe / log-file failures.
+pid_t SpawnSession(const std::vector<std::string>& args, const std::string& log_path,
+                   const std::string& cwd = "");
+
+// SIGKILLs the process group `sid` and every process of session `sid` (children may leave the
+// group, not the session), and waits up to `wait` until none of them is alive.
+void KillSession(pid_t sid, std::chrono::milliseconds wait);
+
+}  // namespace paradiff

@@ -1,0 +1,147 @@
+#include "targets/run_dir.h"
+
+#include <ATen/ATen.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/atomic_file.h"
+#include "core/config_json.h"
+#include "core/model_spec.h"
+#include "kernels/data.h"
+#include "kernels/numerics.h"
+#include "kernels/param_init.h"
+#include "targets/safetensors.h"
+
+namespace paradiff {
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+const std::set<std::string> kKinds = {"param", "master", "grad", "exp_avg", "exp_avg_sq", "momentum"};
+
+std::string Shape(const std::vector<int64_t>& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? "," : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+bool Fail(ObservationError* err, const std::string& detail, int rank, const std::string& msg) {
+  err->detail = detail;
+  err->rank = rank;
+  err->message = msg;
+  return false;
+}
+
+}  // namespace
+
+Status WriteRunDir(const Config& cfg, const std::vector<std::string>& kinds, const std::string& dir) {
+  std::error_code ec;
+  fs::create_directories(fs::path(dir) / "data", ec);
+  fs::remove_all(fs::path(dir) / "out", ec);
+  fs::create_directories(fs::path(dir) / "out", ec);
+  if (ec) return Status::Error("", "cannot create run dir " + dir + ": " + ec.message());
+  Status st = WriteFileAtomic(dir + "/config.json", ConfigToJson(cfg).dump(2) + "\n");
+  const ModelSpec spec = BuildModelSpec(cfg.model);
+  json run = {{"protocol", 1},
+              {"world", cfg.parallel.world},
+              {"dp", cfg.parallel.dp},
+              {"steps", cfg.steps},
+              {"micro_batch", cfg.batch.micro_batch},
+              {"accumulation_steps", cfg.batch.accumulation_steps},
+              {"micro_batches_per_step", MicroBatchesPerStep(cfg)},
+              {"kinds", kinds},
+              {"out_dir", "out"}};
+  SafeTensors init;
+  for (const auto& ps : spec.params) {
+    run["params"].push_back(ps.name);
+    init.tensors[ps.name] = GenerateParam(ps, cfg.seed).to(ToScalarType(cfg.precision.param)).contiguous();
+  }
+  st.Merge(WriteFileAtomic(dir + "/run.json", run.dump(2) + "\n"));
+  st.Merge(WriteSafeTensors(dir + "/init.safetensors", init));
+  const int64_t M = MicroBatchesPerStep(cfg);
+  for (int64_t s = 0; s < cfg.steps && st.ok(); ++s) {
+    std::vector<at::Tensor> in, tg;
+    for (int64_t g = 0; g < M; ++g) {
+      MicroBatch mb = MakeMicroBatch(cfg, s, g);
+      in.push_back(mb.inputs);
+      tg.push_back(mb.targets);
+    }
+    SafeTensors data;
+    data.tensors["inputs"] = at::stack(in);
+    data.tensors["targets"] = at::stack(tg);
+    st.Merge(WriteSafeTensors(dir + "/data/step" + std::to_string(s) + ".safetensors", data));
+  }
+  return st;
+}
+
+bool ReadObservations(const Config& cfg, const std::string& dir, Observations* obs, ObservationError* err) {
+  const ModelSpec spec = BuildModelSpec(cfg.model);
+  obs->ranks.clear();
+  for (int r = 0; r < cfg.parallel.world; ++r) {
+    const std::string stem = dir + "/out/rank" + std::to_string(r);
+    std::ifstream f(stem + ".json");
+    if (!f) return Fail(err, "no_output", r, "rank " + std::to_string(r) + " wrote no observations (" + stem + ".json is missing)");
+    std::stringstream ss;
+    ss << f.rdbuf();
+    const json j = json::parse(ss.str(), nullptr, false);
+    if (j.is_discarded() || !j.is_object() || !j.contains("steps") || !j["steps"].is_array())
+      return Fail(err, "bad_output", r, stem + ".json is not a JSON object with a \"steps\" array");
+    if (static_cast<int64_t>(j["steps"].size()) != cfg.steps)
+      return Fail(err, "bad_output", r, "rank " + std::to_string(r) + " reported " + std::to_string(j["steps"].size()) +
+                                             " steps, the config has " + std::to_string(cfg.steps));
+    RankObservations ro;
+    ro.rank = r;
+    for (int64_t s = 0; s < cfg.steps; ++s) {
+      const json& js = j["steps"][s];
+      const std::string where = "rank " + std::to_string(r) + " step " + std::to_string(s);
+      if (!js.is_object() || !js.contains("loss_sum") || !js["loss_sum"].is_number() || !js.contains("loss_count") ||
+          !js["loss_count"].is_number_integer() || !js.contains("grad_norm") || !js["grad_norm"].is_number())
+        return Fail(err, "bad_output", r, where + ": needs loss_sum (number), loss_count (integer), grad_norm (number)");
+      RankStep st;
+      st.loss_sum = js["loss_sum"].get<double>();
+      st.loss_count = js["loss_count"].get<int64_t>();
+      st.grad_norm = js["grad_norm"].get<double>();
+      const std::string path = stem + ".step" + std::to_string(s) + ".safetensors";
+      if (!fs::exists(path)) return Fail(err, "no_output", r, where + ": " + path + " is missing");
+      StatusOr<SafeTensors> file = ReadSafeTensors(path);
+      if (!file.ok()) return Fail(err, "bad_output", r, where + ": " + file.status().ToString());
+      for (const auto& [name, t] : file.value().tensors) {
+        const size_t colon = name.find(':');
+        const std::string kind = name.substr(0, colon);
+        const ParamSpec* ps = colon == std::string::npos ? nullptr : spec.Find(name.substr(colon + 1));
+        if (!kKinds.count(kind) || ps == nullptr)
+          return Fail(err, "bad_output", r, where + ": tensor '" + name + "' is not KIND:TENSOR of this model");
+        if (!t.is_floating_point()) return Fail(err, "bad_output", r, where + ": " + name + " is not a floating-point tensor");
+        TensorPiece piece{kind, ps->name, 0, t.reshape({-1})};
+        auto off = file.value().metadata.find("offset:" + name);
+        if (off != file.value().metadata.end()) {
+          try {
+            piece.offset = std::stoll(off->second);
+          } catch (const std::exception&) {
+            return Fail(err, "bad_output", r, where + ": metadata offset:" + name + " is not an integer");
+          }
+          if (t.dim() != 1 || piece.offset < 0 || piece.offset + t.numel() > ps->numel())
+            return Fail(err, "shape", r, where + ": piece " + name + " of shape " + Shape(t.sizes().vec()) + " at offset " +
+                                            off->second + " is not a flat slice of the " + std::to_string(ps->numel()) +
+                                            "-element tensor");
+        } else if (t.sizes().vec() != ps->shape) {
+          return Fail(err, "shape", r, where + ": " + name + " has shape " + Shape(t.sizes().vec()) + ", the model's " +
+                                          ps->name + " is " + Shape(ps->shape));
+        }
+        st.pieces.push_back(std::move(piece));
+      }
+      ro.steps.push_back(std::move(st));
+    }
+    obs->ranks.push_back(std::move(ro));
+  }
+  return true;
+}
+
+}  // namespace paradiff

@@ -1,0 +1,44 @@
+// The run directory of the external-target protocol (docs/TARGETS.md, protocol 1): what paradiff
+// writes for a target before launching it, and how it reads the target's observations back.
+//
+//   RUN/config.json              the paradiff config (docs/CONFIG.md)
+//   RUN/run.json                 {protocol, world, dp, steps, micro_batch, accumulation_steps,
+//                                 micro_batches_per_step, params: [names in model order],
+//                                 kinds: [tensor kinds to report], out_dir: "out"}
+//   RUN/init.safetensors         the initial full parameters, in precision.param
+//   RUN/data/step<S>.safetensors "inputs" / "targets": every micro-batch of step S, [M, ...];
+//                                data-parallel rank r at micro-step m takes micro-batch r*A+m
+//   RUN/out/rank<R>.json         written by the target: {"steps": [{"loss_sum", "loss_count",
+//                                 "grad_norm"}, ...]} (loss_sum: sum of the rank's micro-batch mean
+//                                 losses, loss_count: how many)
+//   RUN/out/rank<R>.step<S>.safetensors  written by the target: "KIND:TENSOR" for what rank R holds
+//                                 after step S, full shape, or a flat piece with __metadata__
+//                                 "offset:KIND:TENSOR"
+// Parameters and data are paradiff's own (kernels/param_init, kernels/data): a target never
+// re-implements the RNG.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/config.h"
+#include "core/status.h"
+#include "kernels/observations.h"
+
+namespace paradiff {
+
+// Writes every input file of `cfg` into `dir` (created; out/ created empty).
+Status WriteRunDir(const Config& cfg, const std::vector<std::string>& kinds, const std::string& dir);
+
+// What ReadObservations found wrong: "no_output" (a rank wrote nothing), "shape" (a tensor of the
+// wrong shape or size), "bad_output" (anything else malformed).
+struct ObservationError {
+  std::string detail;
+  std::string message;
+  int rank = -1;
+};
+
+// Reads every rank's observations from dir/out. On failure returns false and fills `err`.
+bool ReadObservations(const Config& cfg, const std::string& dir, Observations* obs, ObservationError* err);
+
+}  // namespace paradiff

@@ -1,0 +1,263 @@
+#include "targets/target_file.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+
+namespace paradiff {
+
+namespace {
+
+using nlohmann::json;
+
+const std::vector<std::string> kPlaceholders = {"{run_dir}", "{target_dir}", "{world}"};
+
+template <class T>
+bool Has(const std::vector<T>& v, const T& x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
+
+std::string Join(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
+  return s;
+}
+
+// Reads the fields of one JSON object, recording an error per broken rule.
+class Reader {
+ public:
+  Reader(const json& j, std::string prefix, Status* st) : j_(j), prefix_(std::move(prefix)), st_(st) {}
+  void Error(const std::string& field, const std::string& rule) {
+    st_->Merge(Status::Error(prefix_ + field, prefix_ + field + ": " + rule));
+  }
+  void Unknown(const std::set<std::string>& known) {
+    for (const auto& [k, v] : j_.items())
+      if (!known.count(k)) Error(k, "unknown field (known: " + Join({known.begin(), known.end()}) + ")");
+  }
+  bool Strings(const std::string& k, std::vector<std::string>& out, const std::vector<std::string>& allowed) {
+    if (!j_.contains(k)) return false;
+    const json& v = j_[k];
+    if (!v.is_array() || !std::all_of(v.begin(), v.end(), [](const json& x) { return x.is_string(); })) {
+      Error(k, "must be an array of strings");
+      return false;
+    }
+    out.clear();
+    for (const auto& x : v) {
+      const std::string s = x.get<std::string>();
+      if (!allowed.empty() && !Has(allowed, s)) Error(k, "'" + s + "' is not one of " + Join(allowed));
+      out.push_back(s);
+    }
+    return true;
+  }
+  void Int(const std::string& k, int64_t& out, int64_t lo, int64_t hi) {
+    if (!j_.contains(k)) return;
+    if (!j_[k].is_number_integer() || j_[k].get<int64_t>() < lo || j_[k].get<int64_t>() > hi)
+      return Error(k, "must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    out = j_[k].get<int64_t>();
+  }
+  void Bool(const std::string& k, bool& out) {
+    if (!j_.contains(k)) return;
+    if (!j_[k].is_boolean()) return Error(k, "must be true or false");
+    out = j_[k].get<bool>();
+  }
+
+ private:
+  const json& j_;
+  std::string prefix_;
+  Status* st_;
+};
+
+void CheckTemplate(Reader& r, const std::string& field, const std::vector<std::string>& argv) {
+  for (const auto& a : argv) {
+    for (size_t p = a.find('{'); p != std::string::npos; p = a.find('{', p + 1)) {
+      const size_t e = a.find('}', p);
+      const std::string ph = e == std::string::npos ? a.substr(p) : a.substr(p, e - p + 1);
+      if (!Has(kPlaceholders, ph))
+        r.Error(field, "unknown placeholder " + ph + " (known: " + Join(kPlaceholders) + ")");
+    }
+  }
+}
+
+DType ParseDType(Reader& r, const json& p, const char* k, Status* st) {
+  if (!p.contains(k)) return DType::kFp32;
+  for (DType d : {DType::kFp32, DType::kBf16, DType::kFp16})
+    if (p[k] == Name(d)) return d;
+  r.Error(k, "must be one of fp32, bf16, fp16");
+  (void)st;
+  return DType::kFp32;
+}
+
+void ParseSupports(const json& s, TargetSpec& t, Status* st) {
+  Reader r(s, "supports.", st);
+  if (!s.is_object()) return r.Error("", "must be an object");
+  r.Unknown({"max_world", "parallel", "zero_stages", "models", "activations", "optimizers", "precision",
+             "clip_grad_norm", "loss_scale", "checkpoint", "max_steps"});
+  r.Int("max_world", t.max_world, 1, 1024);
+  r.Strings("parallel", t.parallel, {"dp", "tp", "pp", "sp"});
+  r.Strings("models", t.models, {"gpt", "exact_linear"});
+  r.Strings("activations", t.activations, {"gelu", "swiglu"});
+  r.Strings("optimizers", t.optimizers, {"sgd", "adam", "adamw"});
+  r.Bool("clip_grad_norm", t.clip_grad_norm);
+  r.Bool("loss_scale", t.loss_scale);
+  r.Bool("checkpoint", t.checkpoint);
+  r.Int("max_steps", t.max_steps, 0, 1000000);
+  if (s.contains("zero_stages")) {
+    const json& z = s["zero_stages"];
+    t.zero_stages.clear();
+    if (!z.is_array() || z.empty()) r.Error("zero_stages", "must be a non-empty array of stages 0-3");
+    for (const auto& x : z.is_array() ? z : json::array()) {
+      if (!x.is_number_integer() || x.get<int64_t>() < 0 || x.get<int64_t>() > 3)
+        r.Error("zero_stages", "must be a non-empty array of stages 0-3");
+      else
+        t.zero_stages.push_back(x.get<int64_t>());
+    }
+  }
+  if (s.contains("precision")) {
+    const json& ps = s["precision"];
+    t.precisions.clear();
+    if (!ps.is_array() || ps.empty()) r.Error("precision", "must be a non-empty array of objects");
+    for (const auto& p : ps.is_array() ? ps : json::array()) {
+      Reader pr(p, "supports.precision[].", st);
+      if (!p.is_object()) {
+        pr.Error("", "must be an object {param, compute, reduce, accumulate, master_weights}");
+        continue;
+      }
+      pr.Unknown({"param", "compute", "reduce", "accumulate", "master_weights"});
+      TargetPrecision tp;
+      tp.param = ParseDType(pr, p, "param", st);
+      tp.compute = ParseDType(pr, p, "compute", st);
+      tp.reduce = ParseDType(pr, p, "reduce", st);
+      tp.accumulate = ParseDType(pr, p, "accumulate", st);
+      if (p.contains("master_weights")) {
+        bool m = false;
+        pr.Bool("master_weights", m);
+        tp.master_weights = m ? 1 : 0;
+      }
+      t.precisions.push_back(tp);
+    }
+  }
+}
+
+// False when argv[0] is a path (it contains '/') that is not an executable file; names without a
+// '/' are looked up in PATH by execvp at launch (a failure then is the run's crash finding).
+bool Executable(const std::string& prog) {
+  return prog.find('/') == std::string::npos || ::access(prog.c_str(), X_OK) == 0;
+}
+
+std::string Substitute(std::string a, const std::string& ph, const std::string& value) {
+  for (size_t p = a.find(ph); p != std::string::npos; p = a.find(ph, p + value.size())) a.replace(p, ph.size(), value);
+  return a;
+}
+
+}  // namespace
+
+StatusOr<TargetSpec> ParseTargetSpec(const std::string& text, const std::string& path) {
+  const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object())
+    return Status::Error("", path + ": the target file is not a JSON object");
+  Status st;
+  Reader r(j, "", &st);
+  r.Unknown({"protocol", "name", "command", "launcher", "timeout_s", "supports", "description"});
+  TargetSpec t;
+  t.path = path;
+  t.dir = std::filesystem::absolute(path).parent_path().string();
+  int64_t protocol = 0;
+  r.Int("protocol", protocol, 1, 1);
+  if (!j.contains("protocol")) r.Error("protocol", "required (this paradiff speaks protocol 1)");
+  if (!j.contains("name") || !j["name"].is_string() || j["name"].get<std::string>().empty())
+    r.Error("name", "required, a non-empty string");
+  else
+    t.name = j["name"];
+  if (!r.Strings("command", t.command, {}) || t.command.empty()) {
+    r.Error("command", "required, a non-empty array of strings (argv; never run through a shell)");
+  } else {
+    CheckTemplate(r, "command", t.command);
+    if (!Executable(t.command[0])) r.Error("command", "'" + t.command[0] + "' is not an executable file (nor in PATH)");
+  }
+  if (j.contains("launcher")) {
+    const json& l = j["launcher"];
+    if (!l.is_object()) r.Error("launcher", "must be an object {\"WORLD\" | \"default\": [argv prefix]}");
+    const json empty = json::object();
+    for (const auto& [k, v] : (l.is_object() ? l : empty).items()) {
+      const bool key_ok = k == "default" || (!k.empty() && std::all_of(k.begin(), k.end(), ::isdigit));
+      if (!key_ok) r.Error("launcher." + k, "keys are world sizes or \"default\"");
+      Reader lr(l, "launcher.", &st);
+      std::vector<std::string> argv;
+      if (!lr.Strings(k, argv, {})) continue;
+      CheckTemplate(lr, k, argv);
+      if (!argv.empty() && !Executable(argv[0])) lr.Error(k, "'" + argv[0] + "' is not an executable file");
+      t.launcher[k] = argv;
+    }
+  }
+  r.Int("timeout_s", t.timeout_s, 1, 86400);
+  if (j.contains("supports")) ParseSupports(j["supports"], t, &st);
+  else r.Error("supports", "required: the config features the target can run");
+  if (!st.ok()) return st;
+  return t;
+}
+
+StatusOr<TargetSpec> LoadTargetFile(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) return Status::Error("", path + ": cannot read the target file");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ParseTargetSpec(ss.str(), path);
+}
+
+Status TargetSupports(const TargetSpec& t, const Config& c) {
+  Status st;
+  auto no = [&](const std::string& field, const std::string& why) {
+    st.Merge(Status::Error(field, field + ": " + why + " (target " + t.name + ", " + t.path + ")"));
+  };
+  if (!c.faults.empty()) no("faults", "bug-zoo switches belong to the built-in engine, not to an external target");
+  if (c.parallel.world > t.max_world)
+    no("parallel.world", std::to_string(c.parallel.world) + " exceeds the target's max_world " + std::to_string(t.max_world));
+  const std::pair<const char*, bool> dims[] = {{"dp", c.parallel.dp > 1}, {"tp", c.parallel.tp > 1},
+                                               {"pp", c.parallel.pp > 1}, {"sp", c.parallel.sp}};
+  for (const auto& [dim, used] : dims)
+    if (used && !Has(t.parallel, std::string(dim)))
+      no(std::string("parallel.") + dim, "the target does not support " + std::string(dim) + " parallelism");
+  if (!Has(t.zero_stages, c.zero.stage)) no("zero.stage", "stage " + std::to_string(c.zero.stage) + " is not supported");
+  if (!Has(t.models, std::string(Name(c.model.kind)))) no("model.kind", std::string(Name(c.model.kind)) + " is not supported");
+  if (c.model.kind == ModelKind::kGpt && !Has(t.activations, std::string(Name(c.model.activation))))
+    no("model.activation", std::string(Name(c.model.activation)) + " is not supported");
+  if (!Has(t.optimizers, std::string(Name(c.optimizer.kind))))
+    no("optimizer.kind", std::string(Name(c.optimizer.kind)) + " is not supported (" + Join(t.optimizers) + ")");
+  const PrecisionConfig& p = c.precision;
+  const bool precision_ok = std::any_of(t.precisions.begin(), t.precisions.end(), [&](const TargetPrecision& q) {
+    return q.param == p.param && q.compute == p.compute && q.reduce == p.reduce && q.accumulate == p.accumulate &&
+           (q.master_weights < 0 || p.param == DType::kFp32 || q.master_weights == (p.master_weights ? 1 : 0));
+  });
+  if (!precision_ok)
+    no("precision", std::string("param=") + Name(p.param) + " compute=" + Name(p.compute) + " reduce=" +
+                        Name(p.reduce) + " accumulate=" + Name(p.accumulate) + " is not a supported combination");
+  if (c.clip_grad_norm > 0 && !t.clip_grad_norm) no("clip_grad_norm", "gradient clipping is not supported");
+  if (p.loss_scale.mode != LossScaleMode::kNone && !t.loss_scale) no("precision.loss_scale.mode", "loss scaling is not supported");
+  if (c.checkpoint.save_at > 0 && !t.checkpoint) no("checkpoint.save_at", "checkpoints are not supported");
+  if (t.max_steps > 0 && c.steps > t.max_steps)
+    no("steps", std::to_string(c.steps) + " exceeds the target's max_steps " + std::to_string(t.max_steps));
+  return st;
+}
+
+std::vector<std::string> TargetArgv(const TargetSpec& t, const Config& cfg, const std::string& run_dir) {
+  std::vector<std::string> argv;
+  auto it = t.launcher.find(std::to_string(cfg.parallel.world));
+  if (it == t.launcher.end()) it = t.launcher.find("default");
+  if (it != t.launcher.end()) argv = it->second;
+  argv.insert(argv.end(), t.command.begin(), t.command.end());
+  for (auto& a : argv) {
+    a = Substitute(a, "{run_dir}", run_dir);
+    a = Substitute(a, "{target_dir}", t.dir);
+    a = Substitute(a, "{world}", std::to_string(cfg.parallel.world));
+  }
+  return argv;
+}
+
+}  // namespace paradiff

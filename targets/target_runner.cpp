@@ -1,0 +1,121 @@
+#include "targets/target_runner.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+#include <vector>
+
+#include "core/child_process.h"
+#include "oracles/assemble.h"
+#include "targets/run_dir.h"
+
+namespace paradiff {
+
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+constexpr std::chrono::milliseconds kPollInterval{10};
+constexpr std::chrono::milliseconds kKillWait{5000};
+constexpr size_t kLogTail = 15;  // lines of the target's log quoted in a failure
+
+std::string MakeRunDir(const TargetRunOptions& o) {
+  std::error_code ec;
+  const fs::path parent = o.work_dir.empty() ? fs::temp_directory_path(ec) : fs::path(o.work_dir);
+  fs::create_directories(parent, ec);
+  std::string tmpl = (parent / "paradiff-target-XXXXXX").string();
+  if (::mkdtemp(&tmpl[0]) == nullptr)
+    throw std::runtime_error("target runner: cannot create a run dir " + tmpl + ": " + std::strerror(errno));
+  return tmpl;
+}
+
+std::string LogTail(const std::string& path) {
+  std::ifstream f(path);
+  std::vector<std::string> lines;
+  for (std::string l; std::getline(f, l);) lines.push_back(l);
+  const size_t from = lines.size() > kLogTail ? lines.size() - kLogTail : 0;
+  std::string out = "\n--- " + path + " (last " + std::to_string(lines.size() - from) + " of " +
+                    std::to_string(lines.size()) + " lines) ---";
+  for (size_t i = from; i < lines.size(); ++i) out += "\n    " + lines[i];
+  return out;
+}
+
+EngineOutcome Failure(const TargetSpec& t, const std::string& kind, const std::string& detail, int rank,
+                      const std::string& msg) {
+  EngineOutcome out;
+  out.ok = false;
+  out.target = t.name;
+  out.failure_kind = kind;
+  out.failure_detail = detail;
+  out.failure_rank = rank;
+  out.failure = "target " + t.name + ": " + msg;
+  return out;
+}
+
+}  // namespace
+
+EngineOutcome RunTarget(const TargetSpec& t, const Config& cfg, const TargetRunOptions& o) {
+  const Status sup = TargetSupports(t, cfg);
+  if (!sup.ok()) return Failure(t, "unsupported", "unsupported", -1, sup.ToString());
+  const std::string dir = MakeRunDir(o);
+  const Status wrote = WriteRunDir(cfg, ExpectedKinds(cfg), dir);
+  if (!wrote.ok()) throw std::runtime_error("target runner: " + wrote.ToString());
+  const std::string log = dir + "/target.log";
+  const std::vector<std::string> argv = TargetArgv(t, cfg, dir);
+  pid_t pid = -1;
+  try {
+    pid = SpawnSession(argv, log, dir);
+  } catch (const std::runtime_error& e) {
+    return Failure(t, "crash", "exec", -1, std::string(e.what()) + " (run dir " + dir + " kept)");
+  }
+  const auto start = Clock::now();
+  const auto limit = std::chrono::seconds(t.timeout_s);
+  int status = 0;
+  bool timed_out = false;
+  for (;;) {
+    const pid_t r = ::waitpid(pid, &status, WNOHANG);
+    if (r == pid) break;
+    if (r < 0 && errno != EINTR) {
+      KillSession(pid, kKillWait);
+      throw std::runtime_error(std::string("target runner: waitpid: ") + std::strerror(errno));
+    }
+    if (Clock::now() - start > limit) {
+      timed_out = true;
+      KillSession(pid, kKillWait);
+      ::waitpid(pid, &status, 0);
+      break;
+    }
+    std::this_thread::sleep_for(kPollInterval);
+  }
+  // Whatever the launcher left behind (ranks that outlive it) goes with its session.
+  KillSession(pid, kKillWait);
+  const std::string kept = " (run dir " + dir + " kept)" + LogTail(log);
+  if (timed_out)
+    return Failure(t, "hang", "timeout", -1,
+                   "hang: still running after timeout_s=" + std::to_string(t.timeout_s) +
+                       " s; the watchdog killed its session" + kept);
+  if (WIFSIGNALED(status))
+    return Failure(t, "crash", "signal", -1, "crashed: killed by signal " + std::to_string(WTERMSIG(status)) + kept);
+  if (WEXITSTATUS(status) != 0)
+    return Failure(t, "crash", "exit", -1, "crashed: exited with code " + std::to_string(WEXITSTATUS(status)) + kept);
+  EngineOutcome out;
+  out.target = t.name;
+  ObservationError err;
+  if (!ReadObservations(cfg, dir, &out.obs, &err))
+    return Failure(t, "crash", err.detail, err.rank, "exited 0 but its observations are unusable: " + err.message + kept);
+  std::error_code ec;
+  if (!o.keep) fs::remove_all(dir, ec);
+  return out;
+}
+
+std::function<EngineOutcome(const Config&)> MakeTargetRunner(const TargetSpec& t, const TargetRunOptions& o) {
+  return [t, o](const Config& cfg) { return RunTarget(t, cfg, o); };
+}
+
+}  // namespace paradiff

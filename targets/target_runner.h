@@ -1,0 +1,38 @@
+// RunTarget: one config on an external target (docs/TARGETS.md). Writes the run dir
+// (targets/run_dir.h), launches the target's argv (targets/target_file.h) in its own session
+// without a shell (core/child_process.h), under a watchdog of the target's timeout_s, and reads
+// the observations back into an EngineOutcome, so the oracles compare them with the references
+// exactly as they compare the built-in engine's.
+//
+// A failure of the target is a value, never an exception (EngineOutcome.target names the target):
+//   failure_kind "hang"  (detail "timeout"): it outlived timeout_s; its session was killed
+//   failure_kind "crash" (detail "exit" | "signal" | "exec"): it exited non-zero, died of a
+//       signal, or could not be executed
+//   failure_kind "crash" (detail "no_output" | "shape" | "bad_output"): it exited 0 but its
+//       observations are missing, of the wrong shape, or malformed
+//   failure_kind "unsupported": the config uses a feature the target does not declare (never
+//       launched; the metamorphic oracle skips such variants)
+// Every failure message names the target, the rank when known, and ends with the tail of its log;
+// the run dir of a failed run is kept and named.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "core/config.h"
+#include "kernels/engine.h"
+#include "targets/target_file.h"
+
+namespace paradiff {
+
+struct TargetRunOptions {
+  std::string work_dir;  // parent of the run dirs; "" = the system temp dir
+  bool keep = false;     // keep the run dirs of clean runs too (failed runs are always kept)
+};
+
+EngineOutcome RunTarget(const TargetSpec& t, const Config& cfg, const TargetRunOptions& o);
+
+// RunTarget bound to a target, as an oracles/oracle.h EngineRunner.
+std::function<EngineOutcome(const Config&)> MakeTargetRunner(const TargetSpec& t, const TargetRunOptions& o = {});
+
+}  // namespace paradiff
