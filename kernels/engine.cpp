@@ -32,11 +32,15 @@ struct Phase {
 };
 
 // Maps rank failures to the outcome; returns false if any rank failed.
-bool NoteFailures(const std::vector<RankResult>& results, EngineOutcome& out) {
+bool NoteFailures(const std::vector<RankResult>& results, const Observations& obs,
+                  int64_t first_step, EngineOutcome& out) {
   const int r = PrimaryErrorRank(results);
   if (r < 0) return true;
   out.ok = false;
   out.failure_rank = r;
+  // The step the failing rank was in: the steps it completed in this phase come first.
+  if (r < static_cast<int>(obs.ranks.size()))
+    out.failure_step = first_step + static_cast<int64_t>(obs.ranks[r].steps.size());
   out.failure = "rank " + std::to_string(r) + ": " + results[r].error;
   out.failure_kind = results[r].error_kind == "mismatch" ? "collective"
                      : results[r].error_kind == "hang"   ? "hang"
@@ -60,7 +64,7 @@ bool RunLocalPhase(const Phase& ph, const FaultSet& faults, std::chrono::millise
     if (ph.load) engine.LoadShard(*ph.load);
     RankObservations& o = obs.ranks[comm.rank()];
     o.rank = comm.rank();
-    engine.RunSteps(ph.first, ph.last, o);
+    engine.RunSteps(ph.first, ph.last, o, &log);
     if (!ph.save_dir.empty()) {
       entries[comm.rank()] = WriteCheckpointShard(ph.save_dir, engine.SaveShard());
       if (comm.rank() == 0) {
@@ -70,7 +74,7 @@ bool RunLocalPhase(const Phase& ph, const FaultSet& faults, std::chrono::millise
     }
     o.collectives = std::move(log);
   });
-  if (!NoteFailures(results, out)) return false;
+  if (!NoteFailures(results, obs, ph.first, out)) return false;
   if (!ph.save_dir.empty())
     WriteCheckpointManifest(ph.save_dir, cfg, ph.last, updates,
                             {{"scale", scaler.scale}, {"good_steps", scaler.good_steps},
@@ -92,17 +96,22 @@ Observations JoinPhases(const Observations& a, const Observations& b, int64_t sp
     for (const Observations* phase : {&a, &b}) {
       const bool have = r < phase->ranks.size();
       const int64_t from = phase == &a ? 0 : split, to = phase == &a ? split : steps;
+      const int64_t before = static_cast<int64_t>(o.collectives.size());  // calls of earlier phases
       for (int64_t s = from; s < to; ++s) {
         const int64_t i = s - from;
         if (have && i < static_cast<int64_t>(phase->ranks[r].steps.size())) {
           o.steps.push_back(phase->ranks[r].steps[i]);
           o.memory.push_back(phase->ranks[r].memory[i]);
+          const auto& marks = phase->ranks[r].collective_marks;
+          if (i < static_cast<int64_t>(marks.size()))
+            o.collective_marks.push_back(before + marks[i]);
         } else {
           RankStep placeholder;
           if (!phase->ranks.empty() && i < static_cast<int64_t>(phase->ranks[0].steps.size()))
             placeholder.skipped = phase->ranks[0].steps[i].skipped;
           o.steps.push_back(placeholder);
           o.memory.push_back(MemoryAccount{});
+          o.collective_marks.push_back(before + (have ? static_cast<int64_t>(phase->ranks[r].collectives.size()) : 0));
         }
       }
       if (!have) continue;

@@ -23,6 +23,7 @@ struct EngineOutcome {
   // part of the finding's signature.
   std::string target;
   std::string failure_detail;
+  int64_t failure_step = -1;  // the step the failing rank was in (-1: unknown)
 };
 
 // Which valid configs this build of the engine can run; the rest get a message naming the field.

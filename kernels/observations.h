@@ -49,6 +49,9 @@ struct RankObservations {
   std::vector<RankStep> steps;
   std::vector<MemoryAccount> memory;   // one per step
   std::vector<Fingerprint> collectives;
+  // collectives.size() after each step (one per step; empty when not recorded): call k belongs to
+  // the first step whose mark exceeds k, so a collective finding names its step.
+  std::vector<int64_t> collective_marks;
 };
 
 struct Observations {

@@ -18,7 +18,7 @@ namespace paradiff {
 namespace {
 
 constexpr char kMagic[] = "PARADIFF-OBS";
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;  // 2: padding_max_abs, collective_marks
 constexpr char kEndMarker[] = "END";
 // Plausibility limits against junk sizes (far above anything a budgeted config produces).
 constexpr uint64_t kMaxCount = uint64_t{1} << 40;
@@ -159,6 +159,7 @@ std::string SerializeObservations(const RankObservations& obs) {
     w.Raw<double>(s.grad_norm);
     w.Raw<double>(s.loss_scale);
     w.Raw<uint8_t>(s.skipped ? 1 : 0);
+    w.Raw<double>(s.padding_max_abs);
     w.Raw<uint64_t>(s.pieces.size());
     for (const TensorPiece& p : s.pieces) {
       w.Str(p.kind);
@@ -177,6 +178,8 @@ std::string SerializeObservations(const RankObservations& obs) {
   }
   w.Raw<uint64_t>(obs.collectives.size());
   for (const Fingerprint& fp : obs.collectives) WriteFingerprint(w, fp);
+  w.Raw<uint64_t>(obs.collective_marks.size());
+  for (int64_t m : obs.collective_marks) w.Raw<int64_t>(m);
   for (size_t i = 0; i + 1 < sizeof kEndMarker; ++i) w.Raw<char>(kEndMarker[i]);
   return w.Take();
 }
@@ -197,6 +200,7 @@ StatusOr<RankObservations> ParseObservations(const std::string& bytes, const std
       s.grad_norm = r.Raw<double>();
       s.loss_scale = r.Raw<double>();
       s.skipped = r.Raw<uint8_t>() != 0;
+      s.padding_max_abs = r.Raw<double>();
       s.pieces.resize(r.Count("piece"));
       for (TensorPiece& p : s.pieces) {
         p.kind = r.Str();
@@ -215,6 +219,8 @@ StatusOr<RankObservations> ParseObservations(const std::string& bytes, const std
     }
     obs.collectives.resize(r.Count("collective"));
     for (Fingerprint& fp : obs.collectives) fp = ReadFingerprint(r);
+    obs.collective_marks.resize(r.Count("collective mark"));
+    for (int64_t& m : obs.collective_marks) m = r.Raw<int64_t>();
     r.Expect(kEndMarker, sizeof kEndMarker - 1, "end marker");
     if (!r.AtEnd()) r.Fail("trailing bytes after the end marker");
   } catch (const ParseError& e) {

@@ -416,7 +416,8 @@ RankObservations RankEngine::Run() {
   return obs;
 }
 
-void RankEngine::RunSteps(int64_t first, int64_t last, RankObservations& obs) {
+void RankEngine::RunSteps(int64_t first, int64_t last, RankObservations& obs,
+                          const std::vector<Fingerprint>* log) {
   const int64_t accum = cfg_.batch.accumulation_steps;
   for (int64_t step = first; step < last; ++step) {
     RankStep rs;
@@ -461,6 +462,7 @@ void RankEngine::RunSteps(int64_t first, int64_t last, RankObservations& obs) {
     ReportState(rs);
     obs.steps.push_back(std::move(rs));
     obs.memory.push_back(Memory());
+    if (log) obs.collective_marks.push_back(static_cast<int64_t>(log->size()));
   }
 }
 

@@ -40,7 +40,10 @@ class RankEngine {
   ~RankEngine();
   RankObservations Run();
   // Steps [first, last) (global step indices), appended to `obs`.
-  void RunSteps(int64_t first, int64_t last, RankObservations& obs);
+  // `log`: the recording of this rank's calls (comm/recording_communicator.h); when given, its
+  // size after each step goes to obs.collective_marks.
+  void RunSteps(int64_t first, int64_t last, RankObservations& obs,
+                const std::vector<Fingerprint>* log = nullptr);
   // Checkpoints (kernels/rank_checkpoint.cpp): the state this rank owns as logical pieces, and
   // restoring this rank's state from a checkpoint written by any layout of the same model.
   CheckpointShard SaveShard() const;

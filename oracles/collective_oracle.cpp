@@ -55,19 +55,29 @@ std::string Difference(const Call& a, const Call& b) {
   return a.op + ".unknown";
 }
 
-Verdict Base(VerdictKind kind, const Config& cfg, int rank, int other, const std::string& detail,
-             const std::string& msg) {
+Verdict Base(VerdictKind kind, const Config& cfg, int64_t step, int rank, int other,
+             const std::string& detail, const std::string& msg) {
   Verdict v;
   v.kind = kind;
   v.oracle = "collective";
+  v.where.step = step;
   v.where.phase = "collective";
   v.where.rank = rank;
   v.where.other_rank = other;
   v.where.detail = detail;
   v.where.error = 1;  // one disagreeing call (Note [Discrete bounds])
   v.where.bound = kDiscreteBound;
-  v.message = msg + " (seed " + std::to_string(cfg.seed) + ")";
+  v.message = msg + " (" + (step >= 0 ? "step " + std::to_string(step) + ", " : std::string()) +
+              "seed " + std::to_string(cfg.seed) + ")";
   return v;
+}
+
+// The step of a recorded call of rank `r` (RankObservations::collective_marks); -1 if unrecorded.
+int64_t StepOfCall(const RankObservations& r, const Fingerprint* call) {
+  const int64_t k = call - r.collectives.data();
+  const auto& marks = r.collective_marks;
+  const auto it = std::upper_bound(marks.begin(), marks.end(), k);
+  return it == marks.end() ? -1 : static_cast<int64_t>(it - marks.begin());
 }
 
 std::string FirstLine(const std::string& s) { return s.substr(0, s.find('\n')); }
@@ -79,9 +89,9 @@ Verdict MismatchVerdict(const EngineOutcome& e, const Config& cfg) {
   const std::string line = FirstLine(e.failure);
   std::smatch m;
   if (!std::regex_search(line, m, coll))
-    return Base(VerdictKind::kCollective, cfg, e.failure_rank, -1, "", e.failure);
+    return Base(VerdictKind::kCollective, cfg, e.failure_step, e.failure_rank, -1, "", e.failure);
   const Call a = ParseCall(m[3]), b = ParseCall(m[5]);
-  return Base(VerdictKind::kCollective, cfg, std::stoi(m[2]), std::stoi(m[4]), Difference(a, b),
+  return Base(VerdictKind::kCollective, cfg, e.failure_step, std::stoi(m[2]), std::stoi(m[4]), Difference(a, b),
               "ranks disagree on a collective in group '" + m[1].str() + "': rank " + m[2].str() +
                   " called " + m[3].str() + " but rank " + m[4].str() + " called " + m[5].str());
 }
@@ -93,7 +103,7 @@ Verdict HangVerdict(const EngineOutcome& e, const Config& cfg) {
   const std::string line = FirstLine(e.failure);
   std::smatch m;
   if (!std::regex_search(line, m, head))
-    return Base(VerdictKind::kHang, cfg, e.failure_rank, -1, "", e.failure);
+    return Base(VerdictKind::kHang, cfg, e.failure_step, e.failure_rank, -1, "", e.failure);
   const int waiter = std::stoi(m[1]);
   const std::string waited_in = m[3];
   const Call call = ParseCall(waited_in);
@@ -117,7 +127,7 @@ Verdict HangVerdict(const EngineOutcome& e, const Config& cfg) {
     break;
   }
   const std::string op = call.parsed ? call.op : "call";
-  return Base(VerdictKind::kHang, cfg, waiter, other, Versus(op, other_state),
+  return Base(VerdictKind::kHang, cfg, e.failure_step, waiter, other, Versus(op, other_state),
               "hang: rank " + std::to_string(waiter) + " waited " + m[2].str() + " ms in " +
                   waited_in +
                   (other >= 0 ? " while rank " + std::to_string(other) + " was " + other_text
@@ -150,6 +160,7 @@ Verdict EngineFailureVerdict(const EngineOutcome& e, const Config& cfg) {
 
 Verdict CheckCollectiveLogs(const Config& cfg, const Observations& obs) {
   struct Member {
+    const RankObservations* obs = nullptr;
     int world_rank = -1;
     std::vector<const Fingerprint*> calls;
     bool ambiguous = false;
@@ -161,6 +172,7 @@ Verdict CheckCollectiveLogs(const Config& cfg, const Observations& obs) {
       Member& m = groups[fp.group][fp.rank];
       if (m.world_rank >= 0 && m.world_rank != r.rank) m.ambiguous = true;
       m.world_rank = r.rank;
+      m.obs = &r;
       m.calls.push_back(&fp);
     }
   }
@@ -176,7 +188,8 @@ Verdict CheckCollectiveLogs(const Config& cfg, const Observations& obs) {
         if (a.SameCall(b)) continue;
         const Call ca = ParseCall(a.ToString()), cb = ParseCall(b.ToString());
         return Base(
-            VerdictKind::kCollective, cfg, first.world_rank, m.world_rank, Difference(ca, cb),
+            VerdictKind::kCollective, cfg, StepOfCall(*m.obs, &b), first.world_rank, m.world_rank,
+            Difference(ca, cb),
             "the recorded collective logs disagree in group '" + group + "' at call " +
                 std::to_string(k) + ": rank " + std::to_string(first.world_rank) + " called " +
                 ca.text + " but rank " + std::to_string(m.world_rank) + " called " + cb.text);
@@ -184,8 +197,9 @@ Verdict CheckCollectiveLogs(const Config& cfg, const Observations& obs) {
       if (first.calls.size() != m.calls.size()) {
         const bool longer = m.calls.size() > first.calls.size();
         const Fingerprint& extra = longer ? *m.calls[n] : *first.calls[n];
-        return Base(VerdictKind::kCollective, cfg, first.world_rank, m.world_rank,
-                    Versus(Name(extra.op), "missing"),
+        const RankObservations& holder = longer ? *m.obs : *first.obs;
+        return Base(VerdictKind::kCollective, cfg, StepOfCall(holder, &extra), first.world_rank,
+                    m.world_rank, Versus(Name(extra.op), "missing"),
                     "the recorded collective logs disagree in group '" + group + "': rank " +
                         std::to_string(first.world_rank) + " made " +
                         std::to_string(first.calls.size()) + " calls, rank " +

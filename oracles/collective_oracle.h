@@ -12,7 +12,9 @@
 // reduce_op, root, counts, numel); hang.collective.-.-.collective.<op>_vs_<state of the other
 // rank> (sorted likewise); a call one rank's log lacks: "<op>_vs_missing". Details use only
 // characters safe in a file name (findings directories are named by signature).
-// No step: the communicator does not know the training step (Note [Localization]).
+// Step: a stopped run names the step the failing rank was in (EngineOutcome::failure_step); the
+// log check names the step of the disagreeing call (RankObservations::collective_marks). The
+// signature does not include the step (it is not a property of the bug).
 #pragma once
 
 #include <string>

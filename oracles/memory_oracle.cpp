@@ -43,21 +43,50 @@ Verdict Finding(const Config& cfg, int64_t step, int rank, const std::string& ca
 
 }  // namespace
 
-MemoryExpectation ExpectedMemory(const Config& cfg, int rank) {
+namespace {
+
+// Elements tensor-parallel rank holds of `p` (Megatron splits; validation makes them even).
+int64_t TpLocalNumel(const ModelConfig& m, const ParamSpec& p, int64_t tp) {
+  const int64_t n = p.numel();
+  if (tp <= 1) return n;
+  const std::string& name = p.name;
+  const auto has = [&](const char* part) { return name.find(part) != std::string::npos; };
+  const auto ends = [&](const std::string& suffix) {
+    return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  if (name == "embed.wte" || name == "head.lm_head.weight") {
+    const int64_t cols = n / m.vocab, mult = 4 * tp;  // vocabulary padded to a multiple of 4 * tp
+    return (m.vocab + mult - 1) / mult * mult / tp * cols;
+  }
+  if (has(".attn.kv.")) return m.kv_heads >= tp ? n / tp : n / m.kv_heads;
+  if (has(".attn.q.") || has(".mlp.fc1.") || has(".mlp.gate.") || has(".mlp.up.") ||
+      ends(".attn.proj.weight") || ends(".mlp.fc2.weight"))
+    return n / tp;
+  return n;  // replicated: norms, row-parallel biases, position embeddings
+}
+
+}  // namespace
+
+MemoryExpectation ExpectedMemory(const Config& cfg, int rank, const std::set<std::string>* stage_params) {
   const ModelSpec spec = BuildModelSpec(cfg.model);
   const int64_t align = std::max<int64_t>(cfg.zero.align_elems, 1), dp = cfg.parallel.dp;
+  const int64_t tp = cfg.parallel.tp, dp_rank = (rank / tp) % dp;
   const int64_t stage = cfg.zero.stage;
-  std::vector<std::pair<int64_t, int64_t>> ranges;  // [begin, end) of each parameter
+  std::vector<std::pair<int64_t, int64_t>> ranges;  // [begin, end) of each held parameter
+  std::map<std::string, int64_t> local;             // held parameter -> local elements
   int64_t off = 0, largest = 0;
   for (const auto& p : spec.params) {
+    if (stage_params && !stage_params->count(p.name)) continue;
+    const int64_t n = TpLocalNumel(cfg.model, p, tp);
+    local[p.name] = n;
     off = RoundUp(off, align);
-    ranges.push_back({off, off + p.numel()});
-    off += p.numel();
-    largest = std::max(largest, p.numel());
+    ranges.push_back({off, off + n});
+    off += n;
+    largest = std::max(largest, n);
   }
   const int64_t padded = RoundUp(std::max<int64_t>(off, 1), dp * align);
   const int64_t shard = padded / dp;
-  const int64_t held_begin = stage == 3 ? rank * shard : 0;
+  const int64_t held_begin = stage == 3 ? dp_rank * shard : 0;
   const int64_t held = stage == 3 ? shard : padded;
   const int64_t owned = stage == 0 ? padded : shard;
   int64_t data_in_held = 0;
@@ -83,7 +112,7 @@ MemoryExpectation ExpectedMemory(const Config& cfg, int rank) {
     for (const auto& u : BuildUnits(spec, cfg.model)) {
       std::set<std::string> names(u.params.begin(), u.params.end());
       int64_t n = 0;
-      for (const auto& name : names) n += spec.Find(name)->numel();
+      for (const auto& name : names) n += local.count(name) ? local[name] : 0;
       unit_max = std::max(unit_max, n);
     }
     m.upper["buffers_peak"] = unit_max * pbytes;
@@ -95,11 +124,17 @@ Verdict CheckMemory(const Config& run_cfg, const Observations& obs) {
   for (int64_t step = 0; step < run_cfg.steps; ++step) {
     // After a checkpoint reload the reload layout runs (kernels/engine.h LayoutAtStep).
     const Config cfg = LayoutAtStep(run_cfg, step);
-    const bool analytic = cfg.parallel.tp == 1 && cfg.parallel.pp == 1;
     for (const auto& r : obs.ranks) {
-      if (!analytic || step >= static_cast<int64_t>(r.memory.size())) continue;
+      if (step >= static_cast<int64_t>(r.memory.size())) continue;
       if (r.rank >= cfg.parallel.world) continue;  // not a rank of this phase
-      const MemoryExpectation want = ExpectedMemory(cfg, r.rank);
+      std::set<std::string> stage_params;
+      if (cfg.parallel.pp > 1) {
+        if (step >= static_cast<int64_t>(r.steps.size())) continue;
+        for (const auto& piece : r.steps[step].pieces)
+          if (piece.kind == "param") stage_params.insert(piece.tensor);
+      }
+      const MemoryExpectation want =
+          ExpectedMemory(cfg, r.rank, cfg.parallel.pp > 1 ? &stage_params : nullptr);
       const auto& got = r.memory[step].bytes;
       for (const char* cat : kCategories) {
         auto it = got.find(cat);
@@ -112,6 +147,7 @@ Verdict CheckMemory(const Config& run_cfg, const Observations& obs) {
               std::string("memory category ") + cat + " holds " + std::to_string(actual) +
                   " bytes, expected " + std::to_string(e->second) + " for ZeRO stage " +
                   std::to_string(cfg.zero.stage) + ", dp " + std::to_string(cfg.parallel.dp) +
+                  ", tp " + std::to_string(cfg.parallel.tp) + ", pp " + std::to_string(cfg.parallel.pp) +
                   ", align " + std::to_string(cfg.zero.align_elems) + " (" + (diff > 0 ? "+" : "") +
                   std::to_string(diff) + " bytes)");
         }

@@ -75,7 +75,9 @@ RankObservations TrainRank(const Config& cfg, const Args& args, MpiRuntime& mpi,
   std::vector<Fingerprint> fps;
   RecordingCommunicator rec(world->Split(/*color=*/0, /*key=*/world->rank()), &fps);
   RankEngine engine(cfg, faults, rec);
-  RankObservations obs = engine.Run();
+  RankObservations obs;
+  obs.rank = world->rank();
+  engine.RunSteps(0, cfg.steps, obs, &fps);
   obs.collectives = std::move(fps);
   return obs;
 }

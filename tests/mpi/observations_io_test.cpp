@@ -22,6 +22,7 @@ RankObservations Sample() {
     st.grad_norm = std::nextafter(1.0, 2.0);
     st.loss_scale = 65536;
     st.skipped = s == 1;
+    st.padding_max_abs = s * 0.25;
     const at::Tensor base = at::randn({17}, at::kDouble) * 1e3;
     for (auto type : {at::kFloat, at::kDouble, at::kBFloat16, at::kHalf, at::kLong})
       st.pieces.push_back({"grad", std::string("t.") + c10::toString(type), 5 * s, base.to(type)});
@@ -43,6 +44,7 @@ RankObservations Sample() {
   fp.rank = 3;
   fp.shape_hash = 0xfedcba9876543210ULL;
   o.collectives = {fp, fp};
+  o.collective_marks = {1, 2};
   return o;
 }
 
@@ -65,6 +67,7 @@ TEST(ObservationsIo, RoundTripsEveryFieldBitwise) {
     EXPECT_EQ(b.steps[s].loss_count, a.steps[s].loss_count);
     EXPECT_EQ(b.steps[s].loss_scale, a.steps[s].loss_scale);
     EXPECT_EQ(b.steps[s].skipped, a.steps[s].skipped);
+    EXPECT_EQ(b.steps[s].padding_max_abs, a.steps[s].padding_max_abs);
     ASSERT_EQ(b.steps[s].pieces.size(), a.steps[s].pieces.size());
     for (size_t i = 0; i < a.steps[s].pieces.size(); ++i) {
       const TensorPiece &x = a.steps[s].pieces[i], &y = b.steps[s].pieces[i];
@@ -76,6 +79,7 @@ TEST(ObservationsIo, RoundTripsEveryFieldBitwise) {
     EXPECT_EQ(b.memory[s].bytes, a.memory[s].bytes);
   }
   ASSERT_EQ(b.collectives.size(), 2u);
+  EXPECT_EQ(b.collective_marks, a.collective_marks);
   EXPECT_EQ(b.collectives[1].ToString(), a.collectives[1].ToString());
   EXPECT_EQ(b.collectives[1].shape_hash, a.collectives[1].shape_hash);
 }

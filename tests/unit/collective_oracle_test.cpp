@@ -117,7 +117,8 @@ TEST(CollectiveOracle, LogCheckCatchesADisagreeingOrMissingCall) {
   f.numel += 1;
   f.shape_hash ^= 1;  // a gather-v op compares its counts instead of numel
   Verdict v = CheckCollectiveLogs(c, numel.obs);
-  ExpectLocalized(v, /*needs_step=*/false);
+  ExpectLocalized(v);
+  EXPECT_EQ(v.where.step, 0);
   EXPECT_EQ(v.where.rank, 0);
   EXPECT_EQ(v.where.other_rank, 1);
   const std::string op = Name(f.op);
@@ -137,6 +138,29 @@ TEST(CollectiveOracle, LogCheckCatchesADisagreeingOrMissingCall) {
   v = CheckCollectiveLogs(c, missing.obs);
   EXPECT_EQ(v.kind, VerdictKind::kCollective);
   EXPECT_EQ(v.where.detail.substr(v.where.detail.find("_vs_")), "_vs_missing") << v.where.detail;
+  EXPECT_EQ(v.where.step, c.steps - 1) << "the last call belongs to the last step";
+
+  // The first call of step 1 (RankObservations::collective_marks) is localized to step 1.
+  ASSERT_EQ(clean.obs.ranks[1].collective_marks.size(), static_cast<size_t>(c.steps));
+  EngineOutcome later = clean;
+  later.obs.ranks[1].collectives[clean.obs.ranks[1].collective_marks[0]].dtype = "double";
+  v = CheckCollectiveLogs(c, later.obs);
+  EXPECT_EQ(v.kind, VerdictKind::kCollective);
+  EXPECT_EQ(v.where.step, 1) << v.message;
+  EXPECT_NE(v.message.find("step 1"), std::string::npos) << v.message;
+}
+
+TEST(CollectiveOracle, AStoppedRunNamesTheStepOfTheFailingRank) {
+  // Ranks that order their buckets by rank disagree in the first reduction of step 0.
+  Config c = SmallConfig(2, 1);
+  c.zero.bucket_elems = 500;
+  c.faults = {"comm.rank_dependent_bucket_order"};
+  const EngineOutcome e = RunEngine(c, testing::kTestTimeout);
+  ASSERT_FALSE(e.ok);
+  ASSERT_EQ(e.failure_kind, "collective") << e.failure;
+  const Verdict v = EngineFailureVerdict(e, c);
+  ExpectLocalized(v);
+  EXPECT_EQ(v.where.step, 0);
 }
 
 }  // namespace
