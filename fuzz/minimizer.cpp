@@ -27,9 +27,9 @@ void Flatten(const nlohmann::json& j, const std::string& prefix,
   out[prefix] = j.dump();
 }
 
-// Whether the engine build can check `c` at all (the minimizer treats "cannot" like "invalid").
-bool Checkable(const Config& c) {
-  return CheckConfig(c, ResourceBudget{}).ok() && EngineSupports(c).ok();
+// Whether the system under test can check `c` at all (the minimizer treats "cannot" like "invalid").
+bool Checkable(const Config& c, const MinimizeOptions& o) {
+  return CheckConfig(c, ResourceBudget{}).ok() && (o.supports ? o.supports(c) : EngineSupports(c)).ok();
 }
 
 }  // namespace
@@ -76,7 +76,7 @@ MinimizeResult Minimize(const Config& cfg, const MinimizeOptions& opts) {
   for (bool progress = true; progress && !out_of_time;) {
     progress = false;
     for (const Config& cand : ShrinkCandidates(res.minimized)) {
-      if (!Checkable(cand)) {
+      if (!Checkable(cand, opts)) {
         ++res.skipped;
         continue;
       }

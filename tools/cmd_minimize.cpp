@@ -10,6 +10,7 @@
 #include "core/exit_codes.h"
 #include "fuzz/minimizer.h"
 #include "kernels/engine.h"
+#include "targets/system_under_test.h"
 #include "tools/cli.h"
 #include "tools/load_config.h"
 
@@ -34,7 +35,15 @@ int CmdMinimize(const Args& args) {
   }
   const std::string& path = args.positional[0];
   StatusOr<Config> loaded = LoadCheckedConfig(path, args.inject);
-  Status ok = loaded.ok() ? EngineSupports(loaded.value()) : loaded.status();
+  StatusOr<SystemUnderTest> sut = LoadSystemUnderTest(args.target);
+  if (!sut.ok()) {
+    for (const auto& e : sut.status().errors()) std::cerr << "ERROR: --target " << args.target << ": " << e.message << "\n";
+    return kExitBadInput;
+  }
+  const SystemUnderTest system = sut.value();
+  opts.run_engine = system.Runner();
+  opts.supports = [system](const Config& c) { return system.Supports(c); };
+  Status ok = loaded.ok() ? system.Supports(loaded.value()) : loaded.status();
   if (!ok.ok()) {
     for (const auto& e : ok.errors()) std::cerr << "ERROR: " << path << ": " << e.message << "\n";
     return kExitBadInput;
@@ -79,7 +88,8 @@ int CmdMinimize(const Args& args) {
         r.complete ? "1-minimal (no single shrink keeps the signature)"
                    : "budget exhausted: smaller, but maybe not 1-minimal");
     std::printf("INFO: removed: %s\n", DescribeChange(cfg, r.minimized).c_str());
-    std::printf("INFO: reproduce: paradiff run %s\n", args.out.c_str());
+    std::printf("INFO: reproduce: paradiff run %s%s\n", args.out.c_str(),
+                args.target.empty() ? "" : (" --target " + args.target).c_str());
   }
   std::printf(
       "SUMMARY: paradiff: minimize FINDING sig=%s config=%s seed=%llu steps=%zu checks=%lld "
