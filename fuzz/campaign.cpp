@@ -14,6 +14,7 @@
 #include "core/rng.h"
 #include "fuzz/coverage.h"
 #include "fuzz/finding_minimizer.h"
+#include "targets/system_under_test.h"
 #include "fuzz/worker_pool.h"
 #include "fuzz/workdir.h"
 #include "kernels/engine.h"
@@ -154,9 +155,13 @@ StatusOr<CampaignSummary> RunCampaign(const CampaignOptions& opts, std::ostream&
   const Status mk = wd.SaveStats(StatsJson(opts, st, st.elapsed_prev));
   if (!mk.ok()) return mk;
 
+  StatusOr<SystemUnderTest> sut = LoadSystemUnderTest(opts.target);
+  if (!sut.ok()) return sut.status();
+  const SystemUnderTest system = sut.value();
   DomainOptions domain;
   domain.faults = opts.inject;
-  domain.accept = [](const Config& c) { return EngineSupports(c).ok(); };
+  domain.accept = [system](const Config& c) { return system.Supports(c).ok(); };
+  if (system.target) domain.max_world = std::min(domain.max_world, system.target->max_world);
 
   g_interrupted = 0;
   auto old_int = std::signal(SIGINT, OnInterrupt);
@@ -209,7 +214,7 @@ StatusOr<CampaignSummary> RunCampaign(const CampaignOptions& opts, std::ostream&
       if (opts.runs > 0 && next >= opts.runs) break;
       const int64_t i = next++;
       Config cfg = ConfigAt(opts, seeds.value(), domain, i);
-      if (!CheckConfig(cfg, ResourceBudget{}).ok() || !EngineSupports(cfg).ok()) {
+      if (!CheckConfig(cfg, ResourceBudget{}).ok() || !system.Supports(cfg).ok()) {
         ++st.rejected;  // a deliberately invalid config, rejected before any rank starts
         ++st.execs;
         st.Complete(i);
@@ -218,6 +223,7 @@ StatusOr<CampaignSummary> RunCampaign(const CampaignOptions& opts, std::ostream&
       if (st.coverage.Add(ConfigFeatures(cfg))) wd.SaveCorpus(cfg);
       nlohmann::json task = {{"index", i}, {"config", ConfigToJson(cfg)}};
       if (!opts.oracles.empty()) task["oracles"] = opts.oracles;
+      if (!opts.target.empty()) task["target"] = opts.target;
       if (i == opts.debug_crash_at) task["debug"] = "crash";
       if (i == opts.debug_hang_at) task["debug"] = "hang";
       pool.Submit(task);
@@ -271,7 +277,7 @@ StatusOr<CampaignSummary> RunCampaign(const CampaignOptions& opts, std::ostream&
   const Status s = wd.SaveStats(StatsJson(opts, st, elapsed()));
   if (!s.ok()) return s;
   if (!sum.interrupted && opts.minimize_budget_s > 0)
-    MinimizeStoredFindings(wd, {opts.minimize_budget_s, 20000, opts.oracles}, log);
+    MinimizeStoredFindings(wd, {opts.minimize_budget_s, 20000, opts.oracles, opts.target}, log);
   sum.execs = st.execs;
   sum.findings = st.findings;
   sum.inconclusive = st.inconclusive;

@@ -38,6 +38,7 @@ struct CampaignOptions {
   int64_t debug_hang_at = -1;         // tests: execution whose worker blocks
   std::vector<std::string> oracles;   // oracle selection of every check (resolved names; empty = default)
   double minimize_budget_s = 20;      // after the loop, per stored finding (fuzz/finding_minimizer.h); 0 = off
+  std::string target;  // external target file (docs/TARGETS.md); "" = the built-in engine
 };
 
 struct CampaignSummary {

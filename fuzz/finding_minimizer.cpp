@@ -12,6 +12,7 @@
 #include "fuzz/json_file.h"
 #include "fuzz/minimizer.h"
 #include "kernels/engine.h"
+#include "targets/system_under_test.h"
 
 namespace paradiff {
 
@@ -37,7 +38,8 @@ nlohmann::json MinimizeOne(const fs::path& dir, const std::string& sig,
   }
   StatusOr<Config> cfg = LoadConfigFile((dir / "config.json").string());
   Status ok = cfg.ok() ? CheckConfig(cfg.value(), ResourceBudget{}) : cfg.status();
-  if (ok.ok()) ok = EngineSupports(cfg.value());
+  StatusOr<SystemUnderTest> sut = LoadSystemUnderTest(o.target);
+  if (ok.ok()) ok = sut.ok() ? sut.value().Supports(cfg.value()) : sut.status();
   if (!ok.ok()) {
     out["status"] = "skipped";
     out["reason"] = "config.json cannot be checked in-process: " + ok.ToString();
@@ -50,6 +52,9 @@ nlohmann::json MinimizeOne(const fs::path& dir, const std::string& sig,
   mo.timeout = std::chrono::milliseconds(o.timeout_ms);
   mo.cache = &cache;
   mo.oracles = o.oracles;
+  const SystemUnderTest system = sut.value();
+  mo.run_engine = system.Runner();
+  mo.supports = [system](const Config& c) { return system.Supports(c); };
   const MinimizeResult r = Minimize(cfg.value(), mo);
   out["checks"] = r.checks;
   out["seconds"] = r.seconds;

@@ -12,6 +12,7 @@
 #include "kernels/engine.h"
 #include "oracles/check.h"
 #include "oracles/report.h"
+#include "targets/system_under_test.h"
 
 namespace paradiff {
 
@@ -47,7 +48,8 @@ int RunWorker(std::istream& in, std::ostream& out) {
     nlohmann::json result = {{"index", task["index"]}};
     StatusOr<Config> cfg = ConfigFromJson(task["config"]);
     Status ok = cfg.ok() ? CheckConfig(cfg.value(), ResourceBudget{}) : cfg.status();
-    if (ok.ok()) ok = EngineSupports(cfg.value());
+    StatusOr<SystemUnderTest> sut = LoadSystemUnderTest(task.value("target", ""));
+    if (ok.ok()) ok = sut.ok() ? sut.value().Supports(cfg.value()) : sut.status();
     if (!ok.ok()) {
       // The campaign only sends valid, supported configs: refusing one is a finding.
       result["verdict"] = Rejected(ok.ToString());
@@ -56,6 +58,7 @@ int RunWorker(std::istream& in, std::ostream& out) {
       opts.timeout = kCollectiveTimeout;
       opts.cache = &cache;
       opts.oracles = task.value("oracles", std::vector<std::string>{});
+      opts.run_engine = sut.value().Runner();
       CheckResult res = CheckRun(cfg.value(), opts);
       result["verdict"] = VerdictJson(res.verdict);
       if (IsFinding(res.verdict.kind)) result["report"] = ReportJson(cfg.value(), res);

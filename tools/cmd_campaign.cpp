@@ -41,6 +41,7 @@ int CmdCampaign(const Args& a) {
   o.debug_hang_at = a.debug_hang_at;
   o.minimize_budget_s = a.minimize_budget_s;
   o.oracles = a.oracles;
+  o.target = a.target;
   o.exe = SelfExecutablePath();
   StatusOr<CampaignSummary> r = RunCampaign(o, std::cout);
   if (!r.ok()) {
