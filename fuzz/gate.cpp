@@ -56,8 +56,9 @@ Status ReplayDir(const std::string& group, const std::string& dir, const GateOpt
   check.cache = &cache;
   check.timeout = opts.timeout;
   check.oracles = opts.oracles;
+  check.run_engine = opts.system.Runner();
   for (const ReplayItem& item : items.value()) {
-    GateCase c = FromReplay(group, Replay(item, check), opts.baseline);
+    GateCase c = FromReplay(group, Replay(item, check, opts.system), opts.baseline);
     log << (c.status == GateStatus::kFailed ? "ERROR" : "INFO") << ": gate " << group << " "
         << c.name << ": " << Name(c.status) << " (got " << c.got << ")"
         << (c.message.empty() ? "" : ": " + c.message) << std::endl;

@@ -17,6 +17,7 @@
 
 #include "core/status.h"
 #include "fuzz/campaign.h"
+#include "targets/system_under_test.h"
 
 namespace paradiff {
 
@@ -43,6 +44,7 @@ struct GateOptions {
   std::set<std::string> baseline;  // known signatures
   std::chrono::milliseconds timeout{20000};  // collective watchdog of every suite / corpus check
   std::vector<std::string> oracles;          // oracle selection (suite, corpus and campaign)
+  SystemUnderTest system;                    // the built-in engine or an external target (--target)
 };
 
 struct GateResult {

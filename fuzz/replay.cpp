@@ -109,14 +109,14 @@ StatusOr<std::vector<ReplayItem>> CollectReplayItems(const std::vector<std::stri
   return out;
 }
 
-ReplayResult Replay(const ReplayItem& item, const CheckOptions& opts) {
+ReplayResult Replay(const ReplayItem& item, const CheckOptions& opts, const SystemUnderTest& system) {
   const auto t0 = std::chrono::steady_clock::now();
   ReplayResult r;
   r.item = item;
   StatusOr<Config> cfg = LoadConfigFile(item.path);
   Status ok = cfg.ok() ? CheckConfig(cfg.value(), ResourceBudget{}) : cfg.status();
   if (ok.ok()) {
-    ok = EngineSupports(cfg.value());
+    ok = system.Supports(cfg.value());
     r.unsupported = !ok.ok();
   }
   if (!ok.ok()) {

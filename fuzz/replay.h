@@ -21,6 +21,7 @@
 #include "core/status.h"
 #include "core/verdict.h"
 #include "oracles/check.h"
+#include "targets/system_under_test.h"
 
 namespace paradiff {
 
@@ -60,6 +61,7 @@ StatusOr<std::vector<ReplayItem>> CollectReplayItems(const std::vector<std::stri
 StatusOr<std::string> ReadExpectation(const std::string& config_path);
 
 // Loads, validates and checks one item; never throws for a bad config (kInvalid).
-ReplayResult Replay(const ReplayItem& item, const CheckOptions& opts);
+// `system` decides what is supported (the built-in engine by default); opts.run_engine runs it.
+ReplayResult Replay(const ReplayItem& item, const CheckOptions& opts, const SystemUnderTest& system = {});
 
 }  // namespace paradiff

@@ -42,6 +42,10 @@ const std::vector<Subcommand>& Subcommands() {
        CmdGate},
       {"report", "paradiff report (WORKDIR | REPORT.json) --html FILE",
        "render a campaign work dir or a JSON report as one self-contained HTML file", CmdReport},
+      {"import", "paradiff import deepspeed DS_CONFIG.json [--out CONFIG.json]",
+       "a paradiff config from a DeepSpeed config (docs/TARGETS.md)", CmdImport},
+      {"export", "paradiff export deepspeed|megatron CONFIG [--out FILE]",
+       "a DeepSpeed config or Megatron-LM arguments for a paradiff config (docs/TARGETS.md)", CmdExport},
   };
   return kSubcommands;
 }
@@ -92,6 +96,8 @@ po::options_description Options(const std::string& sub, Args& a) {
        "turn on a bug-zoo fault switch (repeatable); kept in the minimized config")
       ("out", po::value<std::string>(&a.out), "write the minimized config here (required)")
       ("budget", po::value<std::string>(&a.budget), "stop shrinking after this long: 90s, 10m");
+  if (sub == "import" || sub == "export")
+    d.add_options()("out", po::value<std::string>(&a.out), "write the result here instead of stdout");
   if (sub == "gate")
     d.add_options()
       ("suite", po::value<std::string>(&a.suite), "directory of configs expected to pass (required)")

@@ -79,5 +79,7 @@ int CmdMinimize(const Args& args);
 int CmdReplay(const Args& args);
 int CmdGate(const Args& args);
 int CmdReport(const Args& args);
+int CmdImport(const Args& args);
+int CmdExport(const Args& args);
 
 }  // namespace paradiff

@@ -13,6 +13,7 @@
 #include "core/atomic_file.h"
 #include "core/exit_codes.h"
 #include "fuzz/gate.h"
+#include "targets/system_under_test.h"
 #include "tools/cli.h"
 #include "tools/gate_output.h"
 
@@ -35,6 +36,10 @@ bool BuildOptions(const Args& a, GateOptions& o) {
   o.timeout = std::chrono::milliseconds(a.timeout_ms);
   o.oracles = a.oracles;
   o.campaign.oracles = a.oracles;
+  o.campaign.target = a.target;
+  StatusOr<SystemUnderTest> sut = LoadSystemUnderTest(a.target);
+  if (!sut.ok()) return Fail("--target " + a.target + ": " + sut.status().ToString());
+  o.system = sut.value();
   if (!a.budget.empty()) {
     o.budget_s = ParseDuration(a.budget);
     if (o.budget_s <= 0)

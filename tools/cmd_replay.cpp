@@ -8,6 +8,7 @@
 
 #include "core/exit_codes.h"
 #include "fuzz/replay.h"
+#include "targets/system_under_test.h"
 #include "tools/cli.h"
 
 namespace paradiff {
@@ -27,12 +28,18 @@ int CmdReplay(const Args& args) {
   opts.cache = &cache;
   opts.timeout = std::chrono::milliseconds(args.timeout_ms);
   opts.oracles = args.oracles;
+  StatusOr<SystemUnderTest> sut = LoadSystemUnderTest(args.target);
+  if (!sut.ok()) {
+    for (const auto& e : sut.status().errors()) std::cerr << "ERROR: --target " << args.target << ": " << e.message << "\n";
+    return kExitBadInput;
+  }
+  opts.run_engine = sut.value().Runner();
   std::map<ReplayOutcome, int> counts;
   int unexpected = 0;
   if (!args.quiet)
     std::printf("%-9s %-5s %7s  %-52s %s\n", "RESULT", "MATCH", "TIME", "CONFIG", "GOT (EXPECTED)");
   for (const ReplayItem& item : items.value()) {
-    const ReplayResult r = Replay(item, opts);
+    const ReplayResult r = Replay(item, opts, sut.value());
     ++counts[r.outcome];
     const char* match = item.expected.empty() ? "-" : r.matches ? "yes" : "NO";
     if (!item.expected.empty() && !r.matches) ++unexpected;

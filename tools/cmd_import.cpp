@@ -1,0 +1,52 @@
+// `paradiff import deepspeed DS_CONFIG.json [--out CONFIG.json]`: a paradiff config from a DeepSpeed
+// config (targets/translate.h); model, seed and steps are paradiff's defaults. Prints the config (or
+// writes --out) and one WARNING per DeepSpeed key without a counterpart. Exit 2 on bad input.
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "core/atomic_file.h"
+#include "core/budget.h"
+#include "core/config_json.h"
+#include "core/exit_codes.h"
+#include "targets/translate.h"
+#include "tools/cli.h"
+
+namespace paradiff {
+
+int CmdImport(const Args& args) {
+  if (args.positional.size() != 2 || args.positional[0] != "deepspeed") {
+    std::cerr << "ERROR: usage: paradiff import deepspeed DS_CONFIG.json [--out CONFIG.json]\n";
+    return kExitBadInput;
+  }
+  const std::string& path = args.positional[1];
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  const nlohmann::json ds = nlohmann::json::parse(ss.str(), nullptr, false);
+  if (!f || ds.is_discarded()) {
+    std::cerr << "ERROR: " << path << ": not a readable JSON file\n";
+    return kExitBadInput;
+  }
+  StatusOr<DeepSpeedImport> r = ImportDeepSpeed(ds, Config{});
+  Status ok = r.ok() ? CheckConfig(r.value().config, ResourceBudget{}) : r.status();
+  if (!ok.ok()) {
+    for (const auto& e : ok.errors()) std::cerr << "ERROR: " << path << ": " << e.message << "\n";
+    return kExitBadInput;
+  }
+  for (const auto& k : r.value().ignored)
+    std::cerr << "WARNING: " << path << ": " << k << " has no paradiff counterpart; ignored\n";
+  const std::string text = WriteConfig(r.value().config);
+  if (args.out.empty()) {
+    std::cout << text;
+    return kExitPass;
+  }
+  const Status w = WriteFileAtomic(args.out, text);
+  if (!w.ok()) {
+    std::cerr << "ERROR: " << w.ToString() << "\n";
+    return kExitInternal;
+  }
+  return kExitPass;
+}
+
+}  // namespace paradiff
