@@ -8,6 +8,7 @@
 #include "core/model_spec.h"
 #include "kernels/model.h"
 #include "kernels/optim.h"
+#include "oracles/layout_expectation.h"
 #include "oracles/tolerance.h"
 
 namespace paradiff {
@@ -43,29 +44,6 @@ Verdict Finding(const Config& cfg, int64_t step, int rank, const std::string& ca
 
 }  // namespace
 
-namespace {
-
-// Elements tensor-parallel rank holds of `p` (Megatron splits; validation makes them even).
-int64_t TpLocalNumel(const ModelConfig& m, const ParamSpec& p, int64_t tp) {
-  const int64_t n = p.numel();
-  if (tp <= 1) return n;
-  const std::string& name = p.name;
-  const auto has = [&](const char* part) { return name.find(part) != std::string::npos; };
-  const auto ends = [&](const std::string& suffix) {
-    return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
-  };
-  if (name == "embed.wte" || name == "head.lm_head.weight") {
-    const int64_t cols = n / m.vocab, mult = 4 * tp;  // vocabulary padded to a multiple of 4 * tp
-    return (m.vocab + mult - 1) / mult * mult / tp * cols;
-  }
-  if (has(".attn.kv.")) return m.kv_heads >= tp ? n / tp : n / m.kv_heads;
-  if (has(".attn.q.") || has(".mlp.fc1.") || has(".mlp.gate.") || has(".mlp.up.") ||
-      ends(".attn.proj.weight") || ends(".mlp.fc2.weight"))
-    return n / tp;
-  return n;  // replicated: norms, row-parallel biases, position embeddings
-}
-
-}  // namespace
 
 MemoryExpectation ExpectedMemory(const Config& cfg, int rank, const std::set<std::string>* stage_params) {
   const ModelSpec spec = BuildModelSpec(cfg.model);

@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "oracles/collective_oracle.h"
+#include "oracles/cross_backend_oracle.h"
 #include "oracles/determinism_oracle.h"
 #include "oracles/exact_oracle.h"
 #include "oracles/memory_oracle.h"
@@ -23,6 +24,7 @@ namespace {
 struct Entry {
   const char* name;
   bool in_default;
+  bool in_all;  // false: opt-in by name only
   std::function<std::unique_ptr<Oracle>()> make;
 };
 
@@ -34,15 +36,16 @@ std::unique_ptr<Oracle> Make() {
 // Canonical order (see the header).
 const std::vector<Entry>& Entries() {
   static const std::vector<Entry> kEntries = {
-      {"validation", true, Make<ValidationOracle>},
-      {"collective", true, Make<CollectiveOracle>},
-      {"tiling", true, Make<TilingOracle>},
-      {"replica", true, Make<ReplicaOracle>},
-      {"memory", true, Make<MemoryOracle>},
-      {"numeric", true, Make<NumericOracle>},
-      {"exact", true, Make<ExactOracle>},
-      {"determinism", false, Make<DeterminismOracle>},
-      {"metamorphic", false, Make<MetamorphicOracle>},
+      {"validation", true, true, Make<ValidationOracle>},
+      {"collective", true, true, Make<CollectiveOracle>},
+      {"tiling", true, true, Make<TilingOracle>},
+      {"replica", true, true, Make<ReplicaOracle>},
+      {"memory", true, true, Make<MemoryOracle>},
+      {"numeric", true, true, Make<NumericOracle>},
+      {"exact", true, true, Make<ExactOracle>},
+      {"determinism", false, true, Make<DeterminismOracle>},
+      {"metamorphic", false, true, Make<MetamorphicOracle>},
+      {"cross_backend", false, false, [] { return std::make_unique<CrossBackendOracle>(); }},
   };
   return kEntries;
 }
@@ -69,6 +72,16 @@ const std::vector<std::string>& AllOracleNames() {
   return kNames;
 }
 
+const std::vector<std::string>& ThoroughOracleNames() {
+  static const std::vector<std::string> kNames = [] {
+    std::vector<std::string> n;
+    for (const auto& e : Entries())
+      if (e.in_all) n.push_back(e.name);
+    return n;
+  }();
+  return kNames;
+}
+
 const std::vector<std::string>& DefaultOracleNames() {
   static const std::vector<std::string> kNames = [] {
     std::vector<std::string> n;
@@ -87,7 +100,7 @@ StatusOr<std::vector<std::string>> ResolveOracleNames(const std::vector<std::str
     for (const auto& name : Split(item)) {
       any = true;
       const std::vector<std::string>* set = name == "default" ? &DefaultOracleNames()
-                                            : name == "all"   ? &AllOracleNames()
+                                            : name == "all"   ? &ThoroughOracleNames()
                                                               : nullptr;
       if (set != nullptr) {
         chosen.insert(set->begin(), set->end());

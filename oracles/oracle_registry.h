@@ -1,9 +1,11 @@
 // The oracle registry: every oracle by name, in the canonical order CheckRun applies them (the
 // first finding in this order is the verdict, so a structural violation is reported before the
 // numeric mismatch it causes):
-//   validation, collective, tiling, replica, memory, numeric, exact, determinism, metamorphic.
+//   validation, collective, tiling, replica, memory, numeric, exact, determinism, metamorphic,
+//   cross_backend.
 // Sets: "default" = the campaign default, the cheap ones (everything but determinism and
-// metamorphic, which run the engine again); "all" = every oracle (the dedicated thorough mode).
+// metamorphic, which run the engine again); "all" = the dedicated thorough mode, every oracle but
+// the opt-in cross_backend (which starts an mpirun job: select it by name).
 // A selection is a list of names and set names, each item possibly comma-separated
 // ("numeric,tiling"); an empty selection is "default".
 #pragma once
@@ -19,6 +21,8 @@ namespace paradiff {
 
 // Every oracle name, in canonical order.
 const std::vector<std::string>& AllOracleNames();
+// The "all" set: every oracle but the opt-in ones, in canonical order.
+const std::vector<std::string>& ThoroughOracleNames();
 // The campaign default set, in canonical order.
 const std::vector<std::string>& DefaultOracleNames();
 

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "core/model_spec.h"
+#include "oracles/layout_expectation.h"
 #include "oracles/tolerance.h"
 
 namespace paradiff {
@@ -37,12 +38,12 @@ Verdict Finding(const Config& cfg, int64_t step, const std::string& kind, const 
 
 }  // namespace
 
-int64_t ExpectedHolders(const Config& cfg, const std::string& kind) {
-  if (cfg.parallel.tp != 1 || cfg.parallel.pp != 1) return 0;
+int64_t ExpectedHolders(const Config& cfg, const std::string& kind, const ParamSpec& p) {
   const int64_t dp = cfg.parallel.dp, stage = cfg.zero.stage;
-  if (kind == "param") return stage >= 3 ? 1 : dp;
-  if (kind == "grad") return stage >= 2 ? 1 : dp;
-  return stage >= 1 ? 1 : dp;  // master weights and optimizer slots
+  const int64_t dp_holders = kind == "param" ? (stage >= 3 ? 1 : dp)
+                             : kind == "grad" ? (stage >= 2 ? 1 : dp)
+                                              : (stage >= 1 ? 1 : dp);  // master weights, slots
+  return dp_holders * TpHolders(cfg.model, p, cfg.parallel.tp) * PpHolders(cfg, p);
 }
 
 Verdict CheckTiling(const Config& cfg, const Observations& obs) {
@@ -94,8 +95,8 @@ Verdict CheckTiling(const Config& cfg, const Observations& obs) {
     // Checked in localization order: kinds by phase, tensors in model order.
     for (const auto& kind : kinds) {
       const Config layout = LayoutAtStep(cfg, step);  // the reload layout after a checkpoint
-      const int64_t want = ExpectedHolders(layout, kind);
       for (const auto& ps : spec.params) {
+        const int64_t want = ExpectedHolders(layout, kind, ps);
         const std::string key = kind + ":" + ps.name;
         const at::Tensor& count = holders[key];
         at::Tensor missing = count.eq(0);
@@ -108,7 +109,6 @@ Verdict CheckTiling(const Config& cfg, const Observations& obs) {
                              " element(s) held by no rank, the first at index " +
                              std::to_string(first));
         }
-        if (want <= 0) continue;
         at::Tensor wrong = count.ne(want);
         if (!wrong.any().item<bool>()) continue;
         const int64_t first = wrong.nonzero()[0][0].item<int64_t>();
@@ -118,7 +118,9 @@ Verdict CheckTiling(const Config& cfg, const Observations& obs) {
             cfg, step, kind, &ps, ps.name, -1, first, n, got > want ? "overlap" : "replication",
             key + "[" + std::to_string(first) + "] is held by " + std::to_string(got) +
                 " ranks, expected " + std::to_string(want) + " (ZeRO stage " +
-                std::to_string(layout.zero.stage) + ", dp " + std::to_string(layout.parallel.dp) + "); " +
+                std::to_string(layout.zero.stage) + ", dp " + std::to_string(layout.parallel.dp) +
+                ", tp " + std::to_string(layout.parallel.tp) + ", pp " +
+                std::to_string(layout.parallel.pp) + "); " +
                 std::to_string(n) + " element(s) of the tensor are off");
       }
     }

@@ -1,9 +1,8 @@
 // The tiling oracle (partition coverage): at every step, every element of every logical tensor a
 // run must report (gradients, parameters, master weights, optimizer slots) is held by the expected
-// number of ranks, and every reported piece lies inside a known tensor. Under ZeRO with tp = pp =
-// 1 the expected number is exact (Note [Expected holders]); with tensor or pipeline parallelism it
-// is "at least one" (replication there depends on the tensor's tp split and the stage map, which
-// only the engine knows). A rank that reported fewer steps than configured is a finding too.
+// number of ranks, and every reported piece lies inside a known tensor. The expected number is
+// exact in every layout (Note [Expected holders]). A rank that reported fewer steps than
+// configured is a finding too.
 //
 // Note [Padding is not observable]: the engine reports pieces of logical tensors only
 // (kernels/observations.h); the alignment and dp padding of its flat buffers never appears in an
@@ -16,21 +15,23 @@
 #include <string>
 
 #include "core/config.h"
+#include "core/model_spec.h"
 #include "core/verdict.h"
 #include "kernels/observations.h"
 #include "oracles/oracle.h"
 
 namespace paradiff {
 
-// How many ranks must hold each element of `kind` (grad, param, master, a slot) for `cfg`, or 0
-// when only "at least one" can be required (tp > 1 or pp > 1).
+// How many ranks must hold each element of `kind` (grad, param, master, a slot) of parameter `p`.
 //
-// Note [Expected holders]: data parallel with ZeRO, tp = pp = 1. Parameters are replicated on all
-// dp ranks up to stage 2 and partitioned at stage 3; reduced gradients are replicated at stages 0
-// and 1 and partitioned from stage 2; master weights and optimizer slots are replicated at stage 0
-// and partitioned from stage 1. Partitioned means exactly one holder: a shard overlap (two ranks
-// updating the same element) is as much a bug as a gap.
-int64_t ExpectedHolders(const Config& cfg, const std::string& kind);
+// Note [Expected holders]: the product of three factors. Data parallel with ZeRO: parameters are
+// replicated on all dp ranks up to stage 2 and partitioned at stage 3; reduced gradients are
+// replicated at stages 0 and 1 and partitioned from stage 2; master weights and optimizer slots are
+// replicated at stage 0 and partitioned from stage 1. Tensor and pipeline parallel: the tp and pp
+// holders of oracles/layout_expectation.h (split tensors 1, kv heads shared by tp / kv_heads ranks,
+// replicated tensors tp; a tied embedding on two stages). Partitioned means exactly one holder: a
+// shard overlap (two ranks updating the same element) is as much a bug as a gap.
+int64_t ExpectedHolders(const Config& cfg, const std::string& kind, const ParamSpec& p);
 
 // kPass, or the first kInvariant (oracle "tiling") in localization order: step, then kind
 // (ExpectedKinds order), then tensor (model order). Out-of-bounds pieces come first in a step.

@@ -72,6 +72,10 @@ int CmdRun(const Args& args) {
   CheckOptions opts;
   opts.timeout = std::chrono::milliseconds(args.timeout_ms);
   opts.oracles = args.oracles;
+  if (args.cross_backend) {  // the selection (default when none) plus the cross-backend oracle
+    if (opts.oracles.empty()) opts.oracles = {"default"};
+    opts.oracles.push_back("cross_backend");
+  }
   opts.run_engine = sut.value().Runner();
   const CheckResult res = CheckRun(cfg, opts);
   if (!args.quiet) {

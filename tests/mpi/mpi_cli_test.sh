@@ -32,6 +32,15 @@ case $CASE in
     expect 3 "$P" run "$EX/dp3_zero3_adamw.json" --backend mpi --inject zero.uneven_last_shard
     has "SUMMARY: paradiff: FINDING kind=invariant sig=invariant.tiling"
     ;;
+  cross_backend)  # run --cross-backend: tensor and pipeline parallel, bitwise local == mpi
+    expect 0 "$P" run "$SRC/corpus/seed/tp2_pp2_dp2_bf16.json" --cross-backend --report "$TMP/r.json"
+    has "SUMMARY: paradiff: PASS"
+    python3 - "$TMP/r.json" <<'PY' || fail "the report does not show the cross_backend oracle passing"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert [o["status"] for o in r["oracles"] if o["name"] == "cross_backend"] == ["pass"], r["oracles"]
+PY
+    ;;
   cli_options)
     expect 2 "$P" run "$EX/dp4_zero2.json" --backend nccl; has "--backend must be local or mpi"
     sed 's/"backend": "local"/"backend": "nccl"/' "$EX/dp4_zero2.json" >"$TMP/nccl.json"

@@ -3,10 +3,10 @@
 //
 //   cross CONFIG [FAULT]  the same config (configs/examples/CONFIG or an absolute path, optionally
 //                         with a bug-zoo fault)
-//                         on the local and the mpi backend: the raw per-rank observations (every
-//                         piece in its own dtype, losses, norms, memory, the collective log) and the
-//                         assembled tensors (oracles/assemble.h) must be bitwise identical, since
-//                         both backends reduce in rank order (Note [MPI reduction order]).
+//                         on the local and the mpi backend, through the cross-backend oracle
+//                         (oracles/cross_backend_oracle.h): assembled quantities, every rank's own
+//                         pieces and the collective logs bitwise identical, since both backends
+//                         reduce in rank order (Note [MPI reduction order]).
 //   hang                  rank 1 of a 2-rank job sleeps before its first collective: a hang,
 //                         reported within the watchdog timeout, naming rank 1 and what rank 0
 //                         waits in; no process of the job is left behind; the logs are kept.
@@ -29,72 +29,14 @@
 #include "kernels/engine.h"
 #include "kernels/engine_mpi.h"
 #include "oracles/assemble.h"
+#include "oracles/cross_backend_oracle.h"
+#include "oracles/reference.h"
 
 namespace paradiff {
 namespace {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
-
-bool SameBits(const at::Tensor& a, const at::Tensor& b) {
-  if (a.defined() != b.defined()) return false;
-  if (!a.defined()) return true;
-  return a.scalar_type() == b.scalar_type() && a.sizes() == b.sizes() &&
-         std::memcmp(a.contiguous().data_ptr(), b.contiguous().data_ptr(), a.nbytes()) == 0;
-}
-
-bool SameBits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
-
-// The first difference between two runs' raw observations, "" when bitwise identical.
-std::string CompareRaw(const Observations& a, const Observations& b) {
-  if (a.ranks.size() != b.ranks.size()) return "rank counts differ";
-  for (size_t r = 0; r < a.ranks.size(); ++r) {
-    const RankObservations &x = a.ranks[r], &y = b.ranks[r];
-    const std::string at_rank = "rank " + std::to_string(r) + ": ";
-    if (x.rank != y.rank || x.steps.size() != y.steps.size()) return at_rank + "rank id or step count";
-    for (size_t s = 0; s < x.steps.size(); ++s) {
-      const RankStep &p = x.steps[s], &q = y.steps[s];
-      const std::string at_step = at_rank + "step " + std::to_string(s) + ": ";
-      if (!SameBits(p.loss_sum, q.loss_sum) || p.loss_count != q.loss_count) return at_step + "loss";
-      if (!SameBits(p.grad_norm, q.grad_norm)) return at_step + "grad_norm";
-      if (!SameBits(p.loss_scale, q.loss_scale) || p.skipped != q.skipped) return at_step + "loss scale";
-      if (p.pieces.size() != q.pieces.size()) return at_step + "piece counts";
-      for (size_t i = 0; i < p.pieces.size(); ++i) {
-        const TensorPiece &u = p.pieces[i], &v = q.pieces[i];
-        if (u.kind != v.kind || u.tensor != v.tensor || u.offset != v.offset || !SameBits(u.values, v.values))
-          return at_step + "piece " + u.kind + ":" + u.tensor + "@" + std::to_string(u.offset);
-      }
-    }
-    if (x.memory.size() != y.memory.size()) return at_rank + "memory account count";
-    for (size_t s = 0; s < x.memory.size(); ++s)
-      if (x.memory[s].bytes != y.memory[s].bytes) return at_rank + "memory account of step " + std::to_string(s);
-    if (x.collectives.size() != y.collectives.size())
-      return at_rank + "collective log length " + std::to_string(x.collectives.size()) + " vs " +
-             std::to_string(y.collectives.size());
-    for (size_t i = 0; i < x.collectives.size(); ++i)
-      if (x.collectives[i].ToString() != y.collectives[i].ToString())
-        return at_rank + "collective " + std::to_string(i) + ": " + x.collectives[i].ToString() + " vs " +
-               y.collectives[i].ToString();
-  }
-  return "";
-}
-
-std::string CompareAssembled(const Config& cfg, const Observations& a, const Observations& b) {
-  const Assembly x = Assemble(cfg, a), y = Assemble(cfg, b);
-  if (x.verdict.kind != y.verdict.kind) return "assembly verdicts differ: " + x.verdict.message + " vs " + y.verdict.message;
-  if (x.steps.size() != y.steps.size()) return "assembled step counts differ";
-  for (size_t s = 0; s < x.steps.size(); ++s) {
-    const std::string at_step = "assembled step " + std::to_string(s) + ": ";
-    if (!SameBits(x.steps[s].loss, y.steps[s].loss) || !SameBits(x.steps[s].grad_norm, y.steps[s].grad_norm))
-      return at_step + "loss or grad_norm";
-    if (x.steps[s].tensors.size() != y.steps[s].tensors.size()) return at_step + "tensor sets";
-    for (const auto& [name, t] : x.steps[s].tensors) {
-      auto it = y.steps[s].tensors.find(name);
-      if (it == y.steps[s].tensors.end() || !SameBits(t, it->second)) return at_step + name;
-    }
-  }
-  return "";
-}
 
 struct Case {
   std::string exe, src, name;  // the paradiff binary, the source tree, the case
@@ -135,15 +77,23 @@ std::string RunCase(const Case& c, const std::vector<std::string>& extra) {
     Config cfg = LoadExample(c.src, extra.at(0));
     if (extra.size() > 1) cfg.faults.push_back(extra[1]);
     const EngineOutcome local = RunEngine(cfg, std::chrono::seconds(60));
-    const MpiRunOptions o = Options(c, std::chrono::seconds(60));
-    const EngineOutcome mpi = RunEngineMpi(cfg, o);
     if (!local.ok) return "local run failed: " + local.failure;
-    if (!mpi.ok) return "mpi run failed: " + mpi.failure;
-    const std::string raw = CompareRaw(local.obs, mpi.obs);
-    if (!raw.empty()) return "raw observations differ (local vs mpi): " + raw;
-    const std::string assembled = CompareAssembled(cfg, local.obs, mpi.obs);
-    if (assembled.empty()) fs::remove_all(o.work_dir);
-    return assembled;
+    const MpiRunOptions o = Options(c, std::chrono::seconds(60));
+    bool ran = false;
+    const CrossBackendOracle oracle([&](const Config& other) {
+      ran = other.backend == Backend::kMpi;
+      return RunEngineMpi(other, o);
+    });
+    const auto ref = GetReference(cfg, nullptr);
+    const Assembly assembly = AssembleTensors(cfg, local.obs);
+    OracleInput in(cfg, local);
+    in.ref = ref.get();
+    in.assembly = &assembly;
+    const Verdict v = oracle.Check(in);
+    if (!ran) return "the oracle did not run the mpi backend: " + v.message;
+    if (v.kind != VerdictKind::kPass || IsSkip(v)) return "cross-backend: " + v.message;
+    fs::remove_all(o.work_dir);
+    return "";
   }
   if (c.name == "hang" || c.name == "crash") {
     const Config cfg = LoadExample(c.src, "dp2_bf16_accum.json");

@@ -20,7 +20,11 @@ TEST(OracleRegistry, NamesAndSets) {
   const std::vector<std::string> all = {"validation", "collective",  "tiling",
                                         "replica",    "memory",      "numeric",
                                         "exact",      "determinism", "metamorphic"};
-  EXPECT_EQ(AllOracleNames(), all);
+  std::vector<std::string> every = all;
+  every.push_back("cross_backend");
+  EXPECT_EQ(AllOracleNames(), every);
+  EXPECT_EQ(ThoroughOracleNames(), all) << "cross_backend is opt-in";
+  EXPECT_EQ(ResolveOracleNames({"all,cross_backend"}).value(), every);
   const std::vector<std::string> def = {"validation", "collective", "tiling", "replica",
                                         "memory",     "numeric",    "exact"};
   EXPECT_EQ(DefaultOracleNames(), def);

@@ -17,18 +17,77 @@ using testing::SmallConfig;
 
 TEST(TilingOracle, ExpectedHoldersFollowZeroStage) {
   Config c = SmallConfig(4, 0);
-  EXPECT_EQ(ExpectedHolders(c, "param"), 4);
-  EXPECT_EQ(ExpectedHolders(c, "exp_avg"), 4);
+  const ModelSpec spec = BuildModelSpec(c.model);
+  const ParamSpec& q = *spec.Find("blocks.0.attn.q.weight");
+  EXPECT_EQ(ExpectedHolders(c, "param", q), 4);
+  EXPECT_EQ(ExpectedHolders(c, "exp_avg", q), 4);
   c.zero.stage = 1;
-  EXPECT_EQ(ExpectedHolders(c, "grad"), 4);
-  EXPECT_EQ(ExpectedHolders(c, "exp_avg"), 1);
+  EXPECT_EQ(ExpectedHolders(c, "grad", q), 4);
+  EXPECT_EQ(ExpectedHolders(c, "exp_avg", q), 1);
   c.zero.stage = 2;
-  EXPECT_EQ(ExpectedHolders(c, "grad"), 1);
-  EXPECT_EQ(ExpectedHolders(c, "param"), 4);
+  EXPECT_EQ(ExpectedHolders(c, "grad", q), 1);
+  EXPECT_EQ(ExpectedHolders(c, "param", q), 4);
   c.zero.stage = 3;
-  EXPECT_EQ(ExpectedHolders(c, "param"), 1);
-  c.parallel.tp = 2;
-  EXPECT_EQ(ExpectedHolders(c, "param"), 0) << "tp > 1: coverage only";
+  EXPECT_EQ(ExpectedHolders(c, "param", q), 1);
+}
+
+TEST(TilingOracle, ExpectedHoldersFollowTensorAndPipelineSplits) {
+  Config c = SmallConfig(2, 1);  // 4 heads, 4 kv heads, tied embeddings
+  c.parallel.tp = 4;
+  c.parallel.pp = 2;
+  c.parallel.world = 16;
+  const ModelSpec spec = BuildModelSpec(c.model);
+  const auto holders = [&](const char* kind, const char* name) {
+    return ExpectedHolders(c, kind, *spec.Find(name));
+  };
+  EXPECT_EQ(holders("param", "blocks.0.attn.q.weight"), 2) << "split over tp, replicated over dp";
+  EXPECT_EQ(holders("exp_avg", "blocks.0.attn.q.weight"), 1);
+  EXPECT_EQ(holders("exp_avg", "blocks.0.ln1.weight"), 4) << "norms on every tp rank";
+  EXPECT_EQ(holders("exp_avg", "blocks.0.attn.proj.bias"), 4) << "row-parallel bias replicated";
+  EXPECT_EQ(holders("exp_avg", "embed.wte"), 2) << "tied: first and last stage";
+  c.model.kv_heads = 1;
+  const ModelSpec mqa = BuildModelSpec(c.model);
+  EXPECT_EQ(ExpectedHolders(c, "exp_avg", *mqa.Find("blocks.0.attn.kv.weight")), 4)
+      << "one kv head shared by all four tp ranks";
+  c.model.kv_heads = 2;
+  EXPECT_EQ(ExpectedHolders(c, "exp_avg", *BuildModelSpec(c.model).Find("blocks.0.attn.kv.weight")), 2);
+}
+
+TEST(TilingOracle, SilentOnCleanTensorAndPipelineParallelRuns) {
+  struct L { int64_t tp, pp, dp, stage, kv_heads; bool sp, tied; };
+  const L layouts[] = {{2, 1, 2, 3, 2, true, false}, {4, 1, 1, 1, 1, false, true},
+                       {1, 3, 2, 2, 4, false, true},  {2, 2, 2, 1, 4, false, true},
+                       {4, 2, 1, 0, 2, true, false}};
+  for (const L& l : layouts) {
+    Config c = SmallConfig(l.dp, l.stage);
+    c.model.layers = 3;
+    c.model.kv_heads = l.kv_heads;
+    c.model.tied_embeddings = l.tied;
+    c.parallel.tp = l.tp;
+    c.parallel.pp = l.pp;
+    c.parallel.sp = l.sp;
+    c.parallel.world = l.tp * l.pp * l.dp;
+    if (l.pp > 1) c.batch.accumulation_steps = 2;
+    const Verdict v = CheckTiling(c, RunClean(c).obs);
+    EXPECT_EQ(v.kind, VerdictKind::kPass)
+        << "tp " << l.tp << " pp " << l.pp << " dp " << l.dp << " stage " << l.stage << ": " << v.message;
+  }
+}
+
+TEST(TilingOracle, CatchesATensorParallelShardReportedTwice) {
+  // A tp rank that also reports its neighbour's slice of a column-parallel weight: an overlap.
+  Config c = SmallConfig(1, 0);
+  c.parallel.tp = c.parallel.world = 2;
+  EngineOutcome e = RunClean(c);
+  const TensorPiece* theirs = nullptr;
+  for (const auto& p : e.obs.ranks[1].steps[0].pieces)
+    if (p.kind == "param" && p.tensor == "blocks.0.mlp.fc1.weight") theirs = &p;
+  ASSERT_NE(theirs, nullptr);
+  e.obs.ranks[0].steps[0].pieces.push_back(*theirs);
+  const Verdict v = CheckTiling(c, e.obs);
+  ExpectLocalized(v);
+  EXPECT_EQ(v.where.detail, "overlap");
+  EXPECT_EQ(v.where.tensor, "blocks.0.mlp.fc1.weight");
 }
 
 TEST(TilingOracle, SilentOnCleanRunsOfEveryStage) {
