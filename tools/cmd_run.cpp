@@ -72,6 +72,11 @@ int CmdRun(const Args& args) {
   CheckOptions opts;
   opts.timeout = std::chrono::milliseconds(args.timeout_ms);
   opts.oracles = args.oracles;
+  if (args.cross_backend && !args.target.empty()) {
+    std::cerr << "ERROR: --cross-backend compares the built-in engine's backends; it does not apply "
+                 "to --target\n";
+    return kExitBadInput;
+  }
   if (args.cross_backend) {  // the selection (default when none) plus the cross-backend oracle
     if (opts.oracles.empty()) opts.oracles = {"default"};
     opts.oracles.push_back("cross_backend");
