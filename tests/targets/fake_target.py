@@ -1,0 +1,56 @@
+#!/usr/bin/python3
+"""A broken external target for paradiff's tests (standard library only, no torch).
+
+Usage: fake_target.py MODE RUN_DIR, MODE one of crash | hang | silent | shape. "crash" exits 3,
+"hang" sleeps forever, "silent" exits 0 writing nothing, "shape" writes observations whose first
+parameter has one extra row.
+"""
+import json
+import os
+import struct
+import sys
+import time
+
+
+def write_safetensors(path, tensors):  # tensors: name -> (shape, raw F32 bytes)
+    header, off, body = {}, 0, b""
+    for name, (shape, raw) in tensors.items():
+        header[name] = {"dtype": "F32", "shape": shape, "data_offsets": [off, off + len(raw)]}
+        off += len(raw)
+        body += raw
+    text = json.dumps(header).encode()
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + body)
+
+
+def main():
+    mode, run_dir = sys.argv[1], sys.argv[2]
+    if mode == "crash":
+        print("fake target: crashing on purpose", file=sys.stderr)
+        sys.exit(3)
+    if mode == "hang":
+        while True:
+            time.sleep(1)
+    if mode == "silent":
+        return
+    run = json.load(open(os.path.join(run_dir, "run.json")))
+    with open(os.path.join(run_dir, "init.safetensors"), "rb") as f:
+        (n,) = struct.unpack("<Q", f.read(8))
+        header = json.loads(f.read(n))
+    name = run["params"][0]
+    shape = list(header[name]["shape"])
+    shape[0] += 1
+    count = 1
+    for d in shape:
+        count *= d
+    out = os.path.join(run_dir, "out")
+    for r in range(run["world"]):
+        for s in range(run["steps"]):
+            write_safetensors(os.path.join(out, "rank%d.step%d.safetensors" % (r, s)),
+                              {"param:" + name: (shape, b"\0" * (4 * count))})
+        with open(os.path.join(out, "rank%d.json" % r), "w") as f:
+            json.dump({"steps": [{"loss_sum": 1.0, "loss_count": 1, "grad_norm": 1.0}] * run["steps"]}, f)
+
+
+if __name__ == "__main__":
+    main()

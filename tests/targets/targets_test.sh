@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# End-to-end tests of external targets (docs/TARGETS.md). Cases without torch: broken targets get a
+# clear finding (crash / hang / silent / shape), a malformed target file exits 2 naming the field,
+# DeepSpeed import/export round-trips. Cases labelled torch (adapters/torch, python3-torch): the
+# adapter is bitwise equal to the reference at world 1 in fp32, a short campaign is clean, the
+# planted bug is caught and minimized. They exit 77 (skipped) when python3-torch is missing.
+# Usage: targets_test.sh PARADIFF_BINARY SOURCE_DIR CASE
+set -u
+P=$1
+SRC=$2
+CASE=$3
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+T=$SRC/tests/targets
+fail() { echo "FAIL: $CASE: $*"; exit 1; }
+expect() {
+  local want=$1; shift
+  "$@" >"$TMP/out" 2>&1
+  local got=$?
+  [ "$got" -eq "$want" ] || { tail -40 "$TMP/out"; fail "'$*' exited $got, expected $want"; }
+}
+has() { grep -qE -- "$1" "$TMP/out" || { tail -40 "$TMP/out"; fail "output lacks /$1/"; }; }
+need_torch() {
+  /usr/bin/python3 -c 'import torch' 2>/dev/null || { echo "SKIP: python3-torch is not installed (scripts/setup installs it)"; exit 77; }
+}
+
+case $CASE in
+  broken_targets)
+    for m in crash:crash.target.-.-.run.exit hang:hang.target.-.-.run.timeout \
+             silent:crash.target.-.-.run.no_output shape:crash.target.-.-.run.shape; do
+      expect 3 "$P" run "$T/small_dp2.json" --target "$T/fake_${m%%:*}.json"
+      has "sig=${m#*:} "
+    done
+    has "has shape \[12,8\], the model's embed.wte is \[11,8\]"
+    ;;
+  bad_target_file)
+    echo '{"protocol": 1, "name": "x", "command": [], "supports": {"zero_stages": [5]}}' >"$TMP/t.json"
+    expect 2 "$P" run "$T/small_dp2.json" --target "$TMP/t.json"
+    has "command: required"
+    has "supports.zero_stages: must be a non-empty array of stages 0-3"
+    expect 2 "$P" campaign --workdir "$TMP/w" --runs 1 --target "$TMP/t.json"
+    # A config the target does not declare is bad input, naming the field.
+    expect 2 "$P" run "$SRC/configs/examples/dp3_zero3_adamw.json" --target "$T/fake_crash.json"
+    has "zero.stage: stage 3 is not supported"
+    ;;
+  deepspeed_round_trip)
+    for f in "$SRC"/configs/deepspeed/*.json; do
+      expect 0 "$P" import deepspeed "$f" --out "$TMP/a.json"
+      expect 0 "$P" export deepspeed "$TMP/a.json" --out "$TMP/ds.json"
+      expect 0 "$P" import deepspeed "$TMP/ds.json" --out "$TMP/b.json"
+      cmp -s "$TMP/a.json" "$TMP/b.json" || fail "$f: import(export(import)) differs from import"
+      expect 0 "$P" export megatron "$TMP/a.json"
+      has "--micro-batch-size"
+    done
+    expect 0 "$P" import deepspeed "$SRC/configs/deepspeed/zero1_bf16.json"
+    has '"stage": 1'
+    echo '{"zero_optimization": {"stage": 7}}' >"$TMP/bad.json"
+    expect 2 "$P" import deepspeed "$TMP/bad.json"
+    has "zero_optimization.stage: must be 0, 1, 2 or 3"
+    ;;
+  torch_bitwise_world1)
+    need_torch
+    expect 0 "$P" run "$T/torch_world1.json" --target "$SRC/adapters/torch/torch.json" --report "$TMP/r.json"
+    /usr/bin/python3 - "$TMP/r.json" <<'PY' || fail "step-0 loss / gradients are not bitwise equal to the reference"
+import json, sys
+r = json.load(open(sys.argv[1]))
+s0 = [c for c in r["comparisons"] if c["step"] == 0 and c["kind"] in ("loss", "grad")]
+bad = [c for c in s0 if c["error"] != c["ref_error"]]
+print("step-0 loss/grad comparisons:", len(s0), "not bitwise:", len(bad))
+sys.exit(1 if bad or len(s0) < 10 else 0)
+PY
+    ;;
+  torch_campaign_clean)
+    need_torch
+    expect 0 "$P" campaign --workdir "$TMP/w" --runs 16 --jobs 2 --seed 3 --minimize-budget-s 0 \
+      --target "$SRC/adapters/torch/torch.json"
+    has "campaign CLEAN"
+    ;;
+  torch_planted_minimized)
+    need_torch
+    expect 3 "$P" run "$T/small_dp2.json" --target "$SRC/adapters/torch/torch_planted.json"
+    has "sig=mismatch.numeric.grad.embedding.reduction.scale"
+    expect 3 "$P" minimize "$T/small_dp2.json" --target "$SRC/adapters/torch/torch_planted.json" \
+      --out "$TMP/min.json" --budget 60s
+    has "minimize FINDING sig=mismatch.numeric.grad"
+    grep -q '"dp": 2' "$TMP/min.json" || fail "the minimized config lost dp=2"
+    ;;
+  *) fail "unknown case" ;;
+esac
+echo "PASS: $CASE"
