@@ -108,9 +108,18 @@ Config ConfigAt(const CampaignOptions& opts, const std::vector<Config>& seeds,
   } else {
     base = GenerateConfig(frng, domain);
   }
-  if (i % kFamilySize == 0) return base;
-  SeqRng rng(Mix64(opts.seed ^ Mix64(static_cast<uint64_t>(i) + 0x5EEDULL)));
-  return MutateConfig(base, rng, domain);
+  Config c = base;
+  if (i % kFamilySize != 0) {
+    SeqRng rng(Mix64(opts.seed ^ Mix64(static_cast<uint64_t>(i) + 0x5EEDULL)));
+    c = MutateConfig(base, rng, domain);
+  }
+  if (!opts.backend.empty()) {
+    // --backend: every config on that backend. The mpi backend runs no checkpointed phases, so
+    // a checkpoint (drawn or from the seed corpus) is dropped there rather than the config.
+    c.backend = opts.backend == "mpi" ? Backend::kMpi : Backend::kLocal;
+    if (c.backend != Backend::kLocal) c.checkpoint.save_at = 0;
+  }
+  return c;
 }
 
 StatusOr<std::vector<Config>> LoadCorpus(const std::string& dir) {
@@ -173,8 +182,13 @@ StatusOr<CampaignSummary> RunCampaign(const CampaignOptions& opts, std::ostream&
       << " seeds=" << seeds.value().size() << std::endl;
 
   CampaignSummary sum;
-  WorkerPool pool(opts.exe, opts.jobs, opts.worker_mem_mb,
-                  std::chrono::milliseconds(static_cast<int64_t>(opts.task_timeout_s * 1000)));
+  std::unique_ptr<TaskPool> pool_owner =
+      opts.make_pool ? opts.make_pool()
+                     : std::make_unique<WorkerPool>(
+                           opts.exe, opts.jobs, opts.worker_mem_mb,
+                           std::chrono::milliseconds(static_cast<int64_t>(opts.task_timeout_s * 1000)));
+  TaskPool& pool = *pool_owner;
+  std::map<int, int64_t> per_host;  // executions by MPI rank (only rank 0 without --distributed)
   std::map<int64_t, Config> in_flight;
   int64_t next = st.done_below;
   bool found = false;
@@ -258,6 +272,7 @@ StatusOr<CampaignSummary> RunCampaign(const CampaignOptions& opts, std::ostream&
         }
       }
       ++st.execs;
+      ++per_host[e.host];
       st.Complete(e.index);
       if (kind != "pass" || std::chrono::duration<double>(Clock::now() - last_stats).count() > kStatsEverySeconds) {
         const Status s = wd.SaveStats(StatsJson(opts, st, elapsed()));
@@ -274,6 +289,11 @@ StatusOr<CampaignSummary> RunCampaign(const CampaignOptions& opts, std::ostream&
   std::signal(SIGINT, old_int);
   std::signal(SIGTERM, old_term);
   progress("INFO");
+  if (per_host.size() > 1 || (per_host.size() == 1 && per_host.begin()->first != 0)) {
+    log << "INFO: distributed: executions by rank:";
+    for (const auto& [host, n] : per_host) log << " rank" << host << "=" << n;
+    log << std::endl;
+  }
   const Status s = wd.SaveStats(StatsJson(opts, st, elapsed()));
   if (!s.ok()) return s;
   if (!sum.interrupted && opts.minimize_budget_s > 0)

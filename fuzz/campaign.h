@@ -12,12 +12,15 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include "core/config.h"
 #include "fuzz/config_domain.h"
+#include "fuzz/task_pool.h"
 
 namespace paradiff {
 
@@ -37,6 +40,9 @@ struct CampaignOptions {
   int64_t debug_crash_at = -1;        // tests: execution whose worker aborts
   int64_t debug_hang_at = -1;         // tests: execution whose worker blocks
   std::vector<std::string> oracles;   // oracle selection of every check (resolved names; empty = default)
+  std::string backend;                // "" = each config's own; "local" | "mpi": every config's
+  // Where tasks go: empty = a WorkerPool of `jobs` workers here; `--distributed` passes an MpiTaskPool.
+  std::function<std::unique_ptr<TaskPool>()> make_pool;
   double minimize_budget_s = 20;      // after the loop, per stored finding (fuzz/finding_minimizer.h); 0 = off
   std::string target;  // external target file (docs/TARGETS.md); "" = the built-in engine
 };

@@ -12,30 +12,25 @@
 
 #include <nlohmann/json.hpp>
 
+#include "fuzz/task_pool.h"
+
 namespace paradiff {
 
-struct PoolEvent {
-  enum Kind { kResult, kCrash, kTimeout } kind = kResult;
-  int64_t index = -1;
-  nlohmann::json result;  // kResult: the worker's line
-  std::string detail;     // kCrash: how the worker ended (signal / exit code); kTimeout: the limit
-};
-
-class WorkerPool {
+class WorkerPool : public TaskPool {
  public:
   // `exe`: the paradiff binary; `mem_mb`: address-space limit per worker (0 = none).
   WorkerPool(std::string exe, int jobs, int64_t mem_mb, std::chrono::milliseconds task_timeout);
-  ~WorkerPool();  // kills every worker
+  ~WorkerPool() override;  // kills every worker
   WorkerPool(const WorkerPool&) = delete;
   WorkerPool& operator=(const WorkerPool&) = delete;
 
-  bool HasIdle() const;
-  int Busy() const;
+  bool HasIdle() const override;
+  int Busy() const override;
   // Sends `task` (a JSON object with "index") to an idle worker. Returns false if none is idle.
-  bool Submit(const nlohmann::json& task);
+  bool Submit(const nlohmann::json& task) override;
   // Waits up to `wait` for events; returns what happened (possibly nothing).
-  std::vector<PoolEvent> Poll(std::chrono::milliseconds wait);
-  int64_t restarts() const { return restarts_; }
+  std::vector<PoolEvent> Poll(std::chrono::milliseconds wait) override;
+  int64_t restarts() const override { return restarts_; }
 
  private:
   struct Worker {

@@ -8,12 +8,51 @@
 #include "core/self_exe.h"
 #include "core/exit_codes.h"
 #include "fuzz/campaign.h"
+#ifdef PARADIFF_HAVE_MPI
+#include "comm/mpi_communicator.h"
+#include "fuzz/mpi_task_pool.h"
+#endif
 #include "fuzz/worker.h"
 #include "tools/cli.h"
 
 namespace paradiff {
 
 int CmdWorker(const Args&) { return RunWorker(std::cin, std::cout); }
+
+namespace {
+
+int RunAndSummarize(const CampaignOptions& o);
+
+// `--distributed` (fuzz/mpi_task_pool.h): under mpirun, rank 0 drives, the other ranks serve.
+int DistributedCampaign(CampaignOptions o) {
+#ifdef PARADIFF_HAVE_MPI
+  MpiRuntime mpi(nullptr, nullptr);
+  RemoteWorkers w;
+  w.exe = o.exe;
+  w.jobs = o.jobs;
+  w.mem_mb = o.worker_mem_mb;
+  w.task_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.task_timeout_s * 1000));
+  if (mpi.world_rank() != 0) return ServeRemoteTasks(w);
+  const int world = mpi.world_size();
+  std::cout << "INFO: distributed campaign over " << world << " MPI ranks, " << o.jobs
+            << " worker(s) each" << std::endl;
+  o.make_pool = [w, world] { return std::make_unique<MpiTaskPool>(w, world); };
+  int code = kExitInternal;
+  try {
+    code = RunAndSummarize(o);
+  } catch (const std::exception& e) {
+    std::cerr << "ERROR: internal: " << e.what() << "\n";
+  }
+  StopRemoteTasks(world);  // also after an error, so that no rank waits forever
+  return code;
+#else
+  (void)o;
+  std::cerr << "ERROR: --distributed needs the mpi backend, and this paradiff was built without MPI\n";
+  return kExitBadInput;
+#endif
+}
+
+}  // namespace
 
 int CmdCampaign(const Args& a) {
   CampaignOptions o;
@@ -43,6 +82,14 @@ int CmdCampaign(const Args& a) {
   o.oracles = a.oracles;
   o.target = a.target;
   o.exe = SelfExecutablePath();
+  o.backend = a.backend;
+  if (a.distributed) return DistributedCampaign(o);
+  return RunAndSummarize(o);
+}
+
+namespace {
+
+int RunAndSummarize(const CampaignOptions& o) {
   StatusOr<CampaignSummary> r = RunCampaign(o, std::cout);
   if (!r.ok()) {
     for (const auto& e : r.status().errors()) std::cerr << "ERROR: " << e.message << "\n";
@@ -60,5 +107,7 @@ int CmdCampaign(const Args& a) {
               s.elapsed_s, s.interrupted ? " (interrupted; rerun the same command to resume)" : "");
   return s.unique ? kExitFinding : kExitPass;
 }
+
+}  // namespace
 
 }  // namespace paradiff

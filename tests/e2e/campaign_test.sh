@@ -7,14 +7,7 @@ P=$1
 CASE=$2
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
-fail() { echo "FAIL: $CASE: $*"; exit 1; }
-expect() {
-  local want=$1; shift
-  "$@" >"$TMP/out" 2>&1
-  local got=$?
-  [ "$got" -eq "$want" ] || { tail -30 "$TMP/out"; fail "'$*' exited $got, expected $want"; }
-}
-has() { grep -qE -- "$1" "$TMP/out" || { tail -30 "$TMP/out"; fail "output lacks /$1/"; }; }
+. "$(dirname "$0")/lib.sh"
 stat_of() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$1/stats.json" "$2"; }
 # Sum over findings of meta.json's count, and the sorted signatures.
 findings_of() {

@@ -8,16 +8,7 @@ CASE=$3
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 EX=$SRC/configs/examples
-fail() { echo "FAIL: $CASE: $*"; exit 1; }
-
-# expect CODE CMD... : runs CMD, stores output in $TMP/out, fails unless the exit code is CODE.
-expect() {
-  local want=$1; shift
-  "$@" >"$TMP/out" 2>&1
-  local got=$?
-  [ "$got" -eq "$want" ] || { cat "$TMP/out"; fail "'$*' exited $got, expected $want"; }
-}
-has() { grep -qE -- "$1" "$TMP/out" || { cat "$TMP/out"; fail "output lacks /$1/"; }; }
+. "$(dirname "$0")/lib.sh"
 
 # A config derived from an example with sed edits: derive EXAMPLE OUT 's/../../' ...
 derive() {

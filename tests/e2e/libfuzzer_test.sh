@@ -11,20 +11,7 @@ SRC=$2
 CASE=$3
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
-fail() { echo "FAIL: $CASE: $*"; exit 1; }
-# expect CODE CMD... (CODE "nonzero" accepts any failure): output in $TMP/out.
-expect() {
-  local want=$1; shift
-  "$@" >"$TMP/out" 2>&1
-  local got=$?
-  if [ "$want" = nonzero ]; then
-    [ "$got" -ne 0 ] || { tail -40 "$TMP/out"; fail "'$*' exited 0, expected a failure"; }
-  else
-    [ "$got" -eq "$want" ] || { tail -40 "$TMP/out"; fail "'$*' exited $got, expected $want"; }
-  fi
-}
-has() { grep -qE -- "$1" "$TMP/out" || { tail -40 "$TMP/out"; fail "output lacks /$1/"; }; }
-lacks() { ! grep -qE -- "$1" "$TMP/out" || { tail -40 "$TMP/out"; fail "output has /$1/"; }; }
+. "$(dirname "$0")/lib.sh"
 is_json() { python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$1" || fail "$1 is not JSON"; }
 
 mkdir -p "$TMP/corpus" "$TMP/art"

@@ -10,14 +10,7 @@ CASE=$3
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 REG=$SRC/corpus/regression
-fail() { echo "FAIL: $CASE: $*"; exit 1; }
-expect() {
-  local want=$1; shift
-  "$@" >"$TMP/out" 2>&1
-  local got=$?
-  [ "$got" -eq "$want" ] || { tail -40 "$TMP/out"; fail "'$*' exited $got, expected $want"; }
-}
-has() { grep -qE -- "$1" "$TMP/out" || { tail -40 "$TMP/out"; fail "output lacks /$1/"; }; }
+. "$(dirname "$0")/lib.sh"
 # self_contained FILE: HTML with inline plots and nothing fetched from elsewhere.
 self_contained() {
   grep -q "<svg" "$1" || fail "$1 has no <svg> plot"

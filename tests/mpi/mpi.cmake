@@ -5,7 +5,8 @@
 # the test runs. The environment lets mpirun run as root, oversubscribe 2 cores and stay on
 # loopback / shared memory (TOOLCHAIN.md).
 set(_mpi_tests mpi.comm.np2 mpi.comm.np4 mpi.cli.run_np2 mpi.cli.run_np4 mpi.cli.run_finding
-    mpi.cli.cli_options mpi.cli.cross_backend mpi.cross_backend.np2 mpi.cross_backend.np3 mpi.cross_backend.np4
+    mpi.cli.cli_options mpi.cli.cross_backend mpi.cli.campaign_distributed mpi.cli.campaign_backend_mpi
+    mpi.cross_backend.np2 mpi.cross_backend.np3 mpi.cross_backend.np4
     mpi.cross_backend.tp2_pp2
     mpi.executor.hang mpi.executor.crash mpi.executor.mismatch)
 if(MPI_CXX_FOUND)
@@ -19,7 +20,8 @@ if(MPI_CXX_FOUND)
     add_test(NAME mpi.comm.np${np}
              COMMAND ${_run} mpirun --bind-to none -np ${np} $<TARGET_FILE:mpi_comm_test>)
   endforeach()
-  foreach(case run_np2 run_np4 run_finding cli_options cross_backend)
+  foreach(case run_np2 run_np4 run_finding cli_options cross_backend campaign_distributed
+               campaign_backend_mpi)
     add_test(NAME mpi.cli.${case}
              COMMAND ${_run} bash ${CMAKE_CURRENT_SOURCE_DIR}/mpi/mpi_cli_test.sh
                      $<TARGET_FILE:paradiff> ${PROJECT_SOURCE_DIR} ${case})

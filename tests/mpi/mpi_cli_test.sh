@@ -8,15 +8,7 @@ CASE=$3
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 EX=$SRC/configs/examples
-fail() { echo "FAIL: $CASE: $*"; exit 1; }
-expect() {
-  local want=$1; shift
-  "$@" >"$TMP/out" 2>&1
-  local got=$?
-  [ "$got" -eq "$want" ] || { cat "$TMP/out"; fail "'$*' exited $got, expected $want"; }
-}
-has() { grep -qE -- "$1" "$TMP/out" || { cat "$TMP/out"; fail "output lacks /$1/"; }; }
-lacks() { ! grep -qE -- "$1" "$TMP/out" || { cat "$TMP/out"; fail "output has /$1/"; }; }
+. "$(dirname "$0")/../e2e/lib.sh"
 
 case $CASE in
   run_np2)  # the backend from the config file
@@ -40,6 +32,23 @@ import json, sys
 r = json.load(open(sys.argv[1]))
 assert [o["status"] for o in r["oracles"] if o["name"] == "cross_backend"] == ["pass"], r["oracles"]
 PY
+    ;;
+  campaign_distributed)  # workers on every rank, one work dir, one progress stream and summary
+    expect 3 mpirun --bind-to none -np 3 "$P" campaign --distributed --workdir "$TMP/w" --runs 16 \
+      --jobs 1 --seed 5 --inject zero.uneven_last_shard --minimize-budget-s 0 --corpus "$SRC/corpus/seed"
+    has "distributed campaign over 3 MPI ranks"
+    [ "$(grep -c '^SUMMARY: paradiff: campaign FINDINGS' "$TMP/out")" -eq 1 ] || fail "expected one summary"
+    [ "$(grep -c 'INFO: campaign workdir=' "$TMP/out")" -eq 1 ] || fail "expected one campaign start line"
+    has "execs=16 "
+    has "executions by rank: rank0=[0-9]+ rank1=[1-9][0-9]* rank2=[1-9]"
+    ls "$TMP/w/findings" | grep -q "tiling" || fail "no tiling finding stored in rank 0's work dir"
+    ;;
+  campaign_backend_mpi)  # every config under the mpirun executor
+    expect 0 "$P" campaign --backend mpi --workdir "$TMP/w" --runs 3 --jobs 1 --seed 2 --minimize-budget-s 0
+    has "SUMMARY: paradiff: campaign CLEAN seed=2 execs=3 "
+    grep -l '"backend": "mpi"' "$TMP"/w/corpus/*.json >/dev/null || fail "the corpus configs are not on the mpi backend"
+    grep -L '"backend": "mpi"' "$TMP"/w/corpus/*.json | grep -q . && fail "a corpus config is not on the mpi backend"
+    expect 2 "$P" campaign --backend nccl --workdir "$TMP/x" --runs 1; has "--backend must be local or mpi"
     ;;
   cli_options)
     expect 2 "$P" run "$EX/dp4_zero2.json" --backend nccl; has "--backend must be local or mpi"
