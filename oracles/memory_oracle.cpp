@@ -105,10 +105,14 @@ Verdict CheckMemory(const Config& run_cfg, const Observations& obs) {
     for (const auto& r : obs.ranks) {
       if (step >= static_cast<int64_t>(r.memory.size())) continue;
       if (r.rank >= cfg.parallel.world) continue;  // not a rank of this phase
+      // The stage's parameters: those any rank of the same pipeline stage reports (a tp rank may
+      // hold only padding of a tensor, e.g. vocabulary rows past the vocabulary, and report none).
       std::set<std::string> stage_params;
-      if (cfg.parallel.pp > 1) {
-        if (step >= static_cast<int64_t>(r.steps.size())) continue;
-        for (const auto& piece : r.steps[step].pieces)
+      const int64_t ranks_per_stage = cfg.parallel.tp * cfg.parallel.dp;
+      for (const auto& other : obs.ranks) {
+        if (cfg.parallel.pp == 1 || other.rank / ranks_per_stage != r.rank / ranks_per_stage) continue;
+        if (step >= static_cast<int64_t>(other.steps.size())) continue;
+        for (const auto& piece : other.steps[step].pieces)
           if (piece.kind == "param") stage_params.insert(piece.tensor);
       }
       const MemoryExpectation want =

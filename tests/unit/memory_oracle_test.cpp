@@ -41,6 +41,7 @@ TEST(MemoryOracle, ExpectationMatchesCleanRunsUnderTensorAndPipelineParallel) {
   const L layouts[] = {{2, 1, 1, 0, 4, false, true}, {2, 1, 2, 3, 2, true, false},
                        {4, 1, 1, 1, 1, false, true},  {4, 1, 2, 2, 2, false, true},
                        {1, 2, 2, 1, 4, false, true},  {1, 3, 1, 0, 4, false, false},
+                       {4, 2, 1, 0, 4, false, false},
                        {2, 2, 1, 2, 4, true, true},   {2, 2, 2, 1, 1, false, true}};
   int i = 0;
   for (const L& l : layouts) {
@@ -48,6 +49,8 @@ TEST(MemoryOracle, ExpectationMatchesCleanRunsUnderTensorAndPipelineParallel) {
     c.model.layers = 3;
     c.model.kv_heads = l.kv_heads;
     c.model.tied_embeddings = l.tied;
+    // tp 4 x pp 2: vocab 22 is padded to 32, so tp rank 3 holds padding rows only of embed.wte.
+    if (l.tp == 4 && l.pp == 2) c.model.vocab = 22;
     c.parallel.tp = l.tp;
     c.parallel.pp = l.pp;
     c.parallel.sp = l.sp;
