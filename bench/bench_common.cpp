@@ -9,12 +9,12 @@
 
 namespace paradiff::bench {
 
-std::vector<Config> SmallConfigs(uint64_t seed, int n) {
+std::vector<Config> SmallConfigs(uint64_t seed, int n, const SizeBounds& bounds) {
   DomainOptions domain;
-  domain.max_world = 8;
-  domain.max_layers = 4;
-  domain.max_hidden = 64;
-  domain.max_steps = 3;
+  domain.max_world = bounds.world;
+  domain.max_layers = bounds.layers;
+  domain.max_hidden = bounds.hidden;
+  domain.max_steps = bounds.steps;
   domain.accept = [](const Config& c) { return EngineSupports(c).ok(); };
   SeqRng rng(seed);
   std::vector<Config> out;

@@ -18,7 +18,11 @@ namespace paradiff::bench {
 // hidden <= 64, steps <= 3. Same seed, same list.
 constexpr uint64_t kSmallListSeed = 20261201;
 constexpr int kSmallListSize = 24;
-std::vector<Config> SmallConfigs(uint64_t seed = kSmallListSeed, int n = kSmallListSize);
+struct SizeBounds {
+  int64_t world = 8, layers = 4, hidden = 64, steps = 3;
+};
+std::vector<Config> SmallConfigs(uint64_t seed = kSmallListSeed, int n = kSmallListSize,
+                                 const SizeBounds& bounds = SizeBounds{});
 
 // The tiny config of the peak-memory figure: a one-layer gpt (hidden 16, 2 heads, ffn 32, vocab 61,
 // seq_len 8), micro_batch 1, one step, pure data parallel over `world` ranks with ZeRO stage 3.

@@ -50,22 +50,33 @@ if tp:
 else:
     missing("checks/s, small list", ">= 30 (median, 2 cores)", cmd_tp)
 
-# Time split.
+# Time split (wall, uninstrumented) and operator / piece counts.
 sp = load("split.json")
 cmd_sp = f"{build}/bench/bench_time_split {reps}"
 if sp:
-    ph = sp["phases"]
-    tot = ph["total"]["cpu_ms"]
-    parts = ", ".join(f"{k} {ph[k]['cpu_ms']:.1f} ms cpu ({100 * ph[k]['cpu_ms'] / tot:.0f} %, "
-                      f"overhead {ph[k]['overhead_cpu_ms']:.1f})" for k in ("reference", "engine", "oracles"))
-    figure("time per checked config (cpu; wall)", round(tot, 1), "ms",
-           "-", None, cmd_sp, f"{parts}; wall {sp['wall_ms_per_check_uninstrumented']:.1f} ms uninstrumented, "
-           f"{sp['wall_ms_per_check_instrumented']:.1f} ms instrumented; load {sp['load_average_1m']}")
-    share = 100 * sp["harness_overhead_share"]
-    figure("harness overhead (cpu outside torch ops)", round(share, 1), "% of a check", "< 50 %",
-           share < 50, cmd_sp)
+    t = sp["split_ms"]
+    wall = t["wall_ms"]
+    parts = ", ".join(f"{k[:-3]} {t[k]:.1f} ({100 * t[k] / wall:.0f} %)"
+                      for k in ("reference_ms", "engine_ms", "assemble_and_numeric_ms", "oracles_ms", "rest_ms"))
+    orc = ", ".join(f"{k} {v:.1f}" for k, v in sorted(t["by_oracle_ms"].items(), key=lambda kv: -kv[1]) if v >= 0.05)
+    figure("wall time per checked config (small list, uncached)", round(wall, 1), "ms", "-", None, cmd_sp,
+           f"{parts}; oracles: {orc}; {sp['outermost_torch_ops_per_check']:.0f} outermost torch ops "
+           f"({sp['torch_ops_per_check']:.0f} in all) and {sp['pieces_per_check']:.0f} reported pieces per check; "
+           f"load {sp['load_average_1m']}")
 else:
-    missing("harness overhead", "< 50 %", cmd_sp)
+    missing("wall time per checked config", "-", cmd_sp)
+cg = load("callgrind.json")
+cmd_cg = "scripts/bench callgrind  (valgrind --tool=callgrind ... bench_check_throughput; bench/callgrind_split.py)"
+if cg:
+    share = 100 * cg["overhead_share"]
+    bs = cg["by_side_ir"]
+    figure("harness overhead (instructions outside torch)", round(share, 1), "% of a check", "< 50 %",
+           share < 50, cmd_cg,
+           f"{cg['total_ir'] / 1e9:.1f} G instructions: torch {bs['torch'] / 1e9:.1f} G + shared for torch "
+           f"{bs['shared_for_torch'] / 1e9:.1f} G; paradiff {bs['paradiff'] / 1e9:.2f} G + shared for paradiff "
+           f"{bs['shared_for_paradiff'] / 1e9:.2f} G")
+else:
+    missing("harness overhead (instructions outside torch)", "< 50 %", cmd_cg)
 
 # Peak resident memory.
 mem = sorted((load(os.path.basename(p)) for p in glob.glob(os.path.join(out, "memory-w*.json"))),
@@ -87,11 +98,13 @@ rss = load("rss.json")
 cmd_rss = f"{build}/bench/bench_worker_rss {build}/tools/paradiff N WARMUP"
 if rss:
     g = rss["growth_pct"]
+    bd = rss.get("bounds", {})
+    sizes = f"world <= {bd.get('world')}, layers <= {bd.get('layers')}, hidden <= {bd.get('hidden')}, steps <= {bd.get('steps')}"
     figure(f"worker RSS growth over {rss['configs']} configs (after {rss['warmup']} warm-up)", round(g, 2), "%",
            "< 5 %", g < 5, cmd_rss.replace("N WARMUP", f"{rss['configs']} {rss['warmup']}"),
            f"{rss['rss_after_warmup_kib'] / 1024:.0f} -> {rss['rss_final_kib'] / 1024:.0f} MiB; "
            f"from the first config {rss['rss_after_first_kib'] / 1024:.0f} MiB: {rss['growth_from_first_pct']:+.1f} %; "
-           f"{rss['elapsed_s']:.0f} s; lost tasks {rss['lost_tasks']}, restarts {rss['worker_restarts']}")
+           f"configs {sizes}; {rss['elapsed_s']:.0f} s; lost tasks {rss['lost_tasks']}, restarts {rss['worker_restarts']}")
 else:
     missing("worker RSS growth over 10,000 configs", "< 5 %", cmd_rss)
 
@@ -109,12 +122,12 @@ if zoo:
             if "seconds" in d:
                 mins.append(d["seconds"])
         zoo_rows.append({"switch": s["switch"], "found": s["found"], "time_to_detect_s": s["time_to_detect_s"],
-                         "execs_to_detect": s["execs_to_detect"],
+                         "execs_to_detect": s["execs_to_detect"], "signature": s["signature"],
                          "minimize_s": round(sum(mins), 1) if mins else None, "minimized": s["minimized"]})
     med = zoo["median_time_to_detect_s"]
     figure("median time to detect per zoo switch", round(med, 1), "s", "< 30 s", med < 30, cmd_zoo,
-           f"detected {100 * zoo['detection_rate']:.0f} %, false positives {zoo['false_positives']}; "
-           "median over the detected switches")
+           f"detected {100 * zoo['detection_rate']:.0f} %, false positives {zoo['false_positives']} "
+           f"{' '.join(zoo['false_positive_signatures'])}; median over the detected switches")
     found_min = [r["minimize_s"] for r in zoo_rows if r["minimize_s"] is not None]
     if found_min:
         figure("median minimization time per zoo switch", round(statistics.median(found_min), 1), "s", "-",
@@ -134,9 +147,9 @@ for fig in figures:
     if fig["note"]:
         print(f"{'':<4}{fig['note']}")
 if zoo_rows:
-    print(f"\n{'zoo switch':<36} {'found':<6} {'detect s':>9} {'execs':>6} {'minimize s':>11}")
+    print(f"\n{'zoo switch':<36} {'found':<6} {'detect s':>9} {'execs':>6} {'minimize s':>11}  first signature")
     for r in zoo_rows:
         ms = "-" if r["minimize_s"] is None else r["minimize_s"]
         print(f"{r['switch']:<36} {'yes' if r['found'] else 'NO':<6} {r['time_to_detect_s']:>9.1f} "
-              f"{r['execs_to_detect']:>6} {ms!s:>11}")
+              f"{r['execs_to_detect']:>6} {ms!s:>11}  {r['signature']}")
 print(f"\nINFO: bench: figures in {os.path.join(out, 'figures.json')}")

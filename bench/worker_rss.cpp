@@ -2,7 +2,8 @@
 // checked configs. The worker is started and fed exactly as a campaign does it (fuzz/worker_pool.h,
 // one worker, the campaign's 8 GiB address-space limit and 120 s task limit); the configs come from
 // the campaign's generator (bench/bench_common.h SmallConfigs: world <= 8, layers <= 4,
-// hidden <= 64, steps <= 3), seed given. VmRSS of the worker (/proc/<pid>/status) is read after
+// hidden <= 64, steps <= 3; with --smaller world <= 4, layers <= 2, hidden <= 32, steps <= 2 so
+// that 10,000 configs fit in minutes on a loaded machine), seed given. VmRSS of the worker (/proc/<pid>/status) is read after
 // `warmup` configs and then at 20 checkpoints up to `warmup + n` configs.
 //
 // Growth = (RSS after warmup + n configs - RSS after warmup configs) / RSS after warmup configs.
@@ -10,7 +11,7 @@
 // the allocator's arenas grow to the largest config seen); what still grows after it is a leak.
 // Also printed: RSS after the first config, and the growth from there.
 //
-// Prints one JSON object. Usage: bench_worker_rss PARADIFF_EXE [n=10000] [warmup=1000] [seed]
+// Prints one JSON object. Usage: bench_worker_rss PARADIFF_EXE [n=10000] [warmup=1000] [seed] [--smaller]
 #include <dirent.h>
 #include <unistd.h>
 
@@ -55,8 +56,13 @@ pid_t OnlyChild() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  paradiff::bench::SizeBounds bounds;
+  if (argc > 1 && std::string(argv[argc - 1]) == "--smaller") {
+    bounds = {4, 2, 32, 2};
+    --argc;
+  }
   if (argc < 2) {
-    std::fprintf(stderr, "usage: bench_worker_rss PARADIFF_EXE [n=10000] [warmup=1000] [seed]\n");
+    std::fprintf(stderr, "usage: bench_worker_rss PARADIFF_EXE [n=10000] [warmup=1000] [seed] [--smaller]\n");
     return 2;
   }
   const std::string exe = argv[1];
@@ -64,7 +70,7 @@ int main(int argc, char** argv) {
   const int64_t warmup = argc > 3 ? std::atoll(argv[3]) : 1000;
   const uint64_t seed = argc > 4 ? std::strtoull(argv[4], nullptr, 10) : paradiff::bench::kSmallListSeed;
   const int64_t total = warmup + n;
-  const auto configs = paradiff::bench::SmallConfigs(seed, static_cast<int>(total));
+  const auto configs = paradiff::bench::SmallConfigs(seed, static_cast<int>(total), bounds);
 
   paradiff::WorkerPool pool(exe, /*jobs=*/1, /*mem_mb=*/8192, std::chrono::seconds(120));
   nlohmann::json checkpoints = nlohmann::json::array();
@@ -97,6 +103,7 @@ int main(int argc, char** argv) {
       {"configs", n},
       {"warmup", warmup},
       {"seed", seed},
+      {"bounds", {{"world", bounds.world}, {"layers", bounds.layers}, {"hidden", bounds.hidden}, {"steps", bounds.steps}}},
       {"passes", passes},
       {"lost_tasks", lost},
       {"worker_restarts", pool.restarts()},
