@@ -232,6 +232,7 @@ std::unique_ptr<Communicator> LocalWorld::Rank(int r) {
 void LocalWorld::MarkFinished(int r) {
   std::lock_guard<std::mutex> lk(state_->mu);
   state_->status.at(r).state = local::RankState::kFinished;
+  for (const auto& g : state_->groups) g->NotifyAllLocked();  // waiters on r re-check: a hang
 }
 
 void LocalWorld::MarkFailed(int r, const std::string& error) {

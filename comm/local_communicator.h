@@ -15,7 +15,9 @@
 // - Every wait has a deadline (the world's timeout). The first rank to miss it throws
 //   CollectiveHang listing the state of every world rank, and aborts the world: ranks waiting
 //   anywhere, or calling later, throw CollectiveAborted. Abort() (used when a rank's function
-//   throws) does the same.
+//   throws) does the same. A wait that can never complete, because a member of the group (or the
+//   sender of a Recv) has finished without the call, is that hang at once, not after the timeout
+//   ("... which can never complete: world rank R finished without it").
 // - Bad arguments throw std::invalid_argument, naming the op and the rule, before any rendezvous.
 // - Tensors are contiguous CPU tensors. Reductions take floating dtypes (float, double, BFloat16,
 //   Half) and integers (avg: floating only); gathers, broadcast and send/recv take any dtype.

@@ -86,14 +86,29 @@ void LocalGroup::ThrowIfFailedLocked(int rank, const Fingerprint& fp) const {
   }
 }
 
-void LocalGroup::ThrowHangLocked(int rank, const Fingerprint& fp) {
+int LocalGroup::FinishedAbsentMemberLocked() const {
+  for (size_t i = 0; i < members_.size(); ++i)
+    if (slots_[i] == nullptr && world_->status[members_[i]].state == RankState::kFinished)
+      return members_[i];
+  return -1;
+}
+
+void LocalGroup::ThrowHangLocked(int rank, const Fingerprint& fp, int finished_peer) {
   const int wr = members_[rank];
   std::ostringstream os;
-  os << "collective hang: world rank " << wr << " waited more than " << world_->timeout.count()
-     << " ms in " << fp.ToString() << "\n"
-     << world_->StatusReportLocked();
-  world_->AbortLocked("world rank " + std::to_string(wr) + " timed out after " +
-                      std::to_string(world_->timeout.count()) + " ms in " + fp.ToString());
+  os << "collective hang: world rank " << wr;
+  if (finished_peer >= 0) {
+    os << " waits in " << fp.ToString() << ", which can never complete: world rank "
+       << finished_peer << " finished without it";
+  } else {
+    os << " waited more than " << world_->timeout.count() << " ms in " << fp.ToString();
+  }
+  os << "\n" << world_->StatusReportLocked();
+  world_->AbortLocked("world rank " + std::to_string(wr) +
+                      (finished_peer >= 0 ? " cannot complete " : " timed out after " +
+                                                                      std::to_string(world_->timeout.count()) +
+                                                                      " ms in ") +
+                      fp.ToString());
   world_->SetRunningLocked(wr);
   throw CollectiveHang(os.str());
 }
@@ -173,6 +188,7 @@ void LocalGroup::Collective(int rank, Slot& slot) {
       world_->SetRunningLocked(wr);
       ThrowIfFailedLocked(rank, slot.fp);
     }
+    if (const int gone = FinishedAbsentMemberLocked(); gone >= 0) ThrowHangLocked(rank, slot.fp, gone);
     if (cv_.wait_until(lk, deadline) == std::cv_status::timeout && completed_ < gen &&
         !executing_ && !failure_ && !world_->aborted) {
       ThrowHangLocked(rank, slot.fp);
@@ -202,6 +218,8 @@ void LocalGroup::Recv(int rank, int src, const Fingerprint& fp, at::Tensor& t) {
       ThrowIfFailedLocked(rank, fp);
     }
     if (!box.empty()) break;
+    if (world_->status[members_[src]].state == RankState::kFinished)
+      ThrowHangLocked(rank, fp, members_[src]);  // nothing more will ever come from src
     if (cv_.wait_until(lk, deadline) == std::cv_status::timeout && box.empty() && !failure_ &&
         !world_->aborted) {
       ThrowHangLocked(rank, fp);

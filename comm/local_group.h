@@ -108,7 +108,11 @@ class LocalGroup {
 
  private:
   void ThrowIfFailedLocked(int rank, const Fingerprint& fp) const;
-  [[noreturn]] void ThrowHangLocked(int rank, const Fingerprint& fp);
+  // `finished_peer` < 0: the wait timed out; else that world rank finished without arriving, so
+  // the call can never complete (reported at once, not after the timeout).
+  [[noreturn]] void ThrowHangLocked(int rank, const Fingerprint& fp, int finished_peer = -1);
+  // A member that finished without posting to the current generation (-1: none).
+  int FinishedAbsentMemberLocked() const;
   // Performs the posted generation for every rank; returns groups created by a Split.
   std::vector<std::shared_ptr<LocalGroup>> Execute();
   std::vector<std::shared_ptr<LocalGroup>> ExecuteSplit();

@@ -97,20 +97,25 @@ Verdict MismatchVerdict(const EngineOutcome& e, const Config& cfg) {
 }
 
 Verdict HangVerdict(const EngineOutcome& e, const Config& cfg) {
-  static const std::regex head(
+  // A wait that timed out, or one the backend knows can never complete (a member finished).
+  static const std::regex timed_out(
       R"(collective hang: world rank (\d+) waited more than (\d+) ms in (.+)$)");
+  static const std::regex never(
+      R"(collective hang: world rank (\d+) waits in (.+), which can never complete: world rank (\d+) finished without it$)");
   static const std::regex state(R"(^\s*rank (\d+): (.*)$)");
   const std::string line = FirstLine(e.failure);
   std::smatch m;
-  if (!std::regex_search(line, m, head))
+  const bool waited = std::regex_search(line, m, timed_out);
+  if (!waited && !std::regex_search(line, m, never))
     return Base(VerdictKind::kHang, cfg, e.failure_step, e.failure_rank, -1, "", e.failure);
   const int waiter = std::stoi(m[1]);
-  const std::string waited_in = m[3];
+  const std::string waited_in = waited ? m[3].str() : m[2].str();
+  const std::string how = waited ? " waited " + m[2].str() + " ms in " : " waits forever in ";
   const Call call = ParseCall(waited_in);
-  int other = -1;
-  std::string other_state = "unknown", other_text;
+  int other = waited ? -1 : std::stoi(m[3]);
+  std::string other_state = waited ? "unknown" : "finished", other_text = other_state;
   std::istringstream lines(e.failure);
-  for (std::string l; std::getline(lines, l);) {
+  for (std::string l; waited && std::getline(lines, l);) {
     std::smatch s;
     if (!std::regex_search(l, s, state)) continue;
     const int r = std::stoi(s[1]);
@@ -128,8 +133,7 @@ Verdict HangVerdict(const EngineOutcome& e, const Config& cfg) {
   }
   const std::string op = call.parsed ? call.op : "call";
   return Base(VerdictKind::kHang, cfg, e.failure_step, waiter, other, Versus(op, other_state),
-              "hang: rank " + std::to_string(waiter) + " waited " + m[2].str() + " ms in " +
-                  waited_in +
+              "hang: rank " + std::to_string(waiter) + how + waited_in +
                   (other >= 0 ? " while rank " + std::to_string(other) + " was " + other_text
                               : std::string(" (no other rank's state known)")));
 }

@@ -143,8 +143,8 @@ TEST(LocalCommunicatorFailure, MissingRankBecomesHangReportListingEveryRank) {
   const auto start = Clock::now();
   auto results = RunLocalRanks(4, kShortTimeout, [](Communicator& c) {
     c.Barrier();
+    if (c.rank() >= 2) std::this_thread::sleep_for(3 * kShortTimeout);  // still running
     if (c.rank() == 3) return;
-    if (c.rank() == 2) std::this_thread::sleep_for(3 * kShortTimeout);
     at::Tensor t = at::ones({40});
     c.AllReduce(t, ReduceOp::kSum);
   });
@@ -162,8 +162,36 @@ TEST(LocalCommunicatorFailure, MissingRankBecomesHangReportListingEveryRank) {
   EXPECT_TRUE(Contains(msg, "rank 0: waiting in world#1 all_reduce numel=40")) << msg;
   EXPECT_TRUE(Contains(msg, "rank 1: waiting in world#1 all_reduce numel=40")) << msg;
   EXPECT_TRUE(Contains(msg, "rank 2: running (last completed: world#0 barrier")) << msg;
-  EXPECT_TRUE(Contains(msg, "rank 3: finished")) << msg;
+  EXPECT_TRUE(Contains(msg, "rank 3: running (last completed: world#0 barrier")) << msg;
   EXPECT_TRUE(Contains(results[2].error, "timed out")) << results[2].error;
+}
+
+TEST(LocalCommunicatorFailure, AMemberThatFinishedMakesTheWaitAHangAtOnce) {
+  // Rank 3 returns without the all-reduce: the others can never complete it, which the backend
+  // reports at once instead of after the (here long) timeout.
+  const auto start = Clock::now();
+  auto results = RunLocalRanks(4, std::chrono::seconds(30), [](Communicator& c) {
+    c.Barrier();
+    if (c.rank() == 3) return;
+    at::Tensor t = at::ones({40});
+    c.AllReduce(t, ReduceOp::kSum);
+  });
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(10));
+  EXPECT_TRUE(results[3].ok);
+  const int hung = PrimaryErrorRank(results);
+  ASSERT_GE(hung, 0);
+  ASSERT_EQ(results[hung].error_kind, "hang") << results[hung].error;
+  EXPECT_TRUE(Contains(results[hung].error, "which can never complete: world rank 3 finished without it"))
+      << results[hung].error;
+  EXPECT_TRUE(Contains(results[hung].error, "rank 3: finished")) << results[hung].error;
+  // A receive from a rank that finished without sending is the same.
+  results = RunLocalRanks(2, std::chrono::seconds(30), [](Communicator& c) {
+    if (c.rank() == 1) return;
+    at::Tensor t = at::empty({3});
+    c.Recv(t, 1);
+  });
+  EXPECT_EQ(results[0].error_kind, "hang") << results[0].error;
+  EXPECT_TRUE(Contains(results[0].error, "world rank 1 finished without it")) << results[0].error;
 }
 
 TEST(LocalCommunicatorFailure, RecvFromSilentPeerAndLargeWorldHangsReturnPromptly) {
