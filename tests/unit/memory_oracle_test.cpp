@@ -37,32 +37,23 @@ TEST(MemoryOracle, ExpectationMatchesCleanRunsAcrossLayouts) {
 }
 
 TEST(MemoryOracle, ExpectationMatchesCleanRunsUnderTensorAndPipelineParallel) {
-  struct L { int64_t tp, pp, dp, stage, kv_heads; bool sp, tied; };
-  const L layouts[] = {{2, 1, 1, 0, 4, false, true}, {2, 1, 2, 3, 2, true, false},
+  const testing::TpPpLayout layouts[] = {{2, 1, 1, 0, 4, false, true}, {2, 1, 2, 3, 2, true, false},
                        {4, 1, 1, 1, 1, false, true},  {4, 1, 2, 2, 2, false, true},
                        {1, 2, 2, 1, 4, false, true},  {1, 3, 1, 0, 4, false, false},
                        {4, 2, 1, 0, 4, false, false},
                        {2, 2, 1, 2, 4, true, true},   {2, 2, 2, 1, 1, false, true}};
   int i = 0;
-  for (const L& l : layouts) {
-    Config c = SmallConfig(l.dp, l.stage);
-    c.model.layers = 3;
-    c.model.kv_heads = l.kv_heads;
-    c.model.tied_embeddings = l.tied;
+  for (const auto& l : layouts) {
+    Config c = testing::TpPpConfig(l);
     // tp 4 x pp 2: vocab 22 is padded to 32, so tp rank 3 holds padding rows only of embed.wte.
     if (l.tp == 4 && l.pp == 2) c.model.vocab = 22;
-    c.parallel.tp = l.tp;
-    c.parallel.pp = l.pp;
-    c.parallel.sp = l.sp;
-    c.parallel.world = l.tp * l.pp * l.dp;
-    if (l.pp > 1) c.batch.accumulation_steps = 2;
     c.zero.align_elems = (i % 2 == 0) ? 8 : 1;
     c.zero.bucket_elems = (i % 3 == 0) ? 200 : 4096;
     c.optimizer.kind = (++i % 2 == 0) ? OptimizerKind::kSgd : OptimizerKind::kAdamW;
     ASSERT_TRUE(Validate(c).ok()) << Validate(c).ToString();
     const Verdict v = CheckMemory(c, RunClean(c).obs);
     EXPECT_EQ(v.kind, VerdictKind::kPass)
-        << "tp " << l.tp << " pp " << l.pp << " dp " << l.dp << " stage " << l.stage << ": " << v.message;
+        << testing::Describe(l) << ": " << v.message;
   }
 }
 

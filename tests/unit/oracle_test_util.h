@@ -106,4 +106,27 @@ inline void ExpectLocalized(const Verdict& v, bool needs_step = true) {
   EXPECT_NE(v.message.find("seed"), std::string::npos) << v.message;
 }
 
+// A tensor / pipeline parallel layout of the small test model (3 layers), for the oracles'
+// clean-run matrices.
+struct TpPpLayout {
+  int64_t tp, pp, dp, stage, kv_heads;
+  bool sp, tied;
+};
+inline Config TpPpConfig(const TpPpLayout& l) {
+  Config c = SmallConfig(l.dp, l.stage);
+  c.model.layers = 3;
+  c.model.kv_heads = l.kv_heads;
+  c.model.tied_embeddings = l.tied;
+  c.parallel.tp = l.tp;
+  c.parallel.pp = l.pp;
+  c.parallel.sp = l.sp;
+  c.parallel.world = l.tp * l.pp * l.dp;
+  if (l.pp > 1) c.batch.accumulation_steps = 2;
+  return c;
+}
+inline std::string Describe(const TpPpLayout& l) {
+  return "tp " + std::to_string(l.tp) + " pp " + std::to_string(l.pp) + " dp " + std::to_string(l.dp) +
+         " stage " + std::to_string(l.stage);
+}
+
 }  // namespace paradiff::testing

@@ -54,23 +54,14 @@ TEST(TilingOracle, ExpectedHoldersFollowTensorAndPipelineSplits) {
 }
 
 TEST(TilingOracle, SilentOnCleanTensorAndPipelineParallelRuns) {
-  struct L { int64_t tp, pp, dp, stage, kv_heads; bool sp, tied; };
-  const L layouts[] = {{2, 1, 2, 3, 2, true, false}, {4, 1, 1, 1, 1, false, true},
+  const testing::TpPpLayout layouts[] = {{2, 1, 2, 3, 2, true, false}, {4, 1, 1, 1, 1, false, true},
                        {1, 3, 2, 2, 4, false, true},  {2, 2, 2, 1, 4, false, true},
                        {4, 2, 1, 0, 2, true, false}};
-  for (const L& l : layouts) {
-    Config c = SmallConfig(l.dp, l.stage);
-    c.model.layers = 3;
-    c.model.kv_heads = l.kv_heads;
-    c.model.tied_embeddings = l.tied;
-    c.parallel.tp = l.tp;
-    c.parallel.pp = l.pp;
-    c.parallel.sp = l.sp;
-    c.parallel.world = l.tp * l.pp * l.dp;
-    if (l.pp > 1) c.batch.accumulation_steps = 2;
+  for (const auto& l : layouts) {
+    const Config c = testing::TpPpConfig(l);
     const Verdict v = CheckTiling(c, RunClean(c).obs);
     EXPECT_EQ(v.kind, VerdictKind::kPass)
-        << "tp " << l.tp << " pp " << l.pp << " dp " << l.dp << " stage " << l.stage << ": " << v.message;
+        << testing::Describe(l) << ": " << v.message;
   }
 }
 
