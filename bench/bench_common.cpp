@@ -2,14 +2,18 @@
 
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 
+#include <nlohmann/json.hpp>
+
+#include "core/config_json.h"
 #include "core/rng.h"
 #include "fuzz/config_domain.h"
 #include "kernels/engine.h"
 
 namespace paradiff::bench {
 
-std::vector<Config> SmallConfigs(uint64_t seed, int n, const SizeBounds& bounds) {
+std::vector<Config> GeneratedConfigs(uint64_t seed, int n, const SizeBounds& bounds) {
   DomainOptions domain;
   domain.max_world = bounds.world;
   domain.max_layers = bounds.layers;
@@ -20,6 +24,25 @@ std::vector<Config> SmallConfigs(uint64_t seed, int n, const SizeBounds& bounds)
   std::vector<Config> out;
   for (int i = 0; i < n; ++i) out.push_back(GenerateConfig(rng, domain));
   return out;
+}
+
+std::vector<Config> SmallList() {
+  std::ifstream in(PARADIFF_BENCH_SMALL_LIST);
+  const nlohmann::json list = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!list.is_array()) throw std::runtime_error(std::string("cannot read ") + PARADIFF_BENCH_SMALL_LIST);
+  std::vector<Config> out;
+  for (const auto& j : list) {
+    StatusOr<Config> c = ConfigFromJson(j);
+    if (!c.ok()) throw std::runtime_error(std::string(PARADIFF_BENCH_SMALL_LIST) + ": " + c.status().ToString());
+    out.push_back(c.value());
+  }
+  return out;
+}
+
+void WriteConfigList(const std::vector<Config>& configs, const std::string& path) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& c : configs) list.push_back(ConfigToJson(c));
+  std::ofstream(path) << list.dump(1) << "\n";
 }
 
 Config TinyConfig(int64_t world) {

@@ -13,16 +13,24 @@
 
 namespace paradiff::bench {
 
-// The small list: `n` configs from the campaign's own generator (fuzz/config_domain.h) with the
+// Generated configs: `n` from the campaign's own generator (fuzz/config_domain.h) with the
 // campaign's acceptance rule (EngineSupports), seed `seed`, bounded to world <= 8, layers <= 4,
-// hidden <= 64, steps <= 3. Same seed, same list.
+// hidden <= 64, steps <= 3 by default. Same seed and generator, same configs; a change to the
+// generator changes them, hence the frozen list below.
 constexpr uint64_t kSmallListSeed = 20261201;
 constexpr int kSmallListSize = 24;
 struct SizeBounds {
   int64_t world = 8, layers = 4, hidden = 64, steps = 3;
 };
-std::vector<Config> SmallConfigs(uint64_t seed = kSmallListSeed, int n = kSmallListSize,
-                                 const SizeBounds& bounds = SizeBounds{});
+std::vector<Config> GeneratedConfigs(uint64_t seed = kSmallListSeed, int n = kSmallListSize,
+                                     const SizeBounds& bounds = SizeBounds{});
+
+// The small list of the throughput and split figures: bench/small_list.json, GeneratedConfigs()
+// as the generator made them on 2026-11-30 (commit 598c3cd), frozen so that figures stay
+// comparable when the generator changes. Regenerate with `bench_time_split --write-list FILE`.
+// Throws std::runtime_error when the file is missing or a config does not parse.
+std::vector<Config> SmallList();
+void WriteConfigList(const std::vector<Config>& configs, const std::string& path);
 
 // The tiny config of the peak-memory figure: a one-layer gpt (hidden 16, 2 heads, ffn 32, vocab 61,
 // seq_len 8), micro_batch 1, one step, pure data parallel over `world` ranks with ZeRO stage 3.

@@ -23,13 +23,13 @@ namespace {
 using paradiff::Config;
 
 const std::vector<Config>& List() {
-  static const std::vector<Config> kList = paradiff::bench::SmallConfigs();
+  static const std::vector<Config> kList = paradiff::bench::SmallList();
   return kList;
 }
 
 paradiff::ReferenceCache& WarmCache() {
   static paradiff::ReferenceCache* cache = [] {
-    auto* c = new paradiff::ReferenceCache(paradiff::bench::kSmallListSize);
+    auto* c = new paradiff::ReferenceCache(List().size());
     paradiff::CheckOptions opts;
     opts.cache = c;
     for (const auto& cfg : List()) paradiff::CheckRun(cfg, opts);

@@ -60,7 +60,10 @@ if sp:
                       for k in ("reference_ms", "engine_ms", "assemble_and_numeric_ms", "oracles_ms", "rest_ms"))
     orc = ", ".join(f"{k} {v:.1f}" for k, v in sorted(t["by_oracle_ms"].items(), key=lambda kv: -kv[1]) if v >= 0.05)
     figure("wall time per checked config (small list, uncached)", round(wall, 1), "ms", "-", None, cmd_sp,
-           f"{parts}; oracles: {orc}; {sp['outermost_torch_ops_per_check']:.0f} outermost torch ops "
+           f"{parts}; oracles: {orc}; process cpu {t['process_cpu_ms']:.1f} ms per check (all threads: "
+           f"{2e3 / t['process_cpu_ms']:.1f} checks/s if 2 cores did nothing else); "
+           f"slowest engine: " + "; ".join(f"#{x['index']} {x['engine_ms']:.0f} ms {x['config']}" for x in sp['slowest_engine_configs'][:3]) +
+           f"; {sp['outermost_torch_ops_per_check']:.0f} outermost torch ops "
            f"({sp['torch_ops_per_check']:.0f} in all) and {sp['pieces_per_check']:.0f} reported pieces per check; "
            f"load {sp['load_average_1m']}")
 else:

@@ -17,8 +17,10 @@
 // measure mostly itself.
 //
 // Usage: bench_time_split [repetitions=3]
+//        bench_time_split --write-list FILE   (regenerates the frozen small list, bench/bench_common.h)
 #include <ATen/Parallel.h>
 #include <ATen/record_function.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <atomic>
@@ -43,6 +45,13 @@ using Clock = std::chrono::steady_clock;
 std::atomic<int64_t> g_ops{0}, g_outer_ops{0};  // operator calls: all, outermost
 thread_local int t_depth = 0;
 
+double ProcessCpuS() {
+  rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+         1e-6 * static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+}
+
 std::unique_ptr<at::ObserverContext> OnOpStart(const at::RecordFunction&) {
   g_ops.fetch_add(1, std::memory_order_relaxed);
   if (t_depth++ == 0) g_outer_ops.fetch_add(1, std::memory_order_relaxed);
@@ -52,8 +61,9 @@ std::unique_ptr<at::ObserverContext> OnOpStart(const at::RecordFunction&) {
 void OnOpEnd(const at::RecordFunction&, at::ObserverContext*) { --t_depth; }
 
 struct PlainSplit {
-  double wall_s = 0, reference_s = 0, engine_s = 0, assemble_numeric_s = 0;
+  double wall_s = 0, cpu_s = 0, reference_s = 0, engine_s = 0, assemble_numeric_s = 0;
   std::map<std::string, double> oracle_s;
+  std::vector<double> engine_by_config_s;  // per list index, summed over repetitions
   int64_t n = 0, passes = 0;
   nlohmann::json Json() const {
     nlohmann::json by_oracle;
@@ -63,6 +73,7 @@ struct PlainSplit {
       oracles += s;
     }
     return {{"wall_ms", 1e3 * wall_s / n},
+            {"process_cpu_ms", 1e3 * cpu_s / n},
             {"reference_ms", 1e3 * reference_s / n},
             {"engine_ms", 1e3 * engine_s / n},
             {"assemble_and_numeric_ms", 1e3 * assemble_numeric_s / n},
@@ -76,11 +87,14 @@ PlainSplit CheckPlain(const std::vector<paradiff::Config>& list, int reps) {
   PlainSplit p;
   paradiff::CheckOptions opts;
   const auto t0 = Clock::now();
+  const double c0 = ProcessCpuS();
+  p.engine_by_config_s.assign(list.size(), 0.0);
   for (int r = 0; r < reps; ++r)
-    for (const auto& c : list) {
-      const auto res = paradiff::CheckRun(c, opts);
+    for (size_t i = 0; i < list.size(); ++i) {
+      const auto res = paradiff::CheckRun(list[i], opts);
       p.reference_s += res.timing.reference_s;
       p.engine_s += res.timing.engine_s;
+      p.engine_by_config_s[i] += res.timing.engine_s;
       double in_oracles = 0;
       for (const auto& o : res.oracles) {
         p.oracle_s[o.name] += o.seconds;
@@ -91,15 +105,20 @@ PlainSplit CheckPlain(const std::vector<paradiff::Config>& list, int reps) {
       ++p.n;
     }
   p.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  p.cpu_s = ProcessCpuS() - c0;
   return p;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc == 3 && std::string(argv[1]) == "--write-list") {
+    paradiff::bench::WriteConfigList(paradiff::bench::GeneratedConfigs(), argv[2]);
+    return 0;
+  }
   const int reps = argc > 1 ? std::max(1, std::atoi(argv[1])) : 3;
   at::set_num_threads(1);
-  const auto list = paradiff::bench::SmallConfigs();
+  const auto list = paradiff::bench::SmallList();
   CheckPlain(list, 1);  // warm-up: first-touch allocations, lazy torch initialisation
   const PlainSplit plain = CheckPlain(list, reps);
 
@@ -126,6 +145,21 @@ int main(int argc, char** argv) {
   const double n = static_cast<double>(list.size());
 
   const nlohmann::json split = plain.Json();
+  std::vector<size_t> order(list.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return plain.engine_by_config_s[a] > plain.engine_by_config_s[b]; });
+  nlohmann::json slowest = nlohmann::json::array();
+  for (size_t k = 0; k < std::min<size_t>(5, order.size()); ++k) {
+    const paradiff::Config& c = list[order[k]];
+    char what[160];
+    std::snprintf(what, sizeof what, "world %lld (tp %lld pp %lld dp %lld) zero %lld %s steps %lld save_at %lld",
+                  static_cast<long long>(c.parallel.world), static_cast<long long>(c.parallel.tp),
+                  static_cast<long long>(c.parallel.pp), static_cast<long long>(c.parallel.dp),
+                  static_cast<long long>(c.zero.stage), paradiff::Name(c.precision.param),
+                  static_cast<long long>(c.steps), static_cast<long long>(c.checkpoint.save_at));
+    slowest.push_back({{"index", order[k]}, {"engine_ms", 1e3 * plain.engine_by_config_s[order[k]] / reps}, {"config", what}});
+  }
   const nlohmann::json out = {
       {"configs", list.size()},
       {"repetitions", reps},
@@ -137,6 +171,7 @@ int main(int argc, char** argv) {
       {"torch_ops_per_check", static_cast<double>(g_ops.load()) / n},
       {"outermost_torch_ops_per_check", static_cast<double>(g_outer_ops.load()) / n},
       {"pieces_per_check", static_cast<double>(pieces) / n},
+      {"slowest_engine_configs", slowest},
   };
   std::printf("%s\n", out.dump(2).c_str());
   const double wall = split["wall_ms"];
@@ -146,6 +181,11 @@ int main(int argc, char** argv) {
   for (const auto& [name, ms] : split["by_oracle_ms"].items())
     std::fprintf(stderr, "  oracle %-17s %9.2f %5.1f%%\n", name.c_str(), ms.get<double>(), 100 * ms.get<double>() / wall);
   std::fprintf(stderr, "%-26s %9.2f\n", "total", wall);
+  std::fprintf(stderr, "%-26s %9.2f  (all threads; 2 cores busy with it would give %.1f checks/s)\n",
+               "process cpu", split["process_cpu_ms"].get<double>(), 2e3 / split["process_cpu_ms"].get<double>());
+  for (const auto& sl : slowest)
+    std::fprintf(stderr, "slow engine: config %d %.1f ms: %s\n", sl["index"].get<int>(), sl["engine_ms"].get<double>(),
+                 sl["config"].get<std::string>().c_str());
   std::fprintf(stderr, "per check: %.0f torch operator calls (%.0f outermost), %.0f reported pieces\n",
                out["torch_ops_per_check"].get<double>(), out["outermost_torch_ops_per_check"].get<double>(),
                out["pieces_per_check"].get<double>());

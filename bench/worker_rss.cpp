@@ -1,7 +1,7 @@
 // Benchmark: resident memory of one campaign worker (`paradiff worker`, fuzz/worker.h) over many
 // checked configs. The worker is started and fed exactly as a campaign does it (fuzz/worker_pool.h,
 // one worker, the campaign's 8 GiB address-space limit and 120 s task limit); the configs come from
-// the campaign's generator (bench/bench_common.h SmallConfigs: world <= 8, layers <= 4,
+// the campaign's generator (bench/bench_common.h GeneratedConfigs: world <= 8, layers <= 4,
 // hidden <= 64, steps <= 3; with --smaller world <= 4, layers <= 2, hidden <= 32, steps <= 2 so
 // that 10,000 configs fit in minutes on a loaded machine), seed given. VmRSS of the worker (/proc/<pid>/status) is read after
 // `warmup` configs and then at 20 checkpoints up to `warmup + n` configs.
@@ -70,10 +70,11 @@ int main(int argc, char** argv) {
   const int64_t warmup = argc > 3 ? std::atoll(argv[3]) : 1000;
   const uint64_t seed = argc > 4 ? std::strtoull(argv[4], nullptr, 10) : paradiff::bench::kSmallListSeed;
   const int64_t total = warmup + n;
-  const auto configs = paradiff::bench::SmallConfigs(seed, static_cast<int>(total), bounds);
+  const auto configs = paradiff::bench::GeneratedConfigs(seed, static_cast<int>(total), bounds);
 
   paradiff::WorkerPool pool(exe, /*jobs=*/1, /*mem_mb=*/8192, std::chrono::seconds(120));
   nlohmann::json checkpoints = nlohmann::json::array();
+  nlohmann::json lost_tasks = nlohmann::json::array();  // crashes and timeouts: the worker restarted
   int64_t done = 0, passes = 0, lost = 0, first_rss = -1, warm_rss = -1;
   const auto t0 = std::chrono::steady_clock::now();
   auto checkpoint = [&] {
@@ -89,8 +90,17 @@ int main(int argc, char** argv) {
     for (bool got = false; !got;) {
       for (const paradiff::PoolEvent& ev : pool.Poll(std::chrono::milliseconds(1000))) {
         got = true;
-        if (ev.kind != paradiff::PoolEvent::kResult) ++lost;
-        else passes += ev.result.value("verdict", nlohmann::json::object()).value("kind", "") == "pass";
+        if (ev.kind != paradiff::PoolEvent::kResult) {
+          ++lost;
+          lost_tasks.push_back({{"index", ev.index},
+                                {"kind", ev.kind == paradiff::PoolEvent::kCrash ? "crash" : "timeout"},
+                                {"detail", ev.detail},
+                                {"config", paradiff::ConfigToJson(configs[ev.index])}});
+          std::fprintf(stderr, "WARNING: bench worker_rss: task %lld lost (%s); the worker restarts\n",
+                       static_cast<long long>(ev.index), ev.detail.c_str());
+        } else {
+          passes += ev.result.value("verdict", nlohmann::json::object()).value("kind", "") == "pass";
+        }
       }
     }
     ++done;
@@ -107,6 +117,7 @@ int main(int argc, char** argv) {
       {"passes", passes},
       {"lost_tasks", lost},
       {"worker_restarts", pool.restarts()},
+      {"lost", lost_tasks},
       {"rss_after_first_kib", first_rss},
       {"rss_after_warmup_kib", warm_rss},
       {"rss_final_kib", last_rss},
