@@ -12,8 +12,21 @@
 
 namespace paradiff {
 
+// What a run reports (docs/TARGETS.md "reports", "grad_norm_dtype"). The loss, the gradient norm
+// and the parameters are always reported; an external target may leave out the gradients and the
+// optimizer state, and the oracles then judge only what it reports. The built-in engine reports
+// everything, with a float64 gradient norm.
+struct Reporting {
+  bool grad = true;                      // the reduced gradients ("grad")
+  bool optimizer = true;                 // master weights and optimizer slots
+  DType grad_norm_dtype = DType::kFp64;  // the precision the reported gradient norm was computed in
+  // Everything, as the built-in engine reports it.
+  bool everything() const { return grad && optimizer && grad_norm_dtype == DType::kFp64; }
+};
+
 struct EngineOutcome {
   Observations obs;
+  Reporting reporting;  // what obs holds (RunEngine: everything)
   bool ok = true;
   std::string failure_kind;  // collective | hang | crash (empty when ok); external targets also unsupported
   std::string failure;       // the primary error message, naming the rank

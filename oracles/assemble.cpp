@@ -9,16 +9,20 @@
 
 namespace paradiff {
 
-std::vector<std::string> ExpectedKinds(const Config& cfg) {
-  std::vector<std::string> kinds = {"grad", "param"};
+std::vector<std::string> ExpectedKinds(const Config& cfg, const Reporting& r) {
+  std::vector<std::string> kinds;
+  if (r.grad) kinds.push_back("grad");
+  kinds.push_back("param");
+  if (!r.optimizer) return kinds;
   if (cfg.precision.master_weights && cfg.precision.param != DType::kFp32)
     kinds.push_back("master");
   for (const auto& s : OptimizerSlotNames(cfg.optimizer.kind)) kinds.push_back(s);
   return kinds;
 }
 
-Assembly AssembleTensors(const Config& cfg, const Observations& obs) {
+Assembly AssembleTensors(const Config& cfg, const Observations& obs, const Reporting& r) {
   Assembly out;
+  out.reporting = r;
   const ModelSpec spec = BuildModelSpec(cfg.model);
   const auto kinds = ExpectedKinds(cfg);
   for (int64_t step = 0; step < cfg.steps; ++step) {

@@ -15,6 +15,7 @@
 
 #include "core/config.h"
 #include "core/verdict.h"
+#include "kernels/engine.h"
 #include "kernels/observations.h"
 
 namespace paradiff {
@@ -29,17 +30,24 @@ struct AssembledStep {
 
 struct Assembly {
   std::vector<AssembledStep> steps;  // cfg.steps entries
+  // What the run reported. The tensors of every kind of ExpectedKinds(cfg) exist (zero where
+  // nothing was reported), but only the reported kinds are judged (CheckNumerics).
+  Reporting reporting;
   Verdict verdict;  // kPass, or the first kInvariant of the tiling and replica checks (Assemble)
 };
 
-// The tensor kinds a run must report for `cfg` (grad, param, [master], optimizer slots).
-std::vector<std::string> ExpectedKinds(const Config& cfg);
+// The tensor kinds a run must report for `cfg` (grad, param, [master], optimizer slots), less
+// those `r` leaves out (grad; master and the slots when r.optimizer is false). "param" always.
+std::vector<std::string> ExpectedKinds(const Config& cfg, const Reporting& r = Reporting{});
 
-// Builds the logical tensors; pieces outside their tensor or of unknown tensors are ignored, a
-// step a rank did not report contributes nothing. verdict is always kPass.
-Assembly AssembleTensors(const Config& cfg, const Observations& obs);
+// Builds the logical tensors of every kind of ExpectedKinds(cfg); pieces outside their tensor or
+// of unknown tensors are ignored, a step a rank did not report contributes nothing. verdict is
+// always kPass; `r` is recorded as the assembly's reporting.
+Assembly AssembleTensors(const Config& cfg, const Observations& obs,
+                         const Reporting& r = Reporting{});
 
-// AssembleTensors, with the verdict of CheckTiling, then CheckReplicas.
+// AssembleTensors, with the verdict of CheckTiling, then CheckReplicas (the built-in engine's
+// reporting: everything).
 Assembly Assemble(const Config& cfg, const Observations& obs);
 
 }  // namespace paradiff

@@ -55,9 +55,13 @@ Comparison CompareScalar(double d, double r, double t, const Tolerance& tol) {
   return CompareTensor(T(d), T(r), T(t), tol);
 }
 
-// Elementwise: where |t| is within kNoiseMultiple of the gradient noise of either run.
-at::Tensor IllConditioned(const at::Tensor& d, const at::Tensor& r, const at::Tensor& t) {
-  at::Tensor noise = at::maximum((r - t).abs(), (d - t).abs());
+// Elementwise: where |t| is within kNoiseMultiple of the gradient noise of either run. A run that
+// does not report its gradients (docs/TARGETS.md "reports") passes `d` undefined: its noise is
+// then taken as the most the gradient comparison would allow it, `factor` times the reference's.
+at::Tensor IllConditioned(const at::Tensor& d, const at::Tensor& r, const at::Tensor& t,
+                          double factor) {
+  at::Tensor noise = d.defined() ? at::maximum((r - t).abs(), (d - t).abs())
+                                 : (r - t).abs() * std::max(1.0, factor);
   return t.abs().le(noise * kNoiseMultiple);
 }
 
@@ -82,11 +86,14 @@ Comparison CompareAdamParam(const at::Tensor& d, const at::Tensor& r, const at::
 
 // Note [Gradient norm consistency]: the engine reports the global gradient norm it computed (and
 // clipped with) and, separately, the reduced gradients themselves. Both must describe the same
-// vector: sqrt(sum of the reported gradients squared) equals the reported norm up to float64
-// summation order. A norm that counts a replicated tensor once per replica, misses a shard, or was
-// reduced over the wrong group breaks this even when the truth is far away, so it is checked
-// before the truth comparison and localizes to the reduction.
-Comparison NormConsistency(const AssembledStep& d, const ModelSpec& spec) {
+// vector: sqrt(sum of the reported gradients squared) equals the reported norm up to the rounding
+// of the precision the norm was computed in (float64 for the built-in engine; a target declares
+// its own, Note [Reported norm precision] in tolerance.cpp). A norm that counts a replicated
+// tensor once per replica, misses a shard, or was reduced over the wrong group breaks this even
+// when the truth is far away, so it is checked before the truth comparison and localizes to the
+// reduction. A run that does not report its gradients has nothing to check this against.
+Comparison NormConsistency(const AssembledStep& d, const ModelSpec& spec,
+                           const ToleranceContext& ctx) {
   double sq = 0;
   for (const auto& ps : spec.params)
     sq += d.tensors.at("grad:" + ps.name).pow(2).sum().item<double>();
@@ -95,7 +102,7 @@ Comparison NormConsistency(const AssembledStep& d, const ModelSpec& spec) {
   c.actual = d.grad_norm;
   const double diff = c.actual == c.expected ? 0.0 : std::fabs(c.actual - c.expected);
   c.error = std::isnan(diff) ? INFINITY : diff / std::max(std::fabs(c.expected), kTinyNorm);
-  c.bound = LookupTolerance("grad_norm_consistency", DType::kFp64).floor;
+  c.bound = LookupTolerance("grad_norm_consistency", ctx.grad_norm_dtype, ctx).floor;
   c.index = 0;
   return c;
 }
@@ -132,7 +139,10 @@ void AttributeScaledGradient(Verdict& v, const Comparison& c, const Assembly& di
 NumericResult CheckNumerics(const Config& cfg, const Assembly& dist, const RefPair& ref) {
   NumericResult out;
   const ModelSpec spec = BuildModelSpec(cfg.model);
-  const auto kinds = ExpectedKinds(cfg);
+  const Reporting& reported = dist.reporting;  // judge only what the run reports
+  const auto kinds = ExpectedKinds(cfg, reported);
+  int64_t grad_elems = 0;  // the squares a global gradient norm sums
+  for (const auto& ps : spec.params) grad_elems += ps.numel();
   std::map<std::string, at::Tensor> ill;  // per parameter: ill-conditioned elements so far
   bool adam_flipped = false;  // an ill-conditioned element moved apart at an earlier step
   auto add = [&](Comparison c, int64_t step, const char* phase, const std::string& kind,
@@ -171,13 +181,16 @@ NumericResult CheckNumerics(const Config& cfg, const Assembly& dist, const RefPa
     }
     ToleranceContext ctx = MakeToleranceContext(cfg, s);
     ctx.adam_flipped_earlier = adam_flipped;
+    ctx.grad_norm_dtype = reported.grad_norm_dtype;
+    ctx.grad_norm_terms = grad_elems;
     auto tol = [&](const std::string& q) { return LookupTolerance(q, ToleranceDType(cfg), ctx); };
     Tolerance loss_tol = tol("loss"), norm_tol = tol("grad_norm");
     loss_tol.floor *= static_cast<double>(s + 1);
     norm_tol.floor *= static_cast<double>(s + 1);
     add(CompareScalar(d.loss, r.loss, t.loss, loss_tol), s, "forward", "loss", "", "");
     for (const auto& ps : spec.params) {
-      if (r.skipped) break;  // overflowed gradients are not compared; the step changed nothing
+      // Overflowed gradients are not compared (the step changed nothing), nor unreported ones.
+      if (r.skipped || !reported.grad) break;
       const std::string key = "grad:" + ps.name;
       add(CompareTensor(d.tensors.at(key), r.tensors.at(key), t.tensors.at(key), tol("grad"),
                         rms["grad"], s),
@@ -185,8 +198,10 @@ NumericResult CheckNumerics(const Config& cfg, const Assembly& dist, const RefPa
           "gradient", "grad", ps.name, Name(ps.layer));
     }
     if (!r.skipped) {
-      add(NormConsistency(d, spec), s, "reduction", "grad_norm", "", "");
-      out.comparisons.back().detail = "consistency";
+      if (reported.grad) {
+        add(NormConsistency(d, spec, ctx), s, "reduction", "grad_norm", "", "");
+        out.comparisons.back().detail = "consistency";
+      }
       add(CompareScalar(d.grad_norm, r.grad_norm, t.grad_norm, norm_tol), s, "reduction",
           "grad_norm", "", "");
     }
@@ -194,7 +209,8 @@ NumericResult CheckNumerics(const Config& cfg, const Assembly& dist, const RefPa
     for (const auto& ps : spec.params) {
       if (r.skipped) break;
       const std::string g = "grad:" + ps.name;
-      at::Tensor now = IllConditioned(d.tensors.at(g), r.tensors.at(g), t.tensors.at(g));
+      at::Tensor now = IllConditioned(reported.grad ? d.tensors.at(g) : at::Tensor(),
+                                      r.tensors.at(g), t.tensors.at(g), tol("grad").factor);
       auto it = ill.find(ps.name);
       ill[ps.name] = it == ill.end() ? now : it->second.logical_or(now);
     }

@@ -6,14 +6,15 @@
 
 namespace paradiff {
 
-std::vector<Quantity> QuantitiesInOrder(const Config& cfg) {
+std::vector<Quantity> QuantitiesInOrder(const Config& cfg, const Reporting& r) {
   const ModelSpec spec = BuildModelSpec(cfg.model);
-  const auto kinds = ExpectedKinds(cfg);
+  const auto kinds = ExpectedKinds(cfg, r);
   std::vector<Quantity> out;
   for (int64_t s = 0; s < cfg.steps; ++s) {
     out.push_back({s, "forward", "loss", "", ""});
-    for (const auto& ps : spec.params)
-      out.push_back({s, "gradient", "grad", ps.name, Name(ps.layer)});
+    if (r.grad)
+      for (const auto& ps : spec.params)
+        out.push_back({s, "gradient", "grad", ps.name, Name(ps.layer)});
     out.push_back({s, "reduction", "grad_norm", "", ""});
     for (const auto& kind : kinds) {
       if (kind == "grad") continue;

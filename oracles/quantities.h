@@ -29,8 +29,9 @@ struct Quantity {
   bool state() const { return kind != "loss" && kind != "grad_norm"; }
 };
 
-// Every quantity of every step of `cfg`, in localization order.
-std::vector<Quantity> QuantitiesInOrder(const Config& cfg);
+// Every quantity of every step of `cfg` that a run reporting `r` reports, in localization order
+// (the loss, the gradient norm and the parameters always; gradients and optimizer state per `r`).
+std::vector<Quantity> QuantitiesInOrder(const Config& cfg, const Reporting& r = Reporting{});
 
 // The dtype a quantity is held in by the run (its rounding unit): loss fp32, grad_norm fp64, grad
 // precision.accumulate, param precision.param, master and optimizer slots fp32.

@@ -19,11 +19,10 @@ struct Holder {
   at::Tensor owner;   // int32 rank of the first holder, -1 none
 };
 
-}  // namespace
-
-Verdict CheckReplicas(const Config& cfg, const Observations& obs) {
+// CheckReplicas over the kinds the run reports (`r`).
+Verdict CheckReplicasOf(const Config& cfg, const Observations& obs, const Reporting& r) {
   const ModelSpec spec = BuildModelSpec(cfg.model);
-  const auto kinds = ExpectedKinds(cfg);
+  const auto kinds = ExpectedKinds(cfg, r);
   for (int64_t step = 0; step < cfg.steps; ++step) {
     std::map<std::string, Holder> held;
     for (const auto& ps : spec.params)
@@ -82,9 +81,15 @@ Verdict CheckReplicas(const Config& cfg, const Observations& obs) {
   return Verdict{};
 }
 
+}  // namespace
+
+Verdict CheckReplicas(const Config& cfg, const Observations& obs) {
+  return CheckReplicasOf(cfg, obs, Reporting{});
+}
+
 Verdict ReplicaOracle::Check(const OracleInput& in) const {
   if (!in.outcome.ok) return SkipVerdict(name(), "the engine failed; no replicas to compare");
-  return CheckReplicas(in.cfg, in.outcome.obs);
+  return CheckReplicasOf(in.cfg, in.outcome.obs, in.outcome.reporting);
 }
 
 }  // namespace paradiff

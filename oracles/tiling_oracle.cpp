@@ -46,9 +46,12 @@ int64_t ExpectedHolders(const Config& cfg, const std::string& kind, const ParamS
   return dp_holders * TpHolders(cfg.model, p, cfg.parallel.tp) * PpHolders(cfg, p);
 }
 
-Verdict CheckTiling(const Config& cfg, const Observations& obs) {
+namespace {
+
+// CheckTiling over the kinds the run reports (`r`): an unreported kind has no holders to count.
+Verdict CheckTilingOf(const Config& cfg, const Observations& obs, const Reporting& r) {
   const ModelSpec spec = BuildModelSpec(cfg.model);
-  const auto kinds = ExpectedKinds(cfg);
+  const auto kinds = ExpectedKinds(cfg, r);
   for (int64_t step = 0; step < cfg.steps; ++step) {
     // Padding (alignment, dp padding, padded vocabulary rows) is zero and never updated.
     for (const auto& rank : obs.ranks) {
@@ -128,9 +131,15 @@ Verdict CheckTiling(const Config& cfg, const Observations& obs) {
   return Verdict{};
 }
 
+}  // namespace
+
+Verdict CheckTiling(const Config& cfg, const Observations& obs) {
+  return CheckTilingOf(cfg, obs, Reporting{});
+}
+
 Verdict TilingOracle::Check(const OracleInput& in) const {
   if (!in.outcome.ok) return SkipVerdict(name(), "the engine failed; nothing to tile");
-  return CheckTiling(in.cfg, in.outcome.obs);
+  return CheckTilingOf(in.cfg, in.outcome.obs, in.outcome.reporting);
 }
 
 }  // namespace paradiff

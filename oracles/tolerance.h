@@ -26,17 +26,27 @@ inline constexpr double kDiscreteBound = 0.5;
 
 // `quantity`: loss, grad_norm, grad, param, master, momentum, exp_avg, exp_avg_sq, and
 // grad_norm_consistency (the engine's reported norm vs the norm of its own reported gradients).
-// `dtype`: the dtype the quantity is stored / accumulated in for this config.
+// `dtype`: the dtype the quantity is stored / accumulated in for this config; for
+// grad_norm_consistency, the dtype the reported norm was computed in (Note [Reported norm
+// precision] in tolerance.cpp).
 // What of the config, beyond the dtype, widens a bound.
 struct ToleranceContext {
   int64_t step = 0;                                  // 0-based
   bool low_precision_params_without_master = false;  // param bf16 / fp16, master_weights off
   bool low_precision_tensor_parallel = false;        // tp > 1 with a bf16 / fp16 compute dtype
   bool adam_flipped_earlier = false;                 // Adam moved ill-conditioned elements apart
+  // The reported gradient norm: the dtype it was computed in (docs/TARGETS.md grad_norm_dtype) and
+  // how many squares it sums (the model's gradient elements). Note [Reported norm precision].
+  DType grad_norm_dtype = DType::kFp64;
+  int64_t grad_norm_terms = 0;
 };
 Tolerance LookupTolerance(const std::string& quantity, DType dtype,
                           const ToleranceContext& ctx = ToleranceContext{});
 ToleranceContext MakeToleranceContext(const Config& cfg, int64_t step);
+
+// The largest relative rounding error of a gradient norm computed in `dtype` over `terms` squares
+// (Note [Reported norm precision]); the grad_norm_consistency bound.
+double NormRoundingBound(DType dtype, int64_t terms);
 
 // The dtype whose rounding bounds a quantity of `cfg`: the coarsest of its precision settings.
 DType ToleranceDType(const Config& cfg);

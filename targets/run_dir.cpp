@@ -81,8 +81,11 @@ Status WriteRunDir(const Config& cfg, const std::vector<std::string>& kinds, con
   return st;
 }
 
-bool ReadObservations(const Config& cfg, const std::string& dir, Observations* obs, ObservationError* err) {
+bool ReadObservations(const Config& cfg, const std::string& dir, const std::vector<std::string>& kinds,
+                      Observations* obs, ObservationError* err) {
   const ModelSpec spec = BuildModelSpec(cfg.model);
+  const std::set<std::string> declared(kinds.begin(), kinds.end());
+  std::vector<std::set<std::string>> written(cfg.steps);  // per step: the kinds some rank wrote
   obs->ranks.clear();
   for (int r = 0; r < cfg.parallel.world; ++r) {
     const std::string stem = dir + "/out/rank" + std::to_string(r);
@@ -118,6 +121,10 @@ bool ReadObservations(const Config& cfg, const std::string& dir, Observations* o
         const ParamSpec* ps = colon == std::string::npos ? nullptr : spec.Find(name.substr(colon + 1));
         if (!kKinds.count(kind) || ps == nullptr)
           return Fail(err, "bad_output", r, where + ": tensor '" + name + "' is not KIND:TENSOR of this model");
+        if (!declared.count(kind))
+          return Fail(err, "bad_output", r, where + ": tensor '" + name + "' is of kind " + kind +
+                                                ", which this run does not report (run.json kinds; the target file's \"reports\")");
+        written[s].insert(kind);
         if (!t.is_floating_point()) return Fail(err, "bad_output", r, where + ": " + name + " is not a floating-point tensor");
         TensorPiece piece{kind, ps->name, 0, t.reshape({-1})};
         auto off = file.value().metadata.find("offset:" + name);
@@ -141,6 +148,14 @@ bool ReadObservations(const Config& cfg, const std::string& dir, Observations* o
     }
     obs->ranks.push_back(std::move(ro));
   }
+  // A kind the target declares must come from some rank at every step (which ranks hold which
+  // pieces is the tiling oracle's to judge).
+  for (int64_t s = 0; s < cfg.steps; ++s)
+    for (const auto& kind : kinds)
+      if (!written[s].count(kind))
+        return Fail(err, "no_output", -1, "step " + std::to_string(s) + ": no rank wrote any " + kind +
+                                              " tensor, but the run reports " + kind +
+                                              " (run.json kinds; the target file's \"reports\")");
   return true;
 }
 

@@ -38,7 +38,11 @@ struct ObservationError {
   int rank = -1;
 };
 
-// Reads every rank's observations from dir/out. On failure returns false and fills `err`.
-bool ReadObservations(const Config& cfg, const std::string& dir, Observations* obs, ObservationError* err);
+// Reads every rank's observations from dir/out; `kinds` are the tensor kinds the target declares
+// (targets/target_file.h reporting: ExpectedKinds). A tensor of another kind is "bad_output"; a
+// declared kind that no rank wrote at some step is "no_output". On failure returns false and fills
+// `err`.
+bool ReadObservations(const Config& cfg, const std::string& dir, const std::vector<std::string>& kinds,
+                      Observations* obs, ObservationError* err);
 
 }  // namespace paradiff

@@ -164,7 +164,8 @@ StatusOr<TargetSpec> ParseTargetSpec(const std::string& text, const std::string&
     return Status::Error("", path + ": the target file is not a JSON object");
   Status st;
   Reader r(j, "", &st);
-  r.Unknown({"protocol", "name", "command", "launcher", "timeout_s", "supports", "description"});
+  r.Unknown({"protocol", "name", "command", "launcher", "timeout_s", "supports", "reports", "grad_norm_dtype",
+             "description"});
   TargetSpec t;
   t.path = path;
   t.dir = std::filesystem::absolute(path).parent_path().string();
@@ -197,6 +198,20 @@ StatusOr<TargetSpec> ParseTargetSpec(const std::string& text, const std::string&
     }
   }
   r.Int("timeout_s", t.timeout_s, 1, 86400);
+  std::vector<std::string> reports;
+  if (r.Strings("reports", reports, {"grad", "optimizer"})) {
+    t.reporting.grad = Has(reports, std::string("grad"));
+    t.reporting.optimizer = Has(reports, std::string("optimizer"));
+  }
+  if (j.contains("grad_norm_dtype")) {
+    bool known = false;
+    for (DType d : {DType::kFp64, DType::kFp32, DType::kBf16, DType::kFp16})
+      if (j["grad_norm_dtype"] == Name(d)) {
+        t.reporting.grad_norm_dtype = d;
+        known = true;
+      }
+    if (!known) r.Error("grad_norm_dtype", "must be one of fp64, fp32, bf16, fp16");
+  }
   if (j.contains("supports")) ParseSupports(j["supports"], t, &st);
   else r.Error("supports", "required: the config features the target can run");
   if (!st.ok()) return st;

@@ -11,6 +11,7 @@
 
 #include "core/config.h"
 #include "core/status.h"
+#include "kernels/engine.h"
 
 namespace paradiff {
 
@@ -36,6 +37,10 @@ struct TargetSpec {
   std::vector<TargetPrecision> precisions = {TargetPrecision{}};
   bool clip_grad_norm = false, loss_scale = false, checkpoint = false;
   int64_t max_steps = 0;  // 0: any
+  // What the target reports ("reports": any of "grad", "optimizer"; both when absent) and the
+  // precision of its gradient norm ("grad_norm_dtype", fp64 when absent). Loss, gradient norm and
+  // parameters are always reported.
+  Reporting reporting;
 };
 
 StatusOr<TargetSpec> LoadTargetFile(const std::string& path);

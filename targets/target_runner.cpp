@@ -64,7 +64,8 @@ EngineOutcome RunTarget(const TargetSpec& t, const Config& cfg, const TargetRunO
   const Status sup = TargetSupports(t, cfg);
   if (!sup.ok()) return Failure(t, "unsupported", "unsupported", -1, sup.ToString());
   const std::string dir = MakeRunDir(o);
-  const Status wrote = WriteRunDir(cfg, ExpectedKinds(cfg), dir);
+  const std::vector<std::string> kinds = ExpectedKinds(cfg, t.reporting);
+  const Status wrote = WriteRunDir(cfg, kinds, dir);
   if (!wrote.ok()) throw std::runtime_error("target runner: " + wrote.ToString());
   const std::string log = dir + "/target.log";
   const std::vector<std::string> argv = TargetArgv(t, cfg, dir);
@@ -106,8 +107,9 @@ EngineOutcome RunTarget(const TargetSpec& t, const Config& cfg, const TargetRunO
     return Failure(t, "crash", "exit", -1, "crashed: exited with code " + std::to_string(WEXITSTATUS(status)) + kept);
   EngineOutcome out;
   out.target = t.name;
+  out.reporting = t.reporting;
   ObservationError err;
-  if (!ReadObservations(cfg, dir, &out.obs, &err))
+  if (!ReadObservations(cfg, dir, kinds, &out.obs, &err))
     return Failure(t, "crash", err.detail, err.rank, "exited 0 but its observations are unusable: " + err.message + kept);
   std::error_code ec;
   if (!o.keep) fs::remove_all(dir, ec);

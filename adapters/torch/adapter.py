@@ -5,13 +5,19 @@ Usage: adapter.py RUN_DIR [--plant NAME]   (protocol: docs/TARGETS.md; target fi
 
 Reads RUN_DIR/{config.json, run.json, init.safetensors, data/step<S>.safetensors}, trains the
 config's GPT (model.py) on dp ranks, and writes RUN_DIR/out/rank<R>.json and
-rank<R>.step<S>.safetensors. Ranks come from torchrun's environment (RANK, WORLD_SIZE) when set,
-otherwise this process forks them. ZeRO stage 0: DDP + the torch optimizer; stage 1: DDP +
+rank<R>.step<S>.safetensors with the tensor kinds run.json asks for ("kinds": the target file's
+"reports"). Ranks come from torchrun's environment (RANK, WORLD_SIZE) when set, otherwise this
+process forks them. ZeRO stage 0: DDP + the torch optimizer; stage 1: DDP +
 ZeroRedundancyOptimizer. DDP's bucket size is zero.bucket_elems elements; accumulation runs the
-first micro-steps under no_sync.
+first micro-steps under no_sync. grad_norm is torch's own: the float32 total norm returned by
+clip_grad_norm_ (the target file declares "grad_norm_dtype": "fp32").
 
+Planted bugs for paradiff's self-test (never on by default):
 --plant sum_not_average: a DDP comm hook that all-reduces gradients without dividing by the world
-size (a planted bug for paradiff's self-test; never on by default).
+size.
+--plant lr_scaled_by_world: the optimizer's learning rate multiplied by the world size (a linear
+scaling rule applied on top of a config that already holds the global rate); the gradients and
+their norm stay right, only the parameter update is wrong.
 """
 import argparse
 import json
@@ -34,12 +40,12 @@ SLOTS = {"sgd": ["momentum"], "adam": ["exp_avg", "exp_avg_sq"], "adamw": ["exp_
 TORCH_SLOT = {"momentum": "momentum_buffer", "exp_avg": "exp_avg", "exp_avg_sq": "exp_avg_sq"}
 
 
-def optimizer_class(o):
+def optimizer_class(o, lr):
     kind = o["kind"]
     if kind == "sgd":
-        return torch.optim.SGD, dict(lr=o["lr"], momentum=o["momentum"], weight_decay=o["weight_decay"])
+        return torch.optim.SGD, dict(lr=lr, momentum=o["momentum"], weight_decay=o["weight_decay"])
     cls = torch.optim.Adam if kind == "adam" else torch.optim.AdamW
-    return cls, dict(lr=o["lr"], betas=tuple(o["betas"]), eps=o["eps"], weight_decay=o["weight_decay"])
+    return cls, dict(lr=lr, betas=tuple(o["betas"]), eps=o["eps"], weight_decay=o["weight_decay"])
 
 
 def sum_not_average(state, bucket):  # the planted bug: no division by the world size
@@ -63,11 +69,12 @@ def train(rank, world, run_dir, plant):
         if plant == "sum_not_average":
             net.register_comm_hook(None, sum_not_average)
     params = [p for _, p in model.named()]
-    cls, kwargs = optimizer_class(opt_cfg)
+    cls, kwargs = optimizer_class(opt_cfg, opt_cfg["lr"] * (world if plant == "lr_scaled_by_world" else 1))
     zero = cfg["zero"]["stage"] == 1 and world > 1
     opt = ZeroRedundancyOptimizer(params, optimizer_class=cls, **kwargs) if zero else cls(params, **kwargs)
     local = opt.optim if zero else opt  # the optimizer holding this rank's state
     owned = {id(p) for g in local.param_groups for p in g["params"]}
+    kinds = set(run["kinds"])  # what to report: param always, grad and the slots as declared
     A = cfg["batch"]["accumulation_steps"]
     clip = cfg.get("clip_grad_norm", 0.0)
     out_dir = os.path.join(run_dir, run["out_dir"])
@@ -86,9 +93,8 @@ def train(rank, world, run_dir, plant):
                 loss_sum += loss.item()
                 (loss * (1.0 / A)).backward()
         grads = {n: (p.grad.detach().clone() if p.grad is not None else torch.zeros_like(p)) for n, p in model.named()}
-        # The protocol's grad_norm is the float64 norm of the reported gradients; torch's own
-        # (float32) norm, which drives its clipping, goes to clip_norm (docs/FINDINGS.md).
-        norm64 = math.sqrt(sum(float(g.double().pow(2).sum()) for g in grads.values()))
+        # grad_norm is torch's own total norm (float32, a norm of per-tensor norms), the one its
+        # clipping used; paradiff bounds its rounding by the declared grad_norm_dtype.
         norm = torch.nn.utils.clip_grad_norm_(params, clip if clip > 0 else math.inf)
         derived = {}
         if opt_cfg["kind"] == "sgd" and opt_cfg["momentum"] == 0:
@@ -97,18 +103,19 @@ def train(rank, world, run_dir, plant):
         opt.step()
         tensors = {}
         for n, p in model.named():
-            tensors["grad:" + n] = grads[n]
+            if "grad" in kinds:
+                tensors["grad:" + n] = grads[n]
             tensors["param:" + n] = p.detach()
             if id(p) not in owned:
                 continue
-            for slot in SLOTS[opt_cfg["kind"]]:
+            for slot in (s for s in SLOTS[opt_cfg["kind"]] if s in kinds):
                 st = local.state.get(p, {})
                 if slot == "momentum" and n in derived:
                     tensors[slot + ":" + n] = derived[n]
                 elif TORCH_SLOT[slot] in st:
                     tensors[slot + ":" + n] = st[TORCH_SLOT[slot]]
         safetensors_io.write(os.path.join(out_dir, "rank%d.step%d.safetensors" % (rank, s)), tensors)
-        steps.append({"loss_sum": loss_sum, "loss_count": A, "grad_norm": norm64, "clip_norm": float(norm)})
+        steps.append({"loss_sum": loss_sum, "loss_count": A, "grad_norm": float(norm)})
     with open(os.path.join(out_dir, "rank%d.json" % rank), "w") as f:
         json.dump({"steps": steps}, f)
     if world > 1:
@@ -126,7 +133,7 @@ class _null:
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("run_dir")
-    ap.add_argument("--plant", default="", choices=["", "sum_not_average"])
+    ap.add_argument("--plant", default="", choices=["", "sum_not_average", "lr_scaled_by_world"])
     a = ap.parse_args()
     run = json.load(open(os.path.join(a.run_dir, "run.json")))
     if "RANK" in os.environ:  # under torchrun

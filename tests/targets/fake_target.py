@@ -1,9 +1,10 @@
 #!/usr/bin/python3
 """A broken external target for paradiff's tests (standard library only, no torch).
 
-Usage: fake_target.py MODE RUN_DIR, MODE one of crash | hang | silent | shape. "crash" exits 3,
-"hang" sleeps forever, "silent" exits 0 writing nothing, "shape" writes observations whose first
-parameter has one extra row.
+Usage: fake_target.py MODE RUN_DIR, MODE one of crash | hang | silent | shape | params. "crash"
+exits 3, "hang" sleeps forever, "silent" exits 0 writing nothing, "shape" writes observations whose
+first parameter has one extra row, "params" writes every parameter (zeros, the right shapes) and
+nothing else, whatever run.json's "kinds" ask for.
 """
 import json
 import os
@@ -37,17 +38,19 @@ def main():
     with open(os.path.join(run_dir, "init.safetensors"), "rb") as f:
         (n,) = struct.unpack("<Q", f.read(8))
         header = json.loads(f.read(n))
-    name = run["params"][0]
-    shape = list(header[name]["shape"])
-    shape[0] += 1
-    count = 1
-    for d in shape:
-        count *= d
+    tensors = {}
+    for name in run["params"] if mode == "params" else run["params"][:1]:
+        shape = list(header[name]["shape"])
+        if mode == "shape":
+            shape[0] += 1
+        count = 1
+        for d in shape:
+            count *= d
+        tensors["param:" + name] = (shape, b"\0" * (4 * count))
     out = os.path.join(run_dir, "out")
     for r in range(run["world"]):
         for s in range(run["steps"]):
-            write_safetensors(os.path.join(out, "rank%d.step%d.safetensors" % (r, s)),
-                              {"param:" + name: (shape, b"\0" * (4 * count))})
+            write_safetensors(os.path.join(out, "rank%d.step%d.safetensors" % (r, s)), tensors)
         with open(os.path.join(out, "rank%d.json" % r), "w") as f:
             json.dump({"steps": [{"loss_sum": 1.0, "loss_count": 1, "grad_norm": 1.0}] * run["steps"]}, f)
 

@@ -3,7 +3,8 @@
 # clear finding (crash / hang / silent / shape), a malformed target file exits 2 naming the field,
 # DeepSpeed import/export round-trips. Cases labelled torch (adapters/torch, python3-torch): the
 # adapter is bitwise equal to the reference at world 1 in fp32, a short campaign is clean, the
-# planted bug is caught and minimized. They exit 77 (skipped) when python3-torch is missing.
+# planted bug is caught and minimized, a target reporting only parameters is clean and its planted
+# bug caught. They exit 77 (skipped) when python3-torch is missing.
 # Usage: targets_test.sh PARADIFF_BINARY SOURCE_DIR CASE
 set -u
 P=$1
@@ -27,11 +28,14 @@ need_torch() {
 case $CASE in
   broken_targets)
     for m in crash:crash.target.-.-.run.exit hang:hang.target.-.-.run.timeout \
-             silent:crash.target.-.-.run.no_output shape:crash.target.-.-.run.shape; do
+             silent:crash.target.-.-.run.no_output shape:crash.target.-.-.run.shape \
+             no_grad:crash.target.-.-.run.no_output; do
       expect 3 "$P" run "$T/small_dp2.json" --target "$T/fake_${m%%:*}.json"
       has "sig=${m#*:} "
+      [ "${m%%:*}" = shape ] && has "has shape \[12,8\], the model's embed.wte is \[11,8\]"
     done
-    has "has shape \[12,8\], the model's embed.wte is \[11,8\]"
+    # fake_no_grad declares "reports": ["grad"] but writes parameters only.
+    has "step 0: no rank wrote any grad tensor, but the run reports grad"
     ;;
   bad_target_file)
     echo '{"protocol": 1, "name": "x", "command": [], "supports": {"zero_stages": [5]}}' >"$TMP/t.json"
@@ -67,13 +71,34 @@ r = json.load(open(sys.argv[1]))
 s0 = [c for c in r["comparisons"] if c["step"] == 0 and c["kind"] in ("loss", "grad")]
 bad = [c for c in s0 if c["error"] != c["ref_error"]]
 print("step-0 loss/grad comparisons:", len(s0), "not bitwise:", len(bad))
-sys.exit(1 if bad or len(s0) < 10 else 0)
+# grad_norm is torch's own float32 norm, checked against its reported gradients under the fp32 bound.
+cons = [c for c in r["comparisons"] if c["detail"] == "consistency"]
+print("norm consistency:", [(c["error"], c["bound"]) for c in cons])
+sys.exit(1 if bad or len(s0) < 10 or not cons or not all(c["ok"] and c["bound"] > 1e-8 for c in cons) else 0)
 PY
     ;;
   torch_campaign_clean)
     need_torch
     expect 0 "$P" campaign --workdir "$TMP/w" --runs 16 --jobs 2 --seed 3 --minimize-budget-s 0 \
       --target "$SRC/adapters/torch/torch.json"
+    has "campaign CLEAN"
+    ;;
+  torch_params_only)
+    # A target that reports only loss, its float32 norm and parameters is judged on those alone:
+    # clean when right, caught when only the parameters are wrong.
+    need_torch
+    expect 0 "$P" run "$T/small_dp2.json" --target "$T/torch_params_only.json" --report "$TMP/r.json"
+    /usr/bin/python3 - "$TMP/r.json" <<'PY' || fail "the params-only report compared unreported kinds"
+import json, sys
+r = json.load(open(sys.argv[1]))
+kinds = sorted({c["kind"] + ("/" + c["detail"] if c.get("detail") else "") for c in r["comparisons"]})
+print("compared kinds:", kinds)
+sys.exit(0 if kinds == ["grad_norm", "loss", "param"] else 1)
+PY
+    expect 3 "$P" run "$T/small_dp2.json" --target "$T/torch_params_only_planted.json"
+    has "sig=mismatch.numeric.param.embedding.optimizer "
+    expect 0 "$P" campaign --workdir "$TMP/w" --runs 8 --jobs 2 --seed 11 --minimize-budget-s 0 \
+      --target "$T/torch_params_only.json"
     has "campaign CLEAN"
     ;;
   torch_planted_minimized)

@@ -1,13 +1,23 @@
-// Unit tests of targets/: safetensors round trip and rejection, target file rules, DeepSpeed import.
+// Unit tests of targets/: safetensors round trip and rejection, target file rules, DeepSpeed
+// import, and the oracles on a run that reports less than the built-in engine (docs/TARGETS.md
+// "reports", "grad_norm_dtype").
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
+#include <set>
 
+#include "kernels/engine.h"
+#include "oracles/check.h"
+#include "oracles/tolerance.h"
 #include "targets/safetensors.h"
 #include "targets/target_file.h"
 #include "targets/translate.h"
+#include "tests/unit/engine_test_util.h"
 
 namespace paradiff {
 namespace {
@@ -72,6 +82,146 @@ TEST(Translate, DeepSpeedRoundTrip) {
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_TRUE(back.value().config == c);
   EXPECT_FALSE(ImportDeepSpeed(nlohmann::json{{"train_batch_size", 7}, {"train_micro_batch_size_per_gpu", 2}}, Config{}).ok());
+}
+
+TEST(TargetFile, ReportsAndNormPrecision) {
+  const std::string head =
+      R"({"protocol": 1, "name": "x", "command": ["/bin/true"], "supports": {}, )";
+  StatusOr<TargetSpec> def = ParseTargetSpec(head + R"("timeout_s": 5})", "t.json");
+  ASSERT_TRUE(def.ok()) << def.status().ToString();
+  EXPECT_TRUE(def.value().reporting.everything());  // protocol 1 before "reports": everything, fp64
+  StatusOr<TargetSpec> few =
+      ParseTargetSpec(head + R"("reports": [], "grad_norm_dtype": "fp32"})", "t.json");
+  ASSERT_TRUE(few.ok()) << few.status().ToString();
+  EXPECT_FALSE(few.value().reporting.grad);
+  EXPECT_FALSE(few.value().reporting.optimizer);
+  EXPECT_EQ(few.value().reporting.grad_norm_dtype, DType::kFp32);
+  StatusOr<TargetSpec> bad =
+      ParseTargetSpec(head + R"("reports": ["param"], "grad_norm_dtype": "fp8"})", "t.json");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().ToString().find("reports: 'param' is not one of grad, optimizer"),
+            std::string::npos)
+      << bad.status().ToString();
+  EXPECT_NE(bad.status().ToString().find("grad_norm_dtype: must be one of fp64, fp32"),
+            std::string::npos);
+  const std::string root =
+      std::filesystem::path(__FILE__).parent_path().parent_path().parent_path().string();
+  StatusOr<TargetSpec> torch = LoadTargetFile(root + "/adapters/torch/torch.json");
+  ASSERT_TRUE(torch.ok()) << torch.status().ToString();
+  EXPECT_TRUE(torch.value().reporting.grad && torch.value().reporting.optimizer);
+  EXPECT_EQ(torch.value().reporting.grad_norm_dtype, DType::kFp32);
+}
+
+// Note [Reported norm precision]: u * (n + 2), and the float64 bound the constant it always was.
+TEST(Tolerance, NormRoundingBound) {
+  EXPECT_EQ(NormRoundingBound(DType::kFp64, 19360), 1e-8);
+  EXPECT_EQ(NormRoundingBound(DType::kFp32, 19360), std::ldexp(19362.0, -24));
+  EXPECT_EQ(NormRoundingBound(DType::kBf16, 10), std::ldexp(12.0, -8));
+  EXPECT_EQ(LookupTolerance("grad_norm_consistency", DType::kFp64).floor, 1e-8);
+  ToleranceContext fp32;
+  fp32.grad_norm_dtype = DType::kFp32;
+  fp32.grad_norm_terms = 100;
+  const double base = LookupTolerance("grad_norm", DType::kFp32).floor;
+  EXPECT_EQ(LookupTolerance("grad_norm", DType::kFp32, fp32).floor, base + std::ldexp(102.0, -24));
+}
+
+// A clean built-in run, reshaped into what a target reporting `r` would hand back: pieces of the
+// kinds it does not report removed, the gradient norm rounded to r.grad_norm_dtype.
+EngineOutcome AsReported(const Config& c, const Reporting& r) {
+  EngineOutcome e = RunEngine(c, std::chrono::milliseconds(20000));
+  EXPECT_TRUE(e.ok) << e.failure;
+  e.reporting = r;
+  e.target = "fake";
+  for (auto& rank : e.obs.ranks)
+    for (auto& step : rank.steps) {
+      auto& p = step.pieces;
+      p.erase(std::remove_if(p.begin(), p.end(),
+                             [&](const TensorPiece& x) {
+                               return x.kind == "grad" ? !r.grad
+                                                       : x.kind != "param" && !r.optimizer;
+                             }),
+              p.end());
+      if (r.grad_norm_dtype == DType::kFp32) step.grad_norm = static_cast<float>(step.grad_norm);
+    }
+  return e;
+}
+
+CheckResult CheckAs(const Config& c, const std::function<void(EngineOutcome&)>& plant,
+                    const Reporting& r) {
+  CheckOptions o;
+  o.oracles = {"all"};
+  o.run_engine = [&](const Config& x) {
+    EngineOutcome e = AsReported(x, r);
+    if (plant) plant(e);
+    return e;
+  };
+  return CheckRun(c, o);
+}
+
+std::set<std::string> ComparedKinds(const CheckResult& res) {
+  std::set<std::string> kinds;
+  for (const auto& c : res.comparisons)
+    kinds.insert(c.kind + (c.detail.empty() ? "" : "/" + c.detail));
+  return kinds;
+}
+
+TEST(PartialReports, ParamsOnlyIsJudgedOnParamsAndCaughtWhenWrong) {
+  Config c = testing::SmallConfig(2, 1);
+  c.optimizer.kind = OptimizerKind::kAdamW;
+  Reporting params_only;
+  params_only.grad = params_only.optimizer = false;
+  const CheckResult clean = CheckAs(c, {}, params_only);
+  EXPECT_EQ(clean.verdict.kind, VerdictKind::kPass) << clean.verdict.message;
+  EXPECT_EQ(ComparedKinds(clean), (std::set<std::string>{"loss", "grad_norm", "param"}));
+  for (const auto& o : clean.oracles)
+    if (o.name == "exact" || o.name == "metamorphic") EXPECT_EQ(o.status, "skipped") << o.name;
+  // One parameter element moved on every rank that holds it (replicas agree): the numeric oracle.
+  const CheckResult wrong = CheckAs(
+      c,
+      [](EngineOutcome& e) {
+        for (auto& rank : e.obs.ranks)
+          for (auto& p : rank.steps[1].pieces)
+            if (p.kind == "param" && p.tensor == "embed.wte" && p.offset == 0) p.values[3] += 0.5;
+      },
+      params_only);
+  EXPECT_EQ(wrong.verdict.Signature(), "mismatch.numeric.param.embedding.optimizer")
+      << wrong.verdict.message;
+  EXPECT_EQ(wrong.verdict.where.step, 1);
+  // Only one rank's copy moved: the replica oracle still judges the parameters.
+  const CheckResult desync = CheckAs(
+      c,
+      [](EngineOutcome& e) {
+        for (auto& p : e.obs.ranks[1].steps[0].pieces)
+          if (p.kind == "param" && p.tensor == "embed.wte") p.values.view(-1)[0] += 1e-3;
+      },
+      params_only);
+  EXPECT_EQ(desync.verdict.Signature(), "invariant.replica.param.embedding.optimizer")
+      << desync.verdict.message;
+}
+
+TEST(PartialReports, Fp32NormIsBoundedByItsOwnRounding) {
+  const Config c = testing::SmallConfig(2, 0);
+  Reporting fp32;
+  fp32.grad_norm_dtype = DType::kFp32;
+  const CheckResult clean = CheckAs(c, {}, fp32);
+  EXPECT_EQ(clean.verdict.kind, VerdictKind::kPass) << clean.verdict.message;
+  EXPECT_TRUE(ComparedKinds(clean).count("grad_norm/consistency"));
+  // A float32 norm that counts the embedding's gradient twice is still far outside the bound.
+  const CheckResult twice = CheckAs(
+      c,
+      [](EngineOutcome& e) {
+        for (auto& rank : e.obs.ranks) {
+          double wte = 0;
+          for (const auto& p : rank.steps[0].pieces)
+            if (p.kind == "grad" && p.tensor == "embed.wte")
+              wte = p.values.to(at::kDouble).pow(2).sum().item<double>();
+          double& g = rank.steps[0].grad_norm;
+          g = static_cast<float>(std::sqrt(g * g + wte));
+        }
+      },
+      fp32);
+  EXPECT_EQ(twice.verdict.Signature(), "mismatch.numeric.grad_norm.-.reduction.consistency")
+      << twice.verdict.message;
 }
 
 }  // namespace
