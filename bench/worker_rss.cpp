@@ -78,11 +78,14 @@ int main(int argc, char** argv) {
   int64_t done = 0, passes = 0, lost = 0, first_rss = -1, warm_rss = -1;
   const auto t0 = std::chrono::steady_clock::now();
   auto checkpoint = [&] {
-    const int64_t rss = paradiff::bench::ProcStatusKiB(OnlyChild(), "VmRSS");
+    const pid_t worker = OnlyChild();
+    const int64_t rss = paradiff::bench::ProcStatusKiB(worker, "VmRSS");
+    const int64_t vsz = paradiff::bench::ProcStatusKiB(worker, "VmSize");
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    checkpoints.push_back({{"configs", done}, {"rss_kib", rss}, {"elapsed_s", s}, {"restarts", pool.restarts()}});
-    std::fprintf(stderr, "INFO: bench worker_rss: %lld configs, worker VmRSS %lld KiB, %.0f s\n",
-                 static_cast<long long>(done), static_cast<long long>(rss), s);
+    checkpoints.push_back({{"configs", done}, {"rss_kib", rss}, {"vm_size_kib", vsz}, {"elapsed_s", s},
+                           {"restarts", pool.restarts()}});
+    std::fprintf(stderr, "INFO: bench worker_rss: %lld configs, worker VmRSS %lld KiB, VmSize %lld KiB, %.0f s\n",
+                 static_cast<long long>(done), static_cast<long long>(rss), static_cast<long long>(vsz), s);
     return rss;
   };
   for (int64_t i = 0; i < total; ++i) {
