@@ -27,7 +27,7 @@ Verdict ExactOracle::Check(const OracleInput& in) const {
   int64_t step = -1;
   bool state_exact = true;
   std::set<std::string> exact_grads;  // tensors whose gradient is exact at `step`
-  for (const Quantity& q : QuantitiesInOrder(in.cfg)) {
+  for (const Quantity& q : QuantitiesInOrder(in.cfg, in.outcome.reporting)) {
     if (q.step != step) {
       if (!state_exact) break;  // the previous step rounded: later steps legitimately differ
       step = q.step;

@@ -43,7 +43,7 @@ Verdict Failed(const Config& cfg, const std::string& relation, const Config& var
 }
 
 Verdict ZeroStageRelation(const OracleInput& in, const Config& variant, const EngineOutcome& e) {
-  const Assembly other = AssembleTensors(variant, e.obs);
+  const Assembly other = AssembleTensors(variant, e.obs, e.reporting);
   const bool checked_is_k = in.cfg.zero.stage != 0;
   const Assembly& k = checked_is_k ? *in.assembly : other;
   const Assembly& zero = checked_is_k ? other : *in.assembly;
@@ -57,7 +57,7 @@ Verdict ZeroStageRelation(const OracleInput& in, const Config& variant, const En
 // Note [Cross-run bound] in the header.
 Verdict WithinBounds(const OracleInput& in, const std::string& relation, const Config& variant,
                      const EngineOutcome& e) {
-  const Assembly other = AssembleTensors(variant, e.obs);
+  const Assembly other = AssembleTensors(variant, e.obs, e.reporting);
   const std::shared_ptr<const RefPair> ref = GetReference(variant, in.cache);
   NumericResult own = CheckNumerics(variant, other, *ref);
   if (IsFinding(own.verdict.kind)) {
