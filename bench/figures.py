@@ -41,9 +41,9 @@ if tp:
         if b.get("aggregate_name") != "median":
             continue
         cached = "reference_cache:1" in b["name"]
-        threads = b.get("threads", 1)
+        threads = 2 if "jobs:2" in b["name"] else 1
         v = b.get("checks_per_s")
-        figure(f"checks/s, small list, reference cache {'on' if cached else 'off'}, {threads} thread(s)",
+        figure(f"checks/s, small list, reference cache {'on' if cached else 'off'}, {threads} job(s)",
                round(v, 1), "checks/s", ">= 30 (median, 2 cores)", v >= 30, cmd_tp,
                f"median of {b.get('repetitions', reps)}; load {ctx.get('load_avg', ['?'])[0]:.2f}"
                if ctx.get("load_avg") else f"median of {b.get('repetitions', reps)}")
