@@ -2,6 +2,8 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
+#include <cstring>
 #include <map>
 #include <sstream>
 
@@ -37,7 +39,19 @@ Verdict CheckReplicasOf(const Config& cfg, const Observations& obs, const Report
         if (it == held.end() || p.offset < 0 || p.offset + n > it->second.values.numel()) continue;
         at::Tensor dst = it->second.values.narrow(0, p.offset, n);
         at::Tensor own = it->second.owner.narrow(0, p.offset, n);
-        at::Tensor vals = p.values.to(at::kDouble).reshape({-1});
+        at::Tensor vals = p.values.to(at::kDouble).reshape({-1}).contiguous();
+        // Fast paths without torch operators (most pieces: a first holder, or a replica equal to
+        // it bit for bit); anything else takes the element-wise path below, which decides.
+        double* dst_data = dst.data_ptr<double>();
+        const double* val_data = vals.data_ptr<double>();
+        int* own_data = own.data_ptr<int>();
+        const int64_t owned = std::count_if(own_data, own_data + n, [](int o) { return o >= 0; });
+        if (owned == 0) {
+          std::copy(val_data, val_data + n, dst_data);
+          std::fill(own_data, own_data + n, rank.rank);
+          continue;
+        }
+        if (owned == n && std::memcmp(val_data, dst_data, sizeof(double) * n) == 0) continue;
         at::Tensor before = own.ge(0);
         if (before.any().item<bool>()) {
           at::Tensor mask = before.nonzero().reshape({-1});

@@ -4,7 +4,9 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <map>
+#include <vector>
 
 #include "core/model_spec.h"
 #include "oracles/layout_expectation.h"
@@ -70,9 +72,10 @@ Verdict CheckTilingOf(const Config& cfg, const Observations& obs, const Reportin
                   "; padding must stay zero) (seed " + std::to_string(cfg.seed) + ")";
       return v;
     }
-    std::map<std::string, at::Tensor> holders;  // "kind:tensor" -> int32 count per element
+    // "kind:tensor" -> holders per element (plain counters: a check touches thousands of pieces)
+    std::map<std::string, std::vector<int32_t>> holders;
     for (const auto& ps : spec.params)
-      for (const auto& k : kinds) holders[k + ":" + ps.name] = at::zeros({ps.numel()}, at::kInt);
+      for (const auto& k : kinds) holders[k + ":" + ps.name].assign(ps.numel(), 0);
     for (const auto& rank : obs.ranks) {
       if (step >= static_cast<int64_t>(rank.steps.size()))
         return Finding(
@@ -83,8 +86,8 @@ Verdict CheckTilingOf(const Config& cfg, const Observations& obs, const Reportin
         const ParamSpec* ps = spec.Find(p.tensor);
         auto it = holders.find(key);
         const int64_t n = p.values.numel();
-        if (it == holders.end() || p.offset < 0 || p.offset + n > it->second.numel()) {
-          const int64_t size = it == holders.end() ? 0 : it->second.numel();
+        const int64_t size = it == holders.end() ? 0 : static_cast<int64_t>(it->second.size());
+        if (it == holders.end() || p.offset < 0 || p.offset + n > size) {
           return Finding(cfg, step, p.kind, ps, p.tensor, rank.rank, p.offset, n, "bounds",
                          "rank " + std::to_string(rank.rank) + " reported " + key + " [" +
                              std::to_string(p.offset) + ", " + std::to_string(p.offset + n) +
@@ -92,7 +95,7 @@ Verdict CheckTilingOf(const Config& cfg, const Observations& obs, const Reportin
                              (it == holders.end() ? " (no such tensor for this config)"
                                                   : " of " + std::to_string(size) + " elements"));
         }
-        it->second.narrow(0, p.offset, n).add_(1);
+        for (int64_t i = p.offset; i < p.offset + n; ++i) ++it->second[i];
       }
     }
     // Checked in localization order: kinds by phase, tensors in model order.
@@ -101,22 +104,22 @@ Verdict CheckTilingOf(const Config& cfg, const Observations& obs, const Reportin
       for (const auto& ps : spec.params) {
         const int64_t want = ExpectedHolders(layout, kind, ps);
         const std::string key = kind + ":" + ps.name;
-        const at::Tensor& count = holders[key];
-        at::Tensor missing = count.eq(0);
-        if (missing.any().item<bool>()) {
-          const int64_t first = missing.nonzero()[0][0].item<int64_t>();
-          const int64_t n = missing.sum().item<int64_t>();
+        const std::vector<int32_t>& count = holders[key];
+        const auto gap = std::find(count.begin(), count.end(), 0);
+        if (gap != count.end()) {
+          const int64_t first = gap - count.begin();
+          const int64_t n = std::count(count.begin(), count.end(), 0);
           // No detail: the gap keeps the signature it always had (invariant.tiling.<kind>...).
           return Finding(cfg, step, kind, &ps, ps.name, -1, first, n, "",
                          "shards do not tile " + key + ": " + std::to_string(n) +
                              " element(s) held by no rank, the first at index " +
                              std::to_string(first));
         }
-        at::Tensor wrong = count.ne(want);
-        if (!wrong.any().item<bool>()) continue;
-        const int64_t first = wrong.nonzero()[0][0].item<int64_t>();
-        const int64_t got = count[first].item<int64_t>();
-        const int64_t n = wrong.sum().item<int64_t>();
+        const auto off = std::find_if(count.begin(), count.end(), [&](int32_t c) { return c != want; });
+        if (off == count.end()) continue;
+        const int64_t first = off - count.begin();
+        const int64_t got = *off;
+        const int64_t n = std::count_if(count.begin(), count.end(), [&](int32_t c) { return c != want; });
         return Finding(
             cfg, step, kind, &ps, ps.name, -1, first, n, got > want ? "overlap" : "replication",
             key + "[" + std::to_string(first) + "] is held by " + std::to_string(got) +
