@@ -29,16 +29,7 @@ int CmdExport(const Args& args) {
     for (const auto& a : ExportMegatron(cfg.value())) text += (text.empty() ? "" : " ") + a;
     text += "\n";
   }
-  if (args.out.empty()) {
-    std::cout << text;
-    return kExitPass;
-  }
-  const Status w = WriteFileAtomic(args.out, text);
-  if (!w.ok()) {
-    std::cerr << "ERROR: " << w.ToString() << "\n";
-    return kExitInternal;
-  }
-  return kExitPass;
+  return EmitText(args.out, text);
 }
 
 }  // namespace paradiff

@@ -11,6 +11,7 @@
 #include "core/exit_codes.h"
 #include "targets/translate.h"
 #include "tools/cli.h"
+#include "tools/load_config.h"
 
 namespace paradiff {
 
@@ -37,16 +38,7 @@ int CmdImport(const Args& args) {
   for (const auto& k : r.value().ignored)
     std::cerr << "WARNING: " << path << ": " << k << " has no paradiff counterpart; ignored\n";
   const std::string text = WriteConfig(r.value().config);
-  if (args.out.empty()) {
-    std::cout << text;
-    return kExitPass;
-  }
-  const Status w = WriteFileAtomic(args.out, text);
-  if (!w.ok()) {
-    std::cerr << "ERROR: " << w.ToString() << "\n";
-    return kExitInternal;
-  }
-  return kExitPass;
+  return EmitText(args.out, text);
 }
 
 }  // namespace paradiff

@@ -1,9 +1,12 @@
 #include "tools/load_config.h"
 
 #include <algorithm>
+#include <iostream>
 
 #include "core/budget.h"
+#include "core/atomic_file.h"
 #include "core/config_json.h"
+#include "core/exit_codes.h"
 
 namespace paradiff {
 
@@ -16,6 +19,19 @@ StatusOr<Config> LoadCheckedConfig(const std::string& path, const std::vector<st
   Status s = CheckConfig(cfg, ResourceBudget{});
   if (!s.ok()) return s;
   return cfg;
+}
+
+int EmitText(const std::string& out, const std::string& text) {
+  if (out.empty()) {
+    std::cout << text;
+    return kExitPass;
+  }
+  const Status w = WriteFileAtomic(out, text);
+  if (!w.ok()) {
+    std::cerr << "ERROR: " << w.ToString() << "\n";
+    return kExitInternal;
+  }
+  return kExitPass;
 }
 
 }  // namespace paradiff
