@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <set>
+#include <vector>
 
 #include "core/model_spec.h"
 #include "kernels/model.h"
@@ -102,21 +103,22 @@ Verdict CheckMemory(const Config& run_cfg, const Observations& obs) {
   for (int64_t step = 0; step < run_cfg.steps; ++step) {
     // After a checkpoint reload the reload layout runs (kernels/engine.h LayoutAtStep).
     const Config cfg = LayoutAtStep(run_cfg, step);
+    // Each pipeline stage's parameters: those any rank of the stage reports (a tp rank may hold
+    // only padding of a tensor, e.g. vocabulary rows past the vocabulary, and report none).
+    const int64_t ranks_per_stage = cfg.parallel.tp * cfg.parallel.dp;
+    std::vector<std::set<std::string>> stage_params(cfg.parallel.pp);
+    for (const auto& other : obs.ranks) {
+      const int64_t stage = other.rank / ranks_per_stage;
+      if (cfg.parallel.pp == 1 || stage >= cfg.parallel.pp) continue;
+      if (step >= static_cast<int64_t>(other.steps.size())) continue;
+      for (const auto& piece : other.steps[step].pieces)
+        if (piece.kind == "param") stage_params[stage].insert(piece.tensor);
+    }
     for (const auto& r : obs.ranks) {
       if (step >= static_cast<int64_t>(r.memory.size())) continue;
       if (r.rank >= cfg.parallel.world) continue;  // not a rank of this phase
-      // The stage's parameters: those any rank of the same pipeline stage reports (a tp rank may
-      // hold only padding of a tensor, e.g. vocabulary rows past the vocabulary, and report none).
-      std::set<std::string> stage_params;
-      const int64_t ranks_per_stage = cfg.parallel.tp * cfg.parallel.dp;
-      for (const auto& other : obs.ranks) {
-        if (cfg.parallel.pp == 1 || other.rank / ranks_per_stage != r.rank / ranks_per_stage) continue;
-        if (step >= static_cast<int64_t>(other.steps.size())) continue;
-        for (const auto& piece : other.steps[step].pieces)
-          if (piece.kind == "param") stage_params.insert(piece.tensor);
-      }
-      const MemoryExpectation want =
-          ExpectedMemory(cfg, r.rank, cfg.parallel.pp > 1 ? &stage_params : nullptr);
+      const MemoryExpectation want = ExpectedMemory(
+          cfg, r.rank, cfg.parallel.pp > 1 ? &stage_params[r.rank / ranks_per_stage] : nullptr);
       const auto& got = r.memory[step].bytes;
       for (const char* cat : kCategories) {
         auto it = got.find(cat);
