@@ -30,11 +30,16 @@ constexpr std::chrono::milliseconds kKillPoll{20};
 }  // namespace
 
 pid_t SpawnSession(const std::vector<std::string>& args, const std::string& log_path,
-                   const std::string& cwd) {
+                   const std::string& cwd, const std::vector<std::string>* env) {
   if (args.empty()) Fail("cannot execute an empty command");
   std::vector<char*> argv;
   for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
+  std::vector<char*> envp;  // built before fork: the child only execs
+  if (env) {
+    for (const auto& e : *env) envp.push_back(const_cast<char*>(e.c_str()));
+    envp.push_back(nullptr);
+  }
   const int log = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (log < 0) Fail("cannot open " + log_path + ": " + std::strerror(errno));
   const int devnull = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -61,7 +66,11 @@ pid_t SpawnSession(const std::vector<std::string>& args, const std::string& log_
     if (!cwd.empty() && ::chdir(cwd.c_str()) != 0) {
       err = errno;
     } else {
-      ::execvp(argv[0], argv.data());
+      if (env) {
+        ::execvpe(argv[0], argv.data(), envp.data());
+      } else {
+        ::execvp(argv[0], argv.data());
+      }
       err = errno;
     }
     if (::write(report[1], &err, sizeof err) < 0) ::_exit(127);

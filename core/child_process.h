@@ -16,8 +16,9 @@ namespace paradiff {
 // id is the returned pid; `cwd` ("" = the caller's) is its working directory. Throws
 // std::runtime_error "cannot execute 'PROG': REASON" when the program cannot be executed, and
 // other std::runtime_error messages for fork / pipe / log-file failures.
+// `env` ("NAME=value" entries; nullptr = the caller's environment) is the child's environment.
 pid_t SpawnSession(const std::vector<std::string>& args, const std::string& log_path,
-                   const std::string& cwd = "");
+                   const std::string& cwd = "", const std::vector<std::string>* env = nullptr);
 
 // SIGKILLs the process group `sid` and every process of session `sid` (children may leave the
 // group, not the session), and waits up to `wait` until none of them is alive.

@@ -10,10 +10,6 @@
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
-#include <string>
-#include <vector>
-
-extern char** environ;
 
 namespace paradiff {
 
@@ -28,31 +24,7 @@ WorkerPool::~WorkerPool() {
   for (auto& w : workers_) Stop(w, /*kill=*/true);
 }
 
-namespace {
-
-// Whether an environment variable tells a process it is a rank of an enclosing MPI job (set by
-// mpirun for its ranks). Workers are never ranks: one that starts its own mpirun job (a config
-// on the mpi backend) inside a distributed campaign would otherwise join the enclosing job and
-// fail. User settings (OMPI_MCA_pml, OMPI_ALLOW_RUN_AS_ROOT, ...) are kept.
-bool EnclosingJobVariable(const std::string& entry) {
-  const auto starts = [&](const char* p) { return entry.rfind(p, 0) == 0; };
-  if (starts("PMIX_")) return true;
-  if (starts("OMPI_MCA_"))
-    return starts("OMPI_MCA_ess") || starts("OMPI_MCA_orte_") || starts("OMPI_MCA_pmix") ||
-           starts("OMPI_MCA_initial_wdir=") || starts("OMPI_MCA_shmem_RUNTIME_QUERY_hint=");
-  return starts("OMPI_") && !starts("OMPI_ALLOW_RUN_AS_ROOT");
-}
-
-}  // namespace
-
 void WorkerPool::Start(Worker& w) {
-  // The worker's environment, built before fork (the child only execs).
-  std::vector<std::string> env;
-  for (char** e = environ; e && *e; ++e)
-    if (!EnclosingJobVariable(*e)) env.emplace_back(*e);
-  std::vector<char*> envp;
-  for (auto& s : env) envp.push_back(s.data());
-  envp.push_back(nullptr);
   int to[2], from[2];
   if (::pipe2(to, O_CLOEXEC) != 0 || ::pipe2(from, O_CLOEXEC) != 0)
     throw std::runtime_error(std::string("worker pool: pipe failed: ") + std::strerror(errno));
@@ -66,8 +38,7 @@ void WorkerPool::Start(Worker& w) {
       lim.rlim_cur = lim.rlim_max = static_cast<rlim_t>(mem_mb_) << 20;
       ::setrlimit(RLIMIT_AS, &lim);
     }
-    char* const argv[] = {const_cast<char*>(exe_.c_str()), const_cast<char*>("worker"), nullptr};
-    ::execve(exe_.c_str(), argv, envp.data());
+    ::execl(exe_.c_str(), exe_.c_str(), "worker", static_cast<char*>(nullptr));
     ::_exit(127);
   }
   ::close(to[0]);

@@ -25,6 +25,8 @@
 #include "core/config_json.h"
 #include "kernels/observations_io.h"
 
+extern char** environ;
+
 namespace paradiff {
 
 namespace {
@@ -67,10 +69,28 @@ std::string PrepareWorkDir(const MpiRunOptions& o, bool* temporary) {
   return dir;
 }
 
-// SpawnSession (core/child_process.h), with the executor's error prefix and hint.
+// Whether an environment entry tells a process it is a rank of an enclosing MPI job (mpirun sets
+// these for its ranks). A job started from inside one (a config on the mpi backend checked by a
+// distributed campaign's worker, or `paradiff run --backend mpi` under mpirun) must not inherit
+// them, or its mpirun joins the enclosing job and fails. User settings (OMPI_MCA_pml,
+// OMPI_ALLOW_RUN_AS_ROOT, ...) are kept.
+bool EnclosingJobVariable(const std::string& entry) {
+  const auto starts = [&](const char* p) { return entry.rfind(p, 0) == 0; };
+  if (starts("PMIX_")) return true;
+  if (starts("OMPI_MCA_"))
+    return starts("OMPI_MCA_ess") || starts("OMPI_MCA_orte_") || starts("OMPI_MCA_pmix") ||
+           starts("OMPI_MCA_initial_wdir=") || starts("OMPI_MCA_shmem_RUNTIME_QUERY_hint=");
+  return starts("OMPI_") && !starts("OMPI_ALLOW_RUN_AS_ROOT");
+}
+
+// SpawnSession (core/child_process.h) of mpirun in an environment without an enclosing job's
+// variables, with the executor's error prefix and hint.
 pid_t Spawn(const std::vector<std::string>& args, const std::string& log_path) {
+  std::vector<std::string> env;
+  for (char** e = environ; e && *e; ++e)
+    if (!EnclosingJobVariable(*e)) env.emplace_back(*e);
   try {
-    return SpawnSession(args, log_path);
+    return SpawnSession(args, log_path, "", &env);
   } catch (const std::runtime_error& e) {
     const std::string what = e.what();
     EnvError(what + (what.rfind("cannot execute", 0) == 0 ? " (is Open MPI installed and mpirun on PATH?)" : ""));
