@@ -1,5 +1,5 @@
-// LocalCommunicator (one rank's handle on one local group: argument checks and fingerprints, then
-// the group's rendezvous), LocalWorld and RunLocalRanks.
+// LocalCommunicator (one rank's handle on one local group: argument checks (arg_checks.h) and
+// fingerprints, then the group's rendezvous), LocalWorld and RunLocalRanks.
 #include "comm/local_communicator.h"
 
 #include <numeric>
@@ -7,6 +7,7 @@
 #include <thread>
 #include <utility>
 
+#include "comm/arg_checks.h"
 #include "comm/local_group.h"
 
 namespace paradiff {
@@ -17,70 +18,7 @@ using local::LocalGroup;
 using local::Slot;
 using local::WorldState;
 
-[[noreturn]] void Invalid(CollOp op, const std::string& rule) {
-  throw std::invalid_argument(std::string(Name(op)) + ": " + rule);
-}
-
-void RequireTensor(CollOp op, const char* what, const at::Tensor& t) {
-  if (!t.defined()) Invalid(op, std::string(what) + " must be a defined tensor");
-  if (!t.device().is_cpu())
-    Invalid(op, std::string(what) + " must be a CPU tensor (local backend)");
-  if (!t.is_contiguous()) Invalid(op, std::string(what) + " must be contiguous");
-}
-
-void RequireFlat(CollOp op, const char* what, const at::Tensor& t) {
-  RequireTensor(op, what, t);
-  if (t.dim() != 1) {
-    Invalid(op, std::string(what) + " must be 1-D (flat), got " + std::to_string(t.dim()) + "-D");
-  }
-}
-
-void RequireReducible(CollOp op, const at::Tensor& t, ReduceOp r) {
-  const at::ScalarType st = t.scalar_type();
-  const bool floating = at::isFloatingType(st);
-  if (!floating && (!at::isIntegralType(st, /*includeBool=*/false))) {
-    Invalid(op, "reductions need a floating or integer dtype, got " + DtypeName(t));
-  }
-  if (r == ReduceOp::kAvg && !floating) {
-    Invalid(op, "avg needs a floating dtype, got " + DtypeName(t));
-  }
-}
-
-void RequireSameDtype(CollOp op, const at::Tensor& in, const at::Tensor& out) {
-  if (in.scalar_type() != out.scalar_type()) {
-    Invalid(op, "out dtype " + DtypeName(out) + " must equal in dtype " + DtypeName(in));
-  }
-}
-
-// Checks counts against the group and returns their sum.
-int64_t CheckCounts(CollOp op, const std::vector<int64_t>& counts, int size) {
-  if (static_cast<int>(counts.size()) != size) {
-    Invalid(op, "counts.size()=" + std::to_string(counts.size()) + " must equal the group size " +
-                    std::to_string(size));
-  }
-  for (size_t r = 0; r < counts.size(); ++r) {
-    if (counts[r] < 0) {
-      Invalid(op,
-              "counts[" + std::to_string(r) + "]=" + std::to_string(counts[r]) + " must be >= 0");
-    }
-  }
-  return std::accumulate(counts.begin(), counts.end(), int64_t{0});
-}
-
-void CheckNumel(CollOp op, const char* what, const at::Tensor& t, int64_t want, const char* rule) {
-  if (t.numel() != want) {
-    Invalid(op, std::string(what) + ".numel()=" + std::to_string(t.numel()) + " must equal " +
-                    rule + "=" + std::to_string(want));
-  }
-}
-
-void CheckPeer(CollOp op, const char* what, int peer, int rank, int size) {
-  if (peer < 0 || peer >= size) {
-    Invalid(op, std::string(what) + "=" + std::to_string(peer) + " out of range [0, " +
-                    std::to_string(size) + ")");
-  }
-  if (peer == rank) Invalid(op, std::string(what) + "=" + std::to_string(peer) + " is this rank");
-}
+constexpr comm_args::ArgRules kRules{"local"};
 
 class LocalCommunicator : public Communicator {
  public:
@@ -95,8 +33,7 @@ class LocalCommunicator : public Communicator {
   const std::string& name() const override { return group_->name(); }
 
   void AllReduce(at::Tensor& t, ReduceOp op) override {
-    RequireTensor(CollOp::kAllReduce, "t", t);
-    RequireReducible(CollOp::kAllReduce, t, op);
+    comm_args::CheckAllReduce(kRules, t, op);
     Slot slot;
     slot.fp = sequencer_.Collective(CollOp::kAllReduce, t.numel(), DtypeName(t),
                                     static_cast<int64_t>(op));
@@ -109,12 +46,7 @@ class LocalCommunicator : public Communicator {
   void AllGather(const at::Tensor& in, at::Tensor& out,
                  const std::vector<int64_t>& counts) override {
     const CollOp kOp = CollOp::kAllGather;
-    RequireFlat(kOp, "in", in);
-    RequireFlat(kOp, "out", out);
-    RequireSameDtype(kOp, in, out);
-    const int64_t total = CheckCounts(kOp, counts, size());
-    CheckNumel(kOp, "in", in, counts[rank_], "counts[rank]");
-    CheckNumel(kOp, "out", out, total, "sum(counts)");
+    comm_args::CheckAllGather(kRules, in, out, counts, rank_, size());
     Slot slot;
     slot.fp = sequencer_.Collective(kOp, in.numel(), DtypeName(in), -1, CountsHash(counts));
     slot.in = &in;
@@ -126,13 +58,7 @@ class LocalCommunicator : public Communicator {
   void ReduceScatter(const at::Tensor& in, at::Tensor& out, const std::vector<int64_t>& counts,
                      ReduceOp op) override {
     const CollOp kOp = CollOp::kReduceScatter;
-    RequireFlat(kOp, "in", in);
-    RequireFlat(kOp, "out", out);
-    RequireSameDtype(kOp, in, out);
-    RequireReducible(kOp, in, op);
-    const int64_t total = CheckCounts(kOp, counts, size());
-    CheckNumel(kOp, "in", in, total, "sum(counts)");
-    CheckNumel(kOp, "out", out, counts[rank_], "counts[rank]");
+    comm_args::CheckReduceScatter(kRules, in, out, counts, op, rank_, size());
     Slot slot;
     slot.fp = sequencer_.Collective(kOp, in.numel(), DtypeName(in), static_cast<int64_t>(op),
                                     CountsHash(counts));
@@ -144,11 +70,7 @@ class LocalCommunicator : public Communicator {
   }
 
   void Broadcast(at::Tensor& t, int root) override {
-    RequireTensor(CollOp::kBroadcast, "t", t);
-    if (root < 0 || root >= size()) {
-      Invalid(CollOp::kBroadcast,
-              "root=" + std::to_string(root) + " out of range [0, " + std::to_string(size()) + ")");
-    }
+    comm_args::CheckBroadcast(kRules, t, root, size());
     Slot slot;
     slot.fp = sequencer_.Collective(CollOp::kBroadcast, t.numel(), DtypeName(t), root);
     slot.in = &t;
@@ -157,15 +79,13 @@ class LocalCommunicator : public Communicator {
   }
 
   void Send(const at::Tensor& t, int dst) override {
-    RequireTensor(CollOp::kSend, "t", t);
-    CheckPeer(CollOp::kSend, "dst", dst, rank_, size());
+    comm_args::CheckPointToPoint(kRules, CollOp::kSend, t, dst, rank_, size());
     group_->Send(rank_, dst, sequencer_.PointToPoint(CollOp::kSend, t.numel(), DtypeName(t), dst),
                  t);
   }
 
   void Recv(at::Tensor& t, int src) override {
-    RequireTensor(CollOp::kRecv, "t", t);
-    CheckPeer(CollOp::kRecv, "src", src, rank_, size());
+    comm_args::CheckPointToPoint(kRules, CollOp::kRecv, t, src, rank_, size());
     group_->Recv(rank_, src, sequencer_.PointToPoint(CollOp::kRecv, t.numel(), DtypeName(t), src),
                  t);
   }

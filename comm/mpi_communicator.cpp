@@ -1,5 +1,5 @@
-// MpiRuntime and the MPI communicator (mpi_communicator.h): argument checks and fingerprints as in
-// the local backend, then MPI calls, each wrapped in PARADIFF_MPI_CHECK.
+// MpiRuntime and the MPI communicator (mpi_communicator.h): argument checks (arg_checks.h) and
+// fingerprints as in the local backend, then MPI calls, each wrapped in PARADIFF_MPI_CHECK.
 #include "comm/mpi_communicator.h"
 
 #include <ATen/ops/maximum.h>
@@ -18,6 +18,8 @@
 #include <stdexcept>
 #include <utility>
 #include <vector>
+
+#include "comm/arg_checks.h"
 
 #define PARADIFF_MPI_CHECK(call) ::paradiff::mpi::Check((call), #call, __FILE__, __LINE__)
 
@@ -61,62 +63,12 @@ namespace {
 constexpr int kHeaderTag = 1;  // Send's header message (Note [MPI fingerprint check])
 constexpr int kDataTag = 2;    // Send's payload
 
-[[noreturn]] void Invalid(CollOp op, const std::string& rule) {
-  throw std::invalid_argument(std::string(Name(op)) + ": " + rule);
-}
-
-void RequireTensor(CollOp op, const char* what, const at::Tensor& t) {
-  if (!t.defined()) Invalid(op, std::string(what) + " must be a defined tensor");
-  if (!t.device().is_cpu()) Invalid(op, std::string(what) + " must be a CPU tensor (mpi backend)");
-  if (!t.is_contiguous()) Invalid(op, std::string(what) + " must be contiguous");
-}
-
-void RequireFlat(CollOp op, const char* what, const at::Tensor& t) {
-  RequireTensor(op, what, t);
-  if (t.dim() != 1)
-    Invalid(op, std::string(what) + " must be 1-D (flat), got " + std::to_string(t.dim()) + "-D");
-}
-
-void RequireReducible(CollOp op, const at::Tensor& t, ReduceOp r) {
-  const at::ScalarType st = t.scalar_type();
-  const bool floating = at::isFloatingType(st);
-  if (!floating && !at::isIntegralType(st, /*includeBool=*/false))
-    Invalid(op, "reductions need a floating or integer dtype, got " + DtypeName(t));
-  if (r == ReduceOp::kAvg && !floating) Invalid(op, "avg needs a floating dtype, got " + DtypeName(t));
-}
-
-void RequireSameDtype(CollOp op, const at::Tensor& in, const at::Tensor& out) {
-  if (in.scalar_type() != out.scalar_type())
-    Invalid(op, "out dtype " + DtypeName(out) + " must equal in dtype " + DtypeName(in));
-}
-
-int64_t CheckCounts(CollOp op, const std::vector<int64_t>& counts, int size) {
-  if (static_cast<int>(counts.size()) != size)
-    Invalid(op, "counts.size()=" + std::to_string(counts.size()) + " must equal the group size " +
-                    std::to_string(size));
-  for (size_t r = 0; r < counts.size(); ++r)
-    if (counts[r] < 0)
-      Invalid(op, "counts[" + std::to_string(r) + "]=" + std::to_string(counts[r]) + " must be >= 0");
-  return std::accumulate(counts.begin(), counts.end(), int64_t{0});
-}
-
-void CheckNumel(CollOp op, const char* what, const at::Tensor& t, int64_t want, const char* rule) {
-  if (t.numel() != want)
-    Invalid(op, std::string(what) + ".numel()=" + std::to_string(t.numel()) + " must equal " + rule +
-                    "=" + std::to_string(want));
-}
-
-void CheckPeer(CollOp op, const char* what, int peer, int rank, int size) {
-  if (peer < 0 || peer >= size)
-    Invalid(op, std::string(what) + "=" + std::to_string(peer) + " out of range [0, " +
-                    std::to_string(size) + ")");
-  if (peer == rank) Invalid(op, std::string(what) + "=" + std::to_string(peer) + " is this rank");
-}
+constexpr comm_args::ArgRules kRules{"mpi"};
 
 // MPI counts are ints: every byte count and displacement of a call must fit.
 void CheckBytes(CollOp op, int64_t elements, int64_t element_size) {
   if (elements * element_size > INT_MAX)
-    Invalid(op, std::to_string(elements) + " elements of " + std::to_string(element_size) +
+    comm_args::Invalid(op, std::to_string(elements) + " elements of " + std::to_string(element_size) +
                     " bytes exceed MPI's int count (mpi backend)");
 }
 
@@ -223,8 +175,7 @@ class MpiCommunicator : public Communicator {
   const std::string& name() const override { return name_; }
 
   void AllReduce(at::Tensor& t, ReduceOp op) override {
-    RequireTensor(CollOp::kAllReduce, "t", t);
-    RequireReducible(CollOp::kAllReduce, t, op);
+    comm_args::CheckAllReduce(kRules, t, op);
     CheckBytes(CollOp::kAllReduce, t.numel() + size_, t.element_size());
     const Fingerprint fp = sequencer_.Collective(CollOp::kAllReduce, t.numel(), DtypeName(t),
                                                  static_cast<int64_t>(op));
@@ -246,12 +197,7 @@ class MpiCommunicator : public Communicator {
 
   void AllGather(const at::Tensor& in, at::Tensor& out, const std::vector<int64_t>& counts) override {
     const CollOp kOp = CollOp::kAllGather;
-    RequireFlat(kOp, "in", in);
-    RequireFlat(kOp, "out", out);
-    RequireSameDtype(kOp, in, out);
-    const int64_t total = CheckCounts(kOp, counts, size_);
-    CheckNumel(kOp, "in", in, counts[rank_], "counts[rank]");
-    CheckNumel(kOp, "out", out, total, "sum(counts)");
+    const int64_t total = comm_args::CheckAllGather(kRules, in, out, counts, rank_, size_);
     CheckBytes(kOp, total, in.element_size());
     const Fingerprint fp =
         sequencer_.Collective(kOp, in.numel(), DtypeName(in), -1, CountsHash(counts));
@@ -267,13 +213,7 @@ class MpiCommunicator : public Communicator {
   void ReduceScatter(const at::Tensor& in, at::Tensor& out, const std::vector<int64_t>& counts,
                      ReduceOp op) override {
     const CollOp kOp = CollOp::kReduceScatter;
-    RequireFlat(kOp, "in", in);
-    RequireFlat(kOp, "out", out);
-    RequireSameDtype(kOp, in, out);
-    RequireReducible(kOp, in, op);
-    const int64_t total = CheckCounts(kOp, counts, size_);
-    CheckNumel(kOp, "in", in, total, "sum(counts)");
-    CheckNumel(kOp, "out", out, counts[rank_], "counts[rank]");
+    const int64_t total = comm_args::CheckReduceScatter(kRules, in, out, counts, op, rank_, size_);
     CheckBytes(kOp, std::max(total, counts[rank_] * size_), in.element_size());
     const Fingerprint fp = sequencer_.Collective(kOp, in.numel(), DtypeName(in),
                                                  static_cast<int64_t>(op), CountsHash(counts));
@@ -292,10 +232,7 @@ class MpiCommunicator : public Communicator {
   }
 
   void Broadcast(at::Tensor& t, int root) override {
-    RequireTensor(CollOp::kBroadcast, "t", t);
-    if (root < 0 || root >= size_)
-      Invalid(CollOp::kBroadcast,
-              "root=" + std::to_string(root) + " out of range [0, " + std::to_string(size_) + ")");
+    comm_args::CheckBroadcast(kRules, t, root, size_);
     CheckBytes(CollOp::kBroadcast, t.numel(), t.element_size());
     const Fingerprint fp = sequencer_.Collective(CollOp::kBroadcast, t.numel(), DtypeName(t), root);
     Enter(fp);
@@ -304,8 +241,7 @@ class MpiCommunicator : public Communicator {
   }
 
   void Send(const at::Tensor& t, int dst) override {
-    RequireTensor(CollOp::kSend, "t", t);
-    CheckPeer(CollOp::kSend, "dst", dst, rank_, size_);
+    comm_args::CheckPointToPoint(kRules, CollOp::kSend, t, dst, rank_, size_);
     CheckBytes(CollOp::kSend, t.numel(), t.element_size());
     const Fingerprint fp = sequencer_.PointToPoint(CollOp::kSend, t.numel(), DtypeName(t), dst);
     Progress("enter", fp);
@@ -325,8 +261,7 @@ class MpiCommunicator : public Communicator {
   }
 
   void Recv(at::Tensor& t, int src) override {
-    RequireTensor(CollOp::kRecv, "t", t);
-    CheckPeer(CollOp::kRecv, "src", src, rank_, size_);
+    comm_args::CheckPointToPoint(kRules, CollOp::kRecv, t, src, rank_, size_);
     CheckBytes(CollOp::kRecv, t.numel(), t.element_size());
     const Fingerprint fp = sequencer_.PointToPoint(CollOp::kRecv, t.numel(), DtypeName(t), src);
     Progress("enter", fp);

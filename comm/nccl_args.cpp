@@ -28,86 +28,32 @@ std::string GroupOf(int64_t hash, const std::string& own_group) {
   return static_cast<uint64_t>(hash) == StringHash(own_group) ? own_group : "<another group>";
 }
 
-}  // namespace
-
-void Invalid(CollOp op, const std::string& rule) {
-  throw std::invalid_argument(std::string(Name(op)) + ": " + rule);
-}
-
-void RequireTensor(CollOp op, const char* what, const at::Tensor& t, int device) {
-  if (!t.defined()) Invalid(op, std::string(what) + " must be a defined tensor");
-  if (t.is_cuda()) {
-    if (t.device().index() != device)
-      Invalid(op, std::string(what) + " is on cuda:" + std::to_string(t.device().index()) +
-                      " but this rank's device is cuda:" + std::to_string(device));
-  } else if (!t.device().is_cpu()) {
-    Invalid(op, std::string(what) + " must be a CPU or CUDA tensor (nccl backend)");
-  }
-  if (!t.is_contiguous()) Invalid(op, std::string(what) + " must be contiguous");
-}
-
-void RequireFlat(CollOp op, const char* what, const at::Tensor& t, int device) {
-  RequireTensor(op, what, t, device);
-  if (t.dim() != 1)
-    Invalid(op, std::string(what) + " must be 1-D (flat), got " + std::to_string(t.dim()) + "-D");
-}
-
-void RequireReducible(CollOp op, const at::Tensor& t, ReduceOp r) {
-  switch (t.scalar_type()) {
+// The dtypes ncclDataType_t has (nccl_communicator.cpp, ReduceType).
+bool NcclReduces(at::ScalarType st) {
+  switch (st) {
     case at::kFloat:
     case at::kDouble:
     case at::kBFloat16:
     case at::kHalf:
-      return;
     case at::kLong:
     case at::kInt:
     case at::kChar:
     case at::kByte:
-      if (r == ReduceOp::kAvg) Invalid(op, "avg needs a floating dtype, got " + DtypeName(t));
-      return;
+      return true;
     default:
-      Invalid(op,
-              "the nccl backend reduces float, double, BFloat16, Half, int64, int32, int8 and "
-              "uint8, got " +
-                  DtypeName(t));
+      return false;
   }
 }
 
-void RequireSameDtype(CollOp op, const at::Tensor& in, const at::Tensor& out) {
-  if (in.scalar_type() != out.scalar_type())
-    Invalid(op, "out dtype " + DtypeName(out) + " must equal in dtype " + DtypeName(in));
-}
+}  // namespace
 
-int64_t CheckCounts(CollOp op, const std::vector<int64_t>& counts, int size) {
-  if (static_cast<int>(counts.size()) != size)
-    Invalid(op, "counts.size()=" + std::to_string(counts.size()) + " must equal the group size " +
-                    std::to_string(size));
-  int64_t total = 0;
-  for (size_t r = 0; r < counts.size(); ++r) {
-    if (counts[r] < 0)
-      Invalid(op,
-              "counts[" + std::to_string(r) + "]=" + std::to_string(counts[r]) + " must be >= 0");
-    total += counts[r];
-  }
-  return total;
-}
-
-void CheckNumel(CollOp op, const char* what, const at::Tensor& t, int64_t want, const char* rule) {
-  if (t.numel() != want)
-    Invalid(op, std::string(what) + ".numel()=" + std::to_string(t.numel()) + " must equal " +
-                    rule + "=" + std::to_string(want));
-}
-
-void CheckPeer(CollOp op, const char* what, int peer, int rank, int size) {
-  if (peer < 0 || peer >= size)
-    Invalid(op, std::string(what) + "=" + std::to_string(peer) + " out of range [0, " +
-                    std::to_string(size) + ")");
-  if (peer == rank) Invalid(op, std::string(what) + "=" + std::to_string(peer) + " is this rank");
-}
-
-void CheckRoot(CollOp op, int root, int size) {
-  if (root < 0 || root >= size)
-    Invalid(op, "root=" + std::to_string(root) + " out of range [0, " + std::to_string(size) + ")");
+comm_args::ArgRules Rules(int device) {
+  comm_args::ArgRules rules;
+  rules.backend = "nccl";
+  rules.cuda_device = device;
+  rules.reduces = &NcclReduces;
+  rules.reduces_what = "float, double, BFloat16, Half, int64, int32, int8 and uint8";
+  return rules;
 }
 
 uint64_t StringHash(const std::string& s) {

@@ -1,7 +1,7 @@
 // Argument checks and wire formats of the nccl backend (comm/nccl_communicator.h), kept apart from
 // the NCCL calls: no NCCL or CUDA header here. Part of paradiff_nccl.
 //
-// - Require* / Check*: throw std::invalid_argument "<op>: <rule>" before any communication.
+// - Rules: what the shared argument checks (comm/arg_checks.h) accept on this backend.
 // - Wire fingerprints (Note [NCCL fingerprint check]): a Fingerprint as kWireWords int64 words,
 //   all-gathered before every collective. Strings travel as hashes (group) or dtype codes, so a
 //   fingerprint read back names the caller's own group when the hash matches and "<another
@@ -16,23 +16,15 @@
 #include <string>
 #include <vector>
 
+#include "comm/arg_checks.h"
 #include "comm/communicator.h"
 
 namespace paradiff {
 namespace nccl {
 
-[[noreturn]] void Invalid(CollOp op, const std::string& rule);
-// Contiguous, defined, CPU or CUDA (device index `device`).
-void RequireTensor(CollOp op, const char* what, const at::Tensor& t, int device);
-void RequireFlat(CollOp op, const char* what, const at::Tensor& t, int device);
-// A dtype NCCL reduces (float, double, BFloat16, Half, int64, int32, int8, uint8); avg: floating.
-void RequireReducible(CollOp op, const at::Tensor& t, ReduceOp r);
-void RequireSameDtype(CollOp op, const at::Tensor& in, const at::Tensor& out);
-// counts.size() == size, every count >= 0; returns the sum.
-int64_t CheckCounts(CollOp op, const std::vector<int64_t>& counts, int size);
-void CheckNumel(CollOp op, const char* what, const at::Tensor& t, int64_t want, const char* rule);
-void CheckPeer(CollOp op, const char* what, int peer, int rank, int size);
-void CheckRoot(CollOp op, int root, int size);
+// The nccl backend's argument rules (comm/arg_checks.h): CPU tensors or tensors on cuda:<device>;
+// reductions of float, double, BFloat16, Half, int64, int32, int8 and uint8 only.
+comm_args::ArgRules Rules(int device);
 
 // Stable over runs and processes (FNV-1a).
 uint64_t StringHash(const std::string& s);

@@ -1,5 +1,5 @@
 // NcclWorld and the nccl communicator (nccl_communicator.h): argument checks and fingerprints as in
-// the local backend (nccl_args.h), then staging copies and NCCL calls, each wrapped in
+// the local backend (arg_checks.h, nccl_args.h), then staging copies and NCCL calls, each wrapped in
 // PARADIFF_CUDA_CHECK / PARADIFF_NCCL_CHECK; Call() prefixes every failure with the rank and group.
 #include "comm/nccl_communicator.h"
 
@@ -51,7 +51,7 @@ ncclDataType_t ReduceType(const at::Tensor& t) {
     case at::kChar:
       return ncclInt8;
     default:
-      return ncclUint8;  // kByte (RequireReducible rejected the rest)
+      return ncclUint8;  // kByte (nccl::Rules rejected the rest)
   }
 }
 
@@ -140,8 +140,7 @@ class NcclCommunicator : public Communicator {
   const std::string& name() const override { return name_; }
 
   void AllReduce(at::Tensor& t, ReduceOp op) override {
-    nccl::RequireTensor(CollOp::kAllReduce, "t", t, world_->device);
-    nccl::RequireReducible(CollOp::kAllReduce, t, op);
+    comm_args::CheckAllReduce(rules(), t, op);
     const Fingerprint fp = sequencer_.Collective(CollOp::kAllReduce, t.numel(), DtypeName(t),
                                                  static_cast<int64_t>(op));
     Call(fp, nccl::DtypeCode(t), [&] {
@@ -160,12 +159,7 @@ class NcclCommunicator : public Communicator {
   void AllGather(const at::Tensor& in, at::Tensor& out,
                  const std::vector<int64_t>& counts) override {
     const CollOp kOp = CollOp::kAllGather;
-    nccl::RequireFlat(kOp, "in", in, world_->device);
-    nccl::RequireFlat(kOp, "out", out, world_->device);
-    nccl::RequireSameDtype(kOp, in, out);
-    const int64_t total = nccl::CheckCounts(kOp, counts, size_);
-    nccl::CheckNumel(kOp, "in", in, counts[rank_], "counts[rank]");
-    nccl::CheckNumel(kOp, "out", out, total, "sum(counts)");
+    const int64_t total = comm_args::CheckAllGather(rules(), in, out, counts, rank_, size_);
     const Fingerprint fp =
         sequencer_.Collective(kOp, in.numel(), DtypeName(in), -1, CountsHash(counts));
     Call(fp, nccl::DtypeCode(in), [&] {
@@ -194,13 +188,8 @@ class NcclCommunicator : public Communicator {
   void ReduceScatter(const at::Tensor& in, at::Tensor& out, const std::vector<int64_t>& counts,
                      ReduceOp op) override {
     const CollOp kOp = CollOp::kReduceScatter;
-    nccl::RequireFlat(kOp, "in", in, world_->device);
-    nccl::RequireFlat(kOp, "out", out, world_->device);
-    nccl::RequireSameDtype(kOp, in, out);
-    nccl::RequireReducible(kOp, in, op);
-    const int64_t total = nccl::CheckCounts(kOp, counts, size_);
-    nccl::CheckNumel(kOp, "in", in, total, "sum(counts)");
-    nccl::CheckNumel(kOp, "out", out, counts[rank_], "counts[rank]");
+    const int64_t total =
+        comm_args::CheckReduceScatter(rules(), in, out, counts, op, rank_, size_);
     const Fingerprint fp = sequencer_.Collective(kOp, in.numel(), DtypeName(in),
                                                  static_cast<int64_t>(op), CountsHash(counts));
     Call(fp, nccl::DtypeCode(in), [&] {
@@ -229,8 +218,7 @@ class NcclCommunicator : public Communicator {
   }
 
   void Broadcast(at::Tensor& t, int root) override {
-    nccl::RequireTensor(CollOp::kBroadcast, "t", t, world_->device);
-    nccl::CheckRoot(CollOp::kBroadcast, root, size_);
+    comm_args::CheckBroadcast(rules(), t, root, size_);
     const Fingerprint fp = sequencer_.Collective(CollOp::kBroadcast, t.numel(), DtypeName(t), root);
     Call(fp, nccl::DtypeCode(t), [&] {
       if (t.numel() == 0) return;
@@ -245,8 +233,7 @@ class NcclCommunicator : public Communicator {
   }
 
   void Send(const at::Tensor& t, int dst) override {
-    nccl::RequireTensor(CollOp::kSend, "t", t, world_->device);
-    nccl::CheckPeer(CollOp::kSend, "dst", dst, rank_, size_);
+    comm_args::CheckPointToPoint(rules(), CollOp::kSend, t, dst, rank_, size_);
     const Fingerprint fp = sequencer_.PointToPoint(CollOp::kSend, t.numel(), DtypeName(t), dst);
     Call(fp, -1, [&] {  // Note [NCCL buffered send]
       const nccl::PointHeader header = nccl::MakeHeader(fp, t);
@@ -274,8 +261,7 @@ class NcclCommunicator : public Communicator {
   }
 
   void Recv(at::Tensor& t, int src) override {
-    nccl::RequireTensor(CollOp::kRecv, "t", t, world_->device);
-    nccl::CheckPeer(CollOp::kRecv, "src", src, rank_, size_);
+    comm_args::CheckPointToPoint(rules(), CollOp::kRecv, t, src, rank_, size_);
     const Fingerprint fp = sequencer_.PointToPoint(CollOp::kRecv, t.numel(), DtypeName(t), src);
     Call(fp, -1, [&] {
       nccl::PointHeader header{};
@@ -347,6 +333,8 @@ class NcclCommunicator : public Communicator {
   }
 
  private:
+  comm_args::ArgRules rules() const { return nccl::Rules(world_->device); }
+
   static int CommRank(ncclComm_t c) {
     int r = -1;
     PARADIFF_NCCL_CHECK(c, ncclCommUserRank(c, &r));
