@@ -14,42 +14,26 @@
 #include <ATen/Parallel.h>
 
 #include <chrono>
-#include <cstring>
 #include <iostream>
 #include <string>
-#include <utility>
 #include <vector>
 
-#include "comm/local_communicator.h"
 #include "comm/mpi_communicator.h"
 #include "comm/nccl_communicator.h"
 #include "kernels/cuda/cuda_kernels.h"
+#include "tests/mpi/mpirun_test_util.h"
 
 namespace paradiff {
 namespace {
 
+using mpirun_test::Checker;
+using mpirun_test::ExpectMismatch;
+using mpirun_test::kOps;
+using mpirun_test::kTypes;
+using mpirun_test::Outputs;
+using mpirun_test::SplitScenario;
+
 constexpr int64_t kBigMessage = int64_t{1} << 23;  // 32 MiB of floats: beyond NCCL's p2p buffers
-
-struct Outputs {
-  std::vector<std::pair<std::string, at::Tensor>> tensors;
-  std::vector<std::string> notes;
-};
-
-class Checker {
- public:
-  explicit Checker(int rank) : rank_(rank) {}
-  void Expect(bool ok, const std::string& what) {
-    ++checks_;
-    if (ok) return;
-    ++failures_;
-    std::cout << "FAIL: rank " << rank_ << ": " << what << std::endl;
-  }
-  int checks() const { return checks_; }
-  int failures() const { return failures_; }
-
- private:
-  int rank_, checks_ = 0, failures_ = 0;
-};
 
 // Integers in [-8, 8]: sums over 4 ranks are exact even in bf16 / fp16.
 at::Tensor Input(int rank, int64_t n, at::ScalarType st, int salt) {
@@ -57,21 +41,10 @@ at::Tensor Input(int rank, int64_t n, at::ScalarType st, int salt) {
   return (at::remainder(i * 7 + rank * 3 + salt, 17) - 8).to(st);
 }
 
-bool SameBits(const at::Tensor& a, const at::Tensor& b) {
-  return a.scalar_type() == b.scalar_type() && a.sizes() == b.sizes() &&
-         std::memcmp(a.contiguous().data_ptr(), b.contiguous().data_ptr(), a.nbytes()) == 0;
-}
-
-const at::ScalarType kTypes[] = {at::kFloat, at::kDouble, at::kBFloat16, at::kHalf, at::kLong};
-const ReduceOp kOps[] = {ReduceOp::kSum, ReduceOp::kAvg, ReduceOp::kMax};
-
 Outputs Scenario(Communicator& c) {
   Outputs out;
   const int n = c.size(), r = c.rank();
   int salt = 0;
-  auto add = [&](std::string what, at::Tensor t) {
-    out.tensors.emplace_back(std::move(what), std::move(t));
-  };
   std::vector<int64_t> uneven(n), even(n, 6);
   for (int k = 0; k < n; ++k) uneven[k] = k == 1 ? 0 : 2 * k + 3;
   for (at::ScalarType st : kTypes) {
@@ -81,14 +54,14 @@ Outputs Scenario(Communicator& c) {
       for (int64_t numel : {0, 1, 33}) {
         at::Tensor t = Input(r, numel, st, ++salt);
         c.AllReduce(t, op);
-        add("all_reduce " + ty + " " + Name(op) + " numel=" + std::to_string(numel), t);
+        out.Add("all_reduce " + ty + " " + Name(op) + " numel=" + std::to_string(numel), t);
       }
       for (const auto* counts : {&even, &uneven}) {
         int64_t total = 0;
         for (int64_t k : *counts) total += k;
         at::Tensor piece = at::empty({(*counts)[r]}, at::TensorOptions().dtype(st));
         c.ReduceScatter(Input(r, total, st, ++salt), piece, *counts, op);
-        add("reduce_scatter " + ty + " " + Name(op) + (counts == &even ? " even" : " uneven"),
+        out.Add("reduce_scatter " + ty + " " + Name(op) + (counts == &even ? " even" : " uneven"),
             piece);
       }
     }
@@ -98,15 +71,15 @@ Outputs Scenario(Communicator& c) {
       for (int k = 0; k < r; ++k) offset += (*counts)[k];
       at::Tensor gathered = at::empty({total}, at::TensorOptions().dtype(st));
       c.AllGather(Input(r, (*counts)[r], st, ++salt), gathered, *counts);
-      add("all_gather " + ty, gathered);
+      out.Add("all_gather " + ty, gathered);
       at::Tensor full = Input(r, total, st, ++salt);  // in place, as in ZeRO's gathers
       c.AllGather(full.narrow(0, offset, (*counts)[r]), full, *counts);
-      add("all_gather in place " + ty, full);
+      out.Add("all_gather in place " + ty, full);
     }
     for (int root = 0; root < n; ++root) {
       at::Tensor b = Input(r, 9, st, ++salt);
       c.Broadcast(b, root);
-      add("broadcast " + ty + " root " + std::to_string(root), b);
+      out.Add("broadcast " + ty + " root " + std::to_string(root), b);
     }
   }
   if (n > 1) {  // a ring: every rank sends before it receives (Send must be buffered)
@@ -116,60 +89,19 @@ Outputs Scenario(Communicator& c) {
     at::Tensor small = at::empty({5}, at::kBFloat16), big = at::empty({kBigMessage}, at::kFloat);
     c.Recv(small, prev);
     c.Recv(big, prev);
-    add("ring small", small);
-    add("ring big", big);
+    out.Add("ring small", small);
+    out.Add("ring big", big);
     if (n % 2 == 0) {  // pairs exchange a big message both ways
       const int peer = r ^ 1;
       c.Send(Input(r, kBigMessage, at::kFloat, ++salt), peer);
       at::Tensor got = at::empty({kBigMessage}, at::kFloat);
       c.Recv(got, peer);
-      add("exchange big", got);
+      out.Add("exchange big", got);
     }
   }
   c.Barrier();
-  auto parity = c.Split(r % 2, n - r);
-  auto halves = c.Split(r < n / 2 ? -5 : 7, 0);
-  auto again = c.Split(0, r);
-  for (auto* g : {parity.get(), halves.get(), again.get()}) {
-    out.notes.push_back(g->name() + " rank=" + std::to_string(g->rank()) +
-                        " size=" + std::to_string(g->size()));
-    at::Tensor t = Input(r, 10, at::kBFloat16, ++salt);
-    g->AllReduce(t, ReduceOp::kSum);
-    add("split all_reduce in " + g->name(), t);
-  }
-  auto nested = parity->Split(0, 0);
-  out.notes.push_back(nested->name() + " rank=" + std::to_string(nested->rank()));
+  SplitScenario(c, &Input, salt, out);
   return out;
-}
-
-void CompareWithLocal(Communicator& nccl_world, Checker& check) {
-  const int n = nccl_world.size(), r = nccl_world.rank();
-  const Outputs got = Scenario(nccl_world);
-  std::vector<Outputs> local(n);
-  const auto results = RunLocalRanks(n, std::chrono::seconds(120),
-                                     [&](Communicator& c) { local[c.rank()] = Scenario(c); });
-  check.Expect(PrimaryErrorRank(results) < 0, "the local reference run failed");
-  const Outputs& want = local[r];
-  check.Expect(got.tensors.size() == want.tensors.size(), "number of outputs differs");
-  for (size_t i = 0; i < got.tensors.size() && i < want.tensors.size(); ++i)
-    check.Expect(SameBits(got.tensors[i].second, want.tensors[i].second),
-                 got.tensors[i].first + " differs from the local backend");
-  check.Expect(got.notes == want.notes, "split group names / ranks differ from the local backend");
-}
-
-template <typename Fn>
-void ExpectMismatch(Checker& check, const std::string& what, Fn fn,
-                    const std::string& must_mention) {
-  try {
-    fn();
-    check.Expect(false, what + ": no CollectiveMismatch");
-  } catch (const CollectiveMismatch& e) {
-    const std::string msg = e.what();
-    check.Expect(msg.find(must_mention) != std::string::npos &&
-                     msg.find(e.a().ToString()) != std::string::npos &&
-                     msg.find(e.b().ToString()) != std::string::npos,
-                 what + ": message does not name both fingerprints: " + msg);
-  }
 }
 
 void CheckFailures(Communicator& world, Checker& check) {
@@ -238,7 +170,7 @@ int main(int argc, char** argv) {
     check.Expect(world->name() == "world" && world->rank() == rank && world->size() == size,
                  "world name / rank / size");
     try {
-      CompareWithLocal(*world, check);
+      mpirun_test::CompareWithLocal(*world, "nccl", std::chrono::seconds(120), &Scenario, check);
       CheckFailures(*world, check);
     } catch (const std::exception& e) {
       check.Expect(false, std::string("unexpected exception: ") + e.what());

@@ -13,39 +13,23 @@
 #include <ATen/Parallel.h>
 
 #include <chrono>
-#include <cstring>
 #include <iostream>
-#include <sstream>
 #include <string>
-#include <utility>
 #include <vector>
 
-#include "comm/local_communicator.h"
 #include "comm/mpi_communicator.h"
+#include "tests/mpi/mpirun_test_util.h"
 
 namespace paradiff {
 namespace {
 
-struct Outputs {
-  std::vector<std::pair<std::string, at::Tensor>> tensors;
-  std::vector<std::string> notes;  // group names, ranks and sizes of split results
-};
-
-class Checker {
- public:
-  explicit Checker(int rank) : rank_(rank) {}
-  void Expect(bool ok, const std::string& what) {
-    ++checks_;
-    if (ok) return;
-    ++failures_;
-    std::cout << "FAIL: rank " << rank_ << ": " << what << std::endl;
-  }
-  int checks() const { return checks_; }
-  int failures() const { return failures_; }
-
- private:
-  int rank_, checks_ = 0, failures_ = 0;
-};
+using mpirun_test::Checker;
+using mpirun_test::ExpectMismatch;
+using mpirun_test::kOps;
+using mpirun_test::kTypes;
+using mpirun_test::Outputs;
+using mpirun_test::SameBits;
+using mpirun_test::SplitScenario;
 
 // Values of mixed magnitude, so that the reduction order shows in the low bits.
 at::Tensor Input(int rank, int64_t n, at::ScalarType st, int salt) {
@@ -54,14 +38,6 @@ at::Tensor Input(int rank, int64_t n, at::ScalarType st, int salt) {
   if (!at::isFloatingType(st)) v = at::round(v * 100);
   return v.to(st);
 }
-
-bool SameBits(const at::Tensor& a, const at::Tensor& b) {
-  return a.scalar_type() == b.scalar_type() && a.sizes() == b.sizes() &&
-         std::memcmp(a.contiguous().data_ptr(), b.contiguous().data_ptr(), a.nbytes()) == 0;
-}
-
-const at::ScalarType kTypes[] = {at::kFloat, at::kDouble, at::kBFloat16, at::kHalf, at::kLong};
-const ReduceOp kOps[] = {ReduceOp::kSum, ReduceOp::kAvg, ReduceOp::kMax};
 
 std::vector<int64_t> UnevenCounts(int n) {
   std::vector<int64_t> counts(n);
@@ -73,7 +49,6 @@ Outputs Scenario(Communicator& c) {
   Outputs out;
   const int n = c.size(), r = c.rank();
   int salt = 0;
-  auto add = [&](std::string what, at::Tensor t) { out.tensors.emplace_back(std::move(what), std::move(t)); };
   const std::vector<int64_t> counts = UnevenCounts(n);
   int64_t total = 0;
   for (int64_t k : counts) total += k;
@@ -84,27 +59,27 @@ Outputs Scenario(Communicator& c) {
       for (int64_t numel : {0, 1, 7, 33}) {
         at::Tensor t = Input(r, numel, st, ++salt);
         c.AllReduce(t, op);
-        add("all_reduce " + ty + " " + Name(op) + " numel=" + std::to_string(numel), t);
+        out.Add("all_reduce " + ty + " " + Name(op) + " numel=" + std::to_string(numel), t);
       }
       at::Tensor m = Input(r, 12, st, ++salt).view({3, 4});
       c.AllReduce(m, op);
-      add("all_reduce 3x4 " + ty + " " + Name(op), m);
+      out.Add("all_reduce 3x4 " + ty + " " + Name(op), m);
       at::Tensor piece = at::empty({counts[r]}, at::TensorOptions().dtype(st));
       c.ReduceScatter(Input(r, total, st, ++salt), piece, counts, op);
-      add("reduce_scatter " + ty + " " + Name(op), piece);
+      out.Add("reduce_scatter " + ty + " " + Name(op), piece);
     }
     at::Tensor gathered = at::empty({total}, at::TensorOptions().dtype(st));
     c.AllGather(Input(r, counts[r], st, ++salt), gathered, counts);
-    add("all_gather " + ty, gathered);
+    out.Add("all_gather " + ty, gathered);
     // In place: the shard lives inside the output, as in ZeRO's gathers.
     at::Tensor full = Input(r, total, st, ++salt);
     int64_t offset = 0;
     for (int k = 0; k < r; ++k) offset += counts[k];
     c.AllGather(full.narrow(0, offset, counts[r]), full, counts);
-    add("all_gather in place " + ty, full);
+    out.Add("all_gather in place " + ty, full);
     at::Tensor b = Input(r, 9, st, ++salt);
     c.Broadcast(b, n - 1);
-    add("broadcast " + ty, b);
+    out.Add("broadcast " + ty, b);
   }
   if (n > 1) {  // both sends before any receive: Send must be buffered
     const int next = (r + 1) % n, prev = (r + n - 1) % n;
@@ -113,54 +88,12 @@ Outputs Scenario(Communicator& c) {
     at::Tensor small = at::empty({5}, at::kBFloat16), big = at::empty({1 << 18}, at::kFloat);
     c.Recv(small, prev);
     c.Recv(big, prev);
-    add("recv small", small);
-    add("recv big", big);
+    out.Add("recv small", small);
+    out.Add("recv big", big);
   }
   c.Barrier();
-  auto parity = c.Split(r % 2, n - r);  // reversed order inside each group
-  auto halves = c.Split(r < n / 2 ? -5 : 7, 0);
-  auto again = c.Split(0, r);  // the parent's third split: name suffix ".2"
-  for (auto* g : {parity.get(), halves.get(), again.get()}) {
-    out.notes.push_back(g->name() + " rank=" + std::to_string(g->rank()) + " size=" + std::to_string(g->size()));
-    at::Tensor t = Input(r, 10, at::kBFloat16, ++salt);
-    g->AllReduce(t, ReduceOp::kSum);
-    add("split all_reduce in " + g->name(), t);
-  }
-  auto nested = parity->Split(0, 0);
-  out.notes.push_back(nested->name() + " rank=" + std::to_string(nested->rank()));
+  SplitScenario(c, &Input, salt, out);
   return out;
-}
-
-void CompareWithLocal(Communicator& mpi_world, Checker& check) {
-  const int n = mpi_world.size(), r = mpi_world.rank();
-  const Outputs got = Scenario(mpi_world);
-  std::vector<Outputs> local(n);
-  const auto results = RunLocalRanks(n, std::chrono::seconds(60),
-                                     [&](Communicator& c) { local[c.rank()] = Scenario(c); });
-  check.Expect(PrimaryErrorRank(results) < 0, "the local reference run failed");
-  const Outputs& want = local[r];
-  check.Expect(got.tensors.size() == want.tensors.size(), "number of outputs differs");
-  for (size_t i = 0; i < got.tensors.size() && i < want.tensors.size(); ++i) {
-    std::ostringstream detail;
-    if (!SameBits(got.tensors[i].second, want.tensors[i].second))
-      detail << "\n  mpi:   " << got.tensors[i].second.reshape({-1}).slice(0, 0, 6).to(at::kDouble)
-             << "\n  local: " << want.tensors[i].second.reshape({-1}).slice(0, 0, 6).to(at::kDouble);
-    check.Expect(detail.str().empty(), got.tensors[i].first + " differs from the local backend" + detail.str());
-  }
-  check.Expect(got.notes == want.notes, "split group names / ranks differ from the local backend");
-}
-
-template <typename Fn>
-void ExpectMismatch(Checker& check, const std::string& what, Fn fn, const std::string& must_mention) {
-  try {
-    fn();
-    check.Expect(false, what + ": no CollectiveMismatch");
-  } catch (const CollectiveMismatch& e) {
-    const std::string msg = e.what();
-    check.Expect(msg.find(must_mention) != std::string::npos && msg.find(e.a().ToString()) != std::string::npos &&
-                     msg.find(e.b().ToString()) != std::string::npos,
-                 what + ": message does not name both fingerprints: " + msg);
-  }
 }
 
 void CheckFailures(Communicator& world, Checker& check) {
@@ -235,7 +168,7 @@ int main(int argc, char** argv) {
   {
     auto world = rt.World(MpiOptions{});
     try {
-      CompareWithLocal(*world, check);
+      mpirun_test::CompareWithLocal(*world, "mpi", std::chrono::seconds(60), &Scenario, check);
       CheckFailures(*world, check);
       CheckNative(rt, *world, check);
     } catch (const std::exception& e) {
