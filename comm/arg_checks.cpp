@@ -15,8 +15,9 @@ void RequireTensor(const ArgRules& rules, CollOp op, const char* what, const at:
       Invalid(op, std::string(what) + " is on cuda:" + std::to_string(t.device().index()) +
                       " but this rank's device is cuda:" + std::to_string(rules.cuda_device));
   } else if (!t.device().is_cpu()) {
-    Invalid(op, std::string(what) + " must be a " + (rules.cuda_device >= 0 ? "CPU or CUDA" : "CPU") +
-                    " tensor (" + rules.backend + " backend)");
+    Invalid(op, std::string(what) + " must be a " +
+                    (rules.cuda_device >= 0 ? "CPU or CUDA" : "CPU") + " tensor (" + rules.backend +
+                    " backend)");
   }
   if (!t.is_contiguous()) Invalid(op, std::string(what) + " must be contiguous");
 }
@@ -35,7 +36,8 @@ void RequireReducible(const ArgRules& rules, CollOp op, const at::Tensor& t, Red
   const bool floating = at::isFloatingType(st);
   if (!floating && !at::isIntegralType(st, /*includeBool=*/false))
     Invalid(op, "reductions need a floating or integer dtype, got " + DtypeName(t));
-  if (r == ReduceOp::kAvg && !floating) Invalid(op, "avg needs a floating dtype, got " + DtypeName(t));
+  if (r == ReduceOp::kAvg && !floating)
+    Invalid(op, "avg needs a floating dtype, got " + DtypeName(t));
 }
 
 void RequireSameDtype(CollOp op, const at::Tensor& in, const at::Tensor& out) {
@@ -50,14 +52,15 @@ int64_t CheckCounts(CollOp op, const std::vector<int64_t>& counts, int size) {
                     std::to_string(size));
   for (size_t r = 0; r < counts.size(); ++r)
     if (counts[r] < 0)
-      Invalid(op, "counts[" + std::to_string(r) + "]=" + std::to_string(counts[r]) + " must be >= 0");
+      Invalid(op,
+              "counts[" + std::to_string(r) + "]=" + std::to_string(counts[r]) + " must be >= 0");
   return std::accumulate(counts.begin(), counts.end(), int64_t{0});
 }
 
 void CheckNumel(CollOp op, const char* what, const at::Tensor& t, int64_t want, const char* rule) {
   if (t.numel() != want)
-    Invalid(op, std::string(what) + ".numel()=" + std::to_string(t.numel()) + " must equal " + rule +
-                    "=" + std::to_string(want));
+    Invalid(op, std::string(what) + ".numel()=" + std::to_string(t.numel()) + " must equal " +
+                    rule + "=" + std::to_string(want));
 }
 
 void CheckRange(CollOp op, const char* what, int value, int size) {

@@ -1,6 +1,7 @@
 // NcclWorld and the nccl communicator (nccl_communicator.h): argument checks and fingerprints as in
-// the local backend (arg_checks.h, nccl_args.h), then staging copies and NCCL calls, each wrapped in
-// PARADIFF_CUDA_CHECK / PARADIFF_NCCL_CHECK; Call() prefixes every failure with the rank and group.
+// the local backend (arg_checks.h, nccl_args.h), then staging copies and NCCL calls, each wrapped
+// in PARADIFF_CUDA_CHECK / PARADIFF_NCCL_CHECK; Call() prefixes every failure with the rank and
+// group.
 #include "comm/nccl_communicator.h"
 
 #include <ATen/ops/empty.h>
@@ -188,8 +189,7 @@ class NcclCommunicator : public Communicator {
   void ReduceScatter(const at::Tensor& in, at::Tensor& out, const std::vector<int64_t>& counts,
                      ReduceOp op) override {
     const CollOp kOp = CollOp::kReduceScatter;
-    const int64_t total =
-        comm_args::CheckReduceScatter(rules(), in, out, counts, op, rank_, size_);
+    const int64_t total = comm_args::CheckReduceScatter(rules(), in, out, counts, op, rank_, size_);
     const Fingerprint fp = sequencer_.Collective(kOp, in.numel(), DtypeName(in),
                                                  static_cast<int64_t>(op), CountsHash(counts));
     Call(fp, nccl::DtypeCode(in), [&] {

@@ -27,11 +27,7 @@ namespace paradiff {
 namespace {
 
 using mpirun_test::Checker;
-using mpirun_test::ExpectMismatch;
-using mpirun_test::kOps;
-using mpirun_test::kTypes;
 using mpirun_test::Outputs;
-using mpirun_test::SplitScenario;
 
 constexpr int64_t kBigMessage = int64_t{1} << 23;  // 32 MiB of floats: beyond NCCL's p2p buffers
 
@@ -47,9 +43,9 @@ Outputs Scenario(Communicator& c) {
   int salt = 0;
   std::vector<int64_t> uneven(n), even(n, 6);
   for (int k = 0; k < n; ++k) uneven[k] = k == 1 ? 0 : 2 * k + 3;
-  for (at::ScalarType st : kTypes) {
+  for (at::ScalarType st : mpirun_test::kTypes) {
     const std::string ty = c10::toString(st);
-    for (ReduceOp op : kOps) {
+    for (ReduceOp op : mpirun_test::kOps) {
       if (op == ReduceOp::kAvg && st == at::kLong) continue;
       for (int64_t numel : {0, 1, 33}) {
         at::Tensor t = Input(r, numel, st, ++salt);
@@ -62,7 +58,7 @@ Outputs Scenario(Communicator& c) {
         at::Tensor piece = at::empty({(*counts)[r]}, at::TensorOptions().dtype(st));
         c.ReduceScatter(Input(r, total, st, ++salt), piece, *counts, op);
         out.Add("reduce_scatter " + ty + " " + Name(op) + (counts == &even ? " even" : " uneven"),
-            piece);
+                piece);
       }
     }
     for (const auto* counts : {&even, &uneven}) {
@@ -82,25 +78,15 @@ Outputs Scenario(Communicator& c) {
       out.Add("broadcast " + ty + " root " + std::to_string(root), b);
     }
   }
-  if (n > 1) {  // a ring: every rank sends before it receives (Send must be buffered)
-    const int next = (r + 1) % n, prev = (r + n - 1) % n;
-    c.Send(Input(r, 5, at::kBFloat16, ++salt), next);
-    c.Send(Input(r, kBigMessage, at::kFloat, ++salt), next);
-    at::Tensor small = at::empty({5}, at::kBFloat16), big = at::empty({kBigMessage}, at::kFloat);
-    c.Recv(small, prev);
-    c.Recv(big, prev);
-    out.Add("ring small", small);
-    out.Add("ring big", big);
-    if (n % 2 == 0) {  // pairs exchange a big message both ways
-      const int peer = r ^ 1;
-      c.Send(Input(r, kBigMessage, at::kFloat, ++salt), peer);
-      at::Tensor got = at::empty({kBigMessage}, at::kFloat);
-      c.Recv(got, peer);
-      out.Add("exchange big", got);
-    }
+  mpirun_test::RingScenario(c, &Input, kBigMessage, salt, out);
+  if (n % 2 == 0) {  // pairs exchange a big message both ways
+    const int peer = r ^ 1;
+    c.Send(Input(r, kBigMessage, at::kFloat, ++salt), peer);
+    at::Tensor got = at::empty({kBigMessage}, at::kFloat);
+    c.Recv(got, peer);
+    out.Add("exchange big", got);
   }
-  c.Barrier();
-  SplitScenario(c, &Input, salt, out);
+  mpirun_test::SplitScenario(c, &Input, salt, out);
   return out;
 }
 
@@ -108,18 +94,12 @@ void CheckFailures(Communicator& world, Checker& check) {
   const int n = world.size(), r = world.rank();
   auto g = world.Split(0, r);
   if (n > 1) {
-    at::Tensor t = at::ones({r == n - 1 ? 5 : 4});
-    ExpectMismatch(
-        check, "numel mismatch", [&] { g->AllReduce(t, ReduceOp::kSum); }, "numel=5");
-    at::Tensor u = at::ones({4});
-    ExpectMismatch(
-        check, "op mismatch",
-        [&] { r == 0 ? g->AllReduce(u, ReduceOp::kMax) : g->Broadcast(u, 0); }, "broadcast");
+    mpirun_test::CollectiveMismatchScenario(*g, check);
     if (r < 2) {  // equal byte counts, different dtype: the header tells
       if (r == 0) g->Send(at::ones({4}, at::kInt), 1);
       at::Tensor recv = at::empty({4}, at::kFloat);
       if (r == 1)
-        ExpectMismatch(
+        mpirun_test::ExpectMismatch(
             check, "send/recv mismatch", [&] { g->Recv(recv, 0); }, "dtype=int");
     }
   }

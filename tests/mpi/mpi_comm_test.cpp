@@ -24,12 +24,9 @@ namespace paradiff {
 namespace {
 
 using mpirun_test::Checker;
-using mpirun_test::ExpectMismatch;
-using mpirun_test::kOps;
-using mpirun_test::kTypes;
 using mpirun_test::Outputs;
-using mpirun_test::SameBits;
-using mpirun_test::SplitScenario;
+
+constexpr int64_t kBigMessage = int64_t{1} << 18;  // floats: beyond Open MPI's eager limit
 
 // Values of mixed magnitude, so that the reduction order shows in the low bits.
 at::Tensor Input(int rank, int64_t n, at::ScalarType st, int salt) {
@@ -52,9 +49,9 @@ Outputs Scenario(Communicator& c) {
   const std::vector<int64_t> counts = UnevenCounts(n);
   int64_t total = 0;
   for (int64_t k : counts) total += k;
-  for (at::ScalarType st : kTypes) {
+  for (at::ScalarType st : mpirun_test::kTypes) {
     const std::string ty = c10::toString(st);
-    for (ReduceOp op : kOps) {
+    for (ReduceOp op : mpirun_test::kOps) {
       if (op == ReduceOp::kAvg && st == at::kLong) continue;
       for (int64_t numel : {0, 1, 7, 33}) {
         at::Tensor t = Input(r, numel, st, ++salt);
@@ -81,33 +78,20 @@ Outputs Scenario(Communicator& c) {
     c.Broadcast(b, n - 1);
     out.Add("broadcast " + ty, b);
   }
-  if (n > 1) {  // both sends before any receive: Send must be buffered
-    const int next = (r + 1) % n, prev = (r + n - 1) % n;
-    c.Send(Input(r, 5, at::kBFloat16, ++salt), next);
-    c.Send(Input(r, 1 << 18, at::kFloat, ++salt), next);  // beyond the eager limit
-    at::Tensor small = at::empty({5}, at::kBFloat16), big = at::empty({1 << 18}, at::kFloat);
-    c.Recv(small, prev);
-    c.Recv(big, prev);
-    out.Add("recv small", small);
-    out.Add("recv big", big);
-  }
-  c.Barrier();
-  SplitScenario(c, &Input, salt, out);
+  mpirun_test::RingScenario(c, &Input, kBigMessage, salt, out);
+  mpirun_test::SplitScenario(c, &Input, salt, out);
   return out;
 }
 
 void CheckFailures(Communicator& world, Checker& check) {
   const int n = world.size(), r = world.rank();
   auto g = world.Split(0, r);
-  at::Tensor t = at::ones({r == n - 1 ? 5 : 4});
-  ExpectMismatch(check, "numel mismatch", [&] { g->AllReduce(t, ReduceOp::kSum); }, "numel=5");
-  at::Tensor u = at::ones({4});
-  ExpectMismatch(check, "op mismatch", [&] { r == 0 ? g->AllReduce(u, ReduceOp::kMax) : g->Broadcast(u, 0); },
-                 "broadcast");
+  mpirun_test::CollectiveMismatchScenario(*g, check);
   if (n >= 2 && r < 2) {
     if (r == 0) g->Send(at::ones({3}), 1);
     at::Tensor recv = at::empty({4});
-    if (r == 1) ExpectMismatch(check, "send/recv mismatch", [&] { g->Recv(recv, 0); }, "numel=3");
+    if (r == 1)
+      mpirun_test::ExpectMismatch(check, "send/recv mismatch", [&] { g->Recv(recv, 0); }, "numel=3");
   }
   bool invalid = false;
   try {
@@ -126,8 +110,8 @@ void CheckNative(MpiRuntime& rt, Communicator& exact, Checker& check) {
   auto native = rt.World(opts);
   const int n = native->size(), r = native->rank();
   int salt = 1000;
-  for (at::ScalarType st : kTypes) {
-    for (ReduceOp op : kOps) {
+  for (at::ScalarType st : mpirun_test::kTypes) {
+    for (ReduceOp op : mpirun_test::kOps) {
       if (op == ReduceOp::kAvg && st == at::kLong) continue;
       ++salt;
       at::Tensor t = Input(r, 33, st, salt);
@@ -146,7 +130,8 @@ void CheckNative(MpiRuntime& rt, Communicator& exact, Checker& check) {
                               " is not within n*eps of the exact result");
       at::Tensor all = at::empty({n * t.numel()}, t.options());
       exact.AllGather(t, all, std::vector<int64_t>(n, t.numel()));
-      check.Expect(SameBits(all.view({n, -1})[0], t), "native all_reduce results differ between ranks");
+      check.Expect(mpirun_test::SameBits(all.view({n, -1})[0], t),
+                   "native all_reduce results differ between ranks");
     }
   }
   at::Tensor piece = at::empty({UnevenCounts(n)[r]});

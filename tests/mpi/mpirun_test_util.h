@@ -59,11 +59,28 @@ inline const ReduceOp kOps[] = {ReduceOp::kSum, ReduceOp::kAvg, ReduceOp::kMax};
 // Rank `rank`'s deterministic input of n elements; `salt` tells the calls apart.
 using InputFn = at::Tensor (*)(int rank, int64_t n, at::ScalarType st, int salt);
 
-// The scenarios' last part: three splits of `c` (by parity with reversed keys; into halves, one
-// color negative; a third split, whose name gets the suffix ".2"), a bf16 all-reduce in each, and a
-// split of the parity group. Group names, ranks and sizes go to out.notes.
+// Point-to-point in a ring: every rank sends a small bf16 and a float message of `big` elements to
+// the next rank before it receives from the previous one (Send must be buffered). No-op for one
+// rank.
+inline void RingScenario(Communicator& c, InputFn input, int64_t big, int& salt, Outputs& out) {
+  const int n = c.size(), r = c.rank();
+  if (n == 1) return;
+  const int next = (r + 1) % n, prev = (r + n - 1) % n;
+  c.Send(input(r, 5, at::kBFloat16, ++salt), next);
+  c.Send(input(r, big, at::kFloat, ++salt), next);
+  at::Tensor small = at::empty({5}, at::kBFloat16), large = at::empty({big}, at::kFloat);
+  c.Recv(small, prev);
+  c.Recv(large, prev);
+  out.Add("ring small", small);
+  out.Add("ring big", large);
+}
+
+// The scenarios' last part: a barrier, then three splits of `c` (by parity with reversed keys; into
+// halves, one color negative; a third split, whose name gets the suffix ".2"), a bf16 all-reduce in
+// each, and a split of the parity group. Group names, ranks and sizes go to out.notes.
 inline void SplitScenario(Communicator& c, InputFn input, int& salt, Outputs& out) {
   const int n = c.size(), r = c.rank();
+  c.Barrier();
   auto parity = c.Split(r % 2, n - r);
   auto halves = c.Split(r < n / 2 ? -5 : 7, 0);
   auto again = c.Split(0, r);
@@ -95,8 +112,8 @@ inline void CompareWithLocal(Communicator& world, const std::string& backend,
     std::ostringstream detail;
     if (!SameBits(got.tensors[i].second, want.tensors[i].second))
       detail << "\n  " << backend << ": "
-             << got.tensors[i].second.reshape({-1}).slice(0, 0, 6).to(at::kDouble)
-             << "\n  local: " << want.tensors[i].second.reshape({-1}).slice(0, 0, 6).to(at::kDouble);
+             << got.tensors[i].second.reshape({-1}).slice(0, 0, 6).to(at::kDouble) << "\n  local: "
+             << want.tensors[i].second.reshape({-1}).slice(0, 0, 6).to(at::kDouble);
     check.Expect(detail.str().empty(),
                  got.tensors[i].first + " differs from the local backend" + detail.str());
   }
@@ -117,6 +134,21 @@ void ExpectMismatch(Checker& check, const std::string& what, Fn fn,
                      msg.find(e.b().ToString()) != std::string::npos,
                  what + ": message does not name both fingerprints: " + msg);
   }
+}
+
+// Collective mismatches in `g` (no-op for one rank): the last rank all-reduces 5 elements where the
+// others all-reduce 4, then rank 0 all-reduces where the others broadcast. Every rank must throw a
+// CollectiveMismatch that names both calls.
+inline void CollectiveMismatchScenario(Communicator& g, Checker& check) {
+  const int n = g.size(), r = g.rank();
+  if (n == 1) return;
+  at::Tensor t = at::ones({r == n - 1 ? 5 : 4});
+  ExpectMismatch(
+      check, "numel mismatch", [&] { g.AllReduce(t, ReduceOp::kSum); }, "numel=5");
+  at::Tensor u = at::ones({4});
+  ExpectMismatch(
+      check, "op mismatch", [&] { r == 0 ? g.AllReduce(u, ReduceOp::kMax) : g.Broadcast(u, 0); },
+      "broadcast");
 }
 
 }  // namespace mpirun_test

@@ -56,8 +56,11 @@ TEST(ArgChecks, GatherVReturnsTheSumOfCounts) {
   const at::Tensor in = at::zeros({2}), out = at::zeros({5});
   EXPECT_EQ(comm_args::CheckAllGather(rules, in, out, {2, 3}, 0, 2), 5);
   EXPECT_EQ(comm_args::CheckReduceScatter(rules, out, in, {2, 3}, ReduceOp::kSum, 0, 2), 5);
-  ExpectInvalid([&] { comm_args::CheckReduceScatter(rules, out, in, {2, 3}, ReduceOp::kSum, 1, 2); },
-                "reduce_scatter: out.numel()=2 must equal counts[rank]=3");
+  ExpectInvalid(
+      [&] {
+        comm_args::CheckReduceScatter(rules, out, in, {2, 3}, ReduceOp::kSum, 1, 2);
+      },
+      "reduce_scatter: out.numel()=2 must equal counts[rank]=3");
 }
 
 TEST(ArgChecks, PointToPointNamesItsPeer) {
