@@ -17,8 +17,8 @@ if(PARADIFF_HAVE_CUDA)
   target_link_libraries(cuda_kernels_gpu_test PRIVATE paradiff_cuda CUDA::cudart_static GTest::gtest paradiff_flags)
   add_test(NAME CudaKernelsGpu COMMAND cuda_kernels_gpu_test)
 else()
-  add_test(NAME CudaKernelsGpu COMMAND sh -c
-           "echo 'SKIP: no CUDA compiler (nvcc) was found when configuring: the CUDA kernels are not built'; exit 77")
+  paradiff_skipped_tests(
+    "no CUDA compiler (nvcc) was found when configuring: the CUDA kernels are not built" CudaKernelsGpu)
 endif()
 set_tests_properties(CudaKernelsGpu PROPERTIES LABELS "gpu" SKIP_RETURN_CODE 77 TIMEOUT 300)
 
@@ -31,10 +31,9 @@ if(PARADIFF_HAVE_NCCL)
                      mpirun --bind-to none -np ${np} $<TARGET_FILE:nccl_comm_test>)
   endforeach()
 else()
-  foreach(name ${_nccl_tests})
-    add_test(NAME ${name} COMMAND sh -c
-             "echo 'SKIP: CUDA, NCCL >= 2.18 and MPI were not all found when configuring: the nccl backend is not built'; exit 77")
-  endforeach()
+  paradiff_skipped_tests(
+    "CUDA, NCCL >= 2.18 and MPI were not all found when configuring: the nccl backend is not built"
+    ${_nccl_tests})
 endif()
 set_tests_properties(${_nccl_tests} PROPERTIES LABELS "gpu;mpi" SKIP_RETURN_CODE 77 TIMEOUT 300
-  ENVIRONMENT "NCCL_SOCKET_IFNAME=lo;NCCL_DEBUG=WARN;OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;OMPI_MCA_pml=ob1;OMPI_MCA_btl=self,vader;OMPI_MCA_oob_tcp_if_include=lo")
+  ENVIRONMENT "NCCL_SOCKET_IFNAME=lo;NCCL_DEBUG=WARN;${PARADIFF_MPIRUN_ENV}")

@@ -36,13 +36,11 @@ if(MPI_CXX_FOUND)
     add_test(NAME mpi.executor.${case} COMMAND ${_engine} ${case})
   endforeach()
 else()
-  foreach(name ${_mpi_tests})
-    add_test(NAME ${name} COMMAND sh -c
-             "echo 'SKIP: MPI (C++) was not found when configuring: the mpi backend is not built'; exit 77")
-  endforeach()
+  paradiff_skipped_tests("MPI (C++) was not found when configuring: the mpi backend is not built"
+                         ${_mpi_tests})
 endif()
 set_tests_properties(${_mpi_tests} PROPERTIES LABELS "mpi" SKIP_RETURN_CODE 77 TIMEOUT 120
-  ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;OMPI_MCA_pml=ob1;OMPI_MCA_btl=self,vader;OMPI_MCA_oob_tcp_if_include=lo")
+  ENVIRONMENT "${PARADIFF_MPIRUN_ENV}")
 
 # The observations file format the executor reads (no MPI needed): one ctest test.
 add_executable(observations_io_test ${CMAKE_CURRENT_SOURCE_DIR}/mpi/observations_io_test.cpp)
