@@ -8,10 +8,18 @@
 
 #include "core/config_json.h"
 #include "core/rng.h"
+#include "core/self_exe.h"
 #include "fuzz/config_domain.h"
 #include "kernels/engine.h"
 
 namespace paradiff::bench {
+namespace {
+
+// The list has a config on the mpi backend, which the engine runs as `paradiff rank` under mpirun:
+// the paradiff built beside the benchmarks, never the benchmark itself (core/self_exe.h).
+const bool g_exe_set = (SetParadiffExecutable(PARADIFF_BENCH_EXE), true);
+
+}  // namespace
 
 std::vector<Config> GeneratedConfigs(uint64_t seed, int n, const SizeBounds& bounds) {
   DomainOptions domain;

@@ -326,11 +326,18 @@ EngineOutcome RunEngineMpi(const Config& cfg, const MpiRunOptions& o) {
     if (temporary) fs::remove_all(dir, ec);
     EnvError(written.ToString());
   }
+  const std::string exe = o.exe.empty() ? ParadiffExecutable() : fs::absolute(o.exe).string();
+  if (exe.empty()) {
+    std::error_code ec;
+    if (temporary) fs::remove_all(dir, ec);
+    EnvError("the mpi backend starts `paradiff rank` under mpirun, and this program does not know where "
+             "paradiff is: set MpiRunOptions.exe, SetParadiffExecutable() or PARADIFF_EXE");
+  }
   std::vector<std::string> args = {o.mpirun};
   if (::geteuid() == 0) args.push_back("--allow-run-as-root");
   for (const char* a : {"--oversubscribe", "--bind-to", "none"}) args.push_back(a);
   args.insert(args.end(), o.mpirun_args.begin(), o.mpirun_args.end());
-  for (const std::string& a : {std::string("-np"), std::to_string(world), o.exe.empty() ? SelfExecutablePath() : fs::absolute(o.exe).string(),
+  for (const std::string& a : {std::string("-np"), std::to_string(world), exe,
                                std::string("rank"), config_path, std::string("--obs-dir"), dir})
     args.push_back(a);
   if (o.native_reduction) args.push_back("--native-reduction");

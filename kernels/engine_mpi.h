@@ -38,7 +38,7 @@ namespace paradiff {
 struct MpiRunOptions {
   std::chrono::milliseconds timeout{20000};     // no rank progress for this long: a hang
   std::chrono::milliseconds total_timeout{0};   // the whole job (0: no limit)
-  std::string exe;                              // paradiff binary ("": this process's, /proc/self/exe)
+  std::string exe;                              // paradiff binary ("": ParadiffExecutable(), core/self_exe.h)
   std::string mpirun = "mpirun";                // looked up in PATH unless it contains a '/'
   std::vector<std::string> mpirun_args;         // extra arguments before -np (hostfile, --mca ...)
   // Work dir: "" makes a fresh one under the system temp dir, removed after a clean run and kept

@@ -81,7 +81,7 @@ int CmdCampaign(const Args& a) {
   o.minimize_budget_s = a.minimize_budget_s;
   o.oracles = a.oracles;
   o.target = a.target;
-  o.exe = SelfExecutablePath();
+  o.exe = ParadiffExecutable();
   o.backend = a.backend;
   if (a.distributed) return DistributedCampaign(o);
   return RunAndSummarize(o);

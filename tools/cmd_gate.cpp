@@ -49,7 +49,7 @@ bool BuildOptions(const Args& a, GateOptions& o) {
   o.campaign.workdir = a.workdir;
   o.campaign.seed = a.seed;
   o.campaign.jobs = a.jobs;
-  o.campaign.exe = SelfExecutablePath();
+  o.campaign.exe = ParadiffExecutable();
   o.campaign.minimize_budget_s = a.minimize_budget_s;
   if (!a.baseline.empty()) {
     StatusOr<std::set<std::string>> b = LoadBaseline(a.baseline);

@@ -43,7 +43,7 @@ int CmdZoo(const Args& a) {
   o.seed = a.seed;
   o.corpus_dir = a.corpus;
   o.workdir = a.workdir;
-  o.exe = SelfExecutablePath();
+  o.exe = ParadiffExecutable();
   o.stop_on_first = a.stop_on_first;
   o.only = a.inject;
   StatusOr<ZooReport> r = RunZoo(o, std::cout);

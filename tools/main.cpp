@@ -3,10 +3,12 @@
 #include <iostream>
 
 #include "core/exit_codes.h"
+#include "core/self_exe.h"
 #include "tools/cli.h"
 
 int main(int argc, char** argv) {
   using namespace paradiff;
+  SetParadiffExecutable(SelfExecutablePath());  // what mpirun ranks and campaign workers run
   Args args;
   std::string error;
   if (!ParseArgs(argc, argv, args, error)) {

@@ -7,5 +7,6 @@ paradiff_test(unit_engine
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/pp_parity_test.cpp
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/precision_test.cpp
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/checkpoint_test.cpp
+    ${CMAKE_CURRENT_SOURCE_DIR}/unit/self_exe_test.cpp
   LIBS paradiff_oracles
   LABELS unit engine)
