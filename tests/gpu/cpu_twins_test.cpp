@@ -55,26 +55,26 @@ bool BothNan16(uint16_t a, uint16_t b, uint16_t exp_mask) {
   return nan(a) && nan(b);
 }
 
-TEST(CastTwinTest, BFloat16EqualsC10ScalarConversion) {
+// The boundary floats whose `twin` cast differs from c10's scalar conversion T(f).x; the first
+// five are reported.
+template <typename T>
+int64_t CastMismatches(const char* type, uint16_t (*twin)(float)) {
   int64_t bad = 0;
   for (float f : BoundaryFloats()) {
-    const uint16_t want = c10::BFloat16(f).x;
-    if (cuda::FloatToBFloat16Bits(f) != want && ++bad <= 5)
-      ADD_FAILURE() << "bf16 of bits 0x" << std::hex << Bits(f) << ": twin 0x"
-                    << cuda::FloatToBFloat16Bits(f) << " c10 0x" << want;
+    const uint16_t want = T(f).x;
+    if (twin(f) != want && ++bad <= 5)
+      ADD_FAILURE() << type << " of bits 0x" << std::hex << Bits(f) << ": twin 0x" << twin(f)
+                    << " c10 0x" << want;
   }
-  EXPECT_EQ(bad, 0);
+  return bad;
+}
+
+TEST(CastTwinTest, BFloat16EqualsC10ScalarConversion) {
+  EXPECT_EQ(CastMismatches<c10::BFloat16>("bf16", &cuda::FloatToBFloat16Bits), 0);
 }
 
 TEST(CastTwinTest, HalfEqualsC10ScalarConversion) {
-  int64_t bad = 0;
-  for (float f : BoundaryFloats()) {
-    const uint16_t want = c10::Half(f).x;
-    if (cuda::FloatToHalfBits(f) != want && ++bad <= 5)
-      ADD_FAILURE() << "fp16 of bits 0x" << std::hex << Bits(f) << ": twin 0x"
-                    << cuda::FloatToHalfBits(f) << " c10 0x" << want;
-  }
-  EXPECT_EQ(bad, 0);
+  EXPECT_EQ(CastMismatches<c10::Half>("fp16", &cuda::FloatToHalfBits), 0);
 }
 
 // at::Tensor::to() may take a vectorized path: equal bits, except that any two NaNs are equal
