@@ -81,15 +81,21 @@ std::string Fingerprint::ToString() const {
   return os.str();
 }
 
-uint64_t CountsHash(const std::vector<int64_t>& counts) {
-  constexpr uint64_t kFnvOffset = 1469598103934665603ULL;
+uint64_t Fnv1a(const void* data, size_t n, uint64_t h) {
   constexpr uint64_t kFnvPrime = 1099511628211ULL;
+  const auto* p = static_cast<const unsigned char*>(data);
+  for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * kFnvPrime;
+  return h;
+}
+
+uint64_t StringHash(const std::string& s) { return Fnv1a(s.data(), s.size()); }
+
+uint64_t CountsHash(const std::vector<int64_t>& counts) {
   uint64_t h = kFnvOffset;
-  auto mix = [&h](uint64_t v) {
-    for (int byte = 0; byte < 8; ++byte) {
-      h ^= (v >> (8 * byte)) & 0xffU;
-      h *= kFnvPrime;
-    }
+  auto mix = [&h](uint64_t v) {  // little-endian bytes whatever the platform's order
+    unsigned char bytes[8];
+    for (int byte = 0; byte < 8; ++byte) bytes[byte] = (v >> (8 * byte)) & 0xffU;
+    h = Fnv1a(bytes, sizeof bytes, h);
   };
   mix(counts.size());
   for (int64_t c : counts) mix(static_cast<uint64_t>(c));

@@ -10,6 +10,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <stdexcept>
@@ -46,6 +47,13 @@ struct Fingerprint {
 // peer) from 0, so the k-th Send from a to b carries the same seq as the k-th Recv at b from a.
 // Every backend and decorator numbers calls this way, through FingerprintSequencer.
 
+// FNV-1a over n bytes, continuing from h: stable over runs and processes. The backends hash
+// group names and fingerprints with it to compare them across ranks. kFnvOffset is not FNV's
+// standard basis (14695981039346656037) but has always been this value: keep it.
+constexpr uint64_t kFnvOffset = 1469598103934665603ULL;
+uint64_t Fnv1a(const void* data, size_t n, uint64_t h = kFnvOffset);
+// Fnv1a of the string's bytes.
+uint64_t StringHash(const std::string& s);
 // Stable over runs and platforms (FNV-1a over the counts); part of the fingerprint of gather-v ops.
 uint64_t CountsHash(const std::vector<int64_t>& counts);
 // The dtype's name as Fingerprint::dtype spells it ("float", "c10::BFloat16", ...).

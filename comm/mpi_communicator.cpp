@@ -92,20 +92,12 @@ void ByteLayout(const std::vector<int64_t>& counts, int64_t es, std::vector<int>
   }
 }
 
-uint64_t Fnv(uint64_t h, const void* data, size_t n) {
-  const auto* p = static_cast<const unsigned char*>(data);
-  for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ULL;
-  return h;
-}
-
-uint64_t StringHash(const std::string& s) { return Fnv(1469598103934665603ULL, s.data(), s.size()); }
-
 // The fields Fingerprint::SameCall compares (numel only for ops whose numel must agree).
 uint64_t CallHash(const Fingerprint& fp) {
   const bool gather_v = fp.op == CollOp::kAllGather || fp.op == CollOp::kReduceScatter;
   const int64_t v[] = {fp.seq, static_cast<int64_t>(fp.op), gather_v ? -1 : fp.numel, fp.root,
                        static_cast<int64_t>(fp.shape_hash)};
-  return Fnv(StringHash(fp.group) ^ (StringHash(fp.dtype) * 31), v, sizeof v);
+  return Fnv1a(v, sizeof v, StringHash(fp.group) ^ (StringHash(fp.dtype) * 31));
 }
 
 std::string Pack(const Fingerprint& fp) {

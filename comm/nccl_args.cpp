@@ -56,15 +56,6 @@ comm_args::ArgRules Rules(int device) {
   return rules;
 }
 
-uint64_t StringHash(const std::string& s) {
-  uint64_t h = 1469598103934665603ULL;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ULL;
-  }
-  return h;
-}
-
 WireFingerprint ToWire(const Fingerprint& fp, int dtype_code) {
   WireFingerprint w{};
   w[kSeq] = fp.seq;

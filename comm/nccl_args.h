@@ -26,9 +26,6 @@ namespace nccl {
 // reductions of float, double, BFloat16, Half, int64, int32, int8 and uint8 only.
 comm_args::ArgRules Rules(int device);
 
-// Stable over runs and processes (FNV-1a).
-uint64_t StringHash(const std::string& s);
-
 constexpr int kWireWords = 8;
 using WireFingerprint = std::array<int64_t, kWireWords>;
 // dtype_code: the tensor's at::ScalarType as an int, or -1 for calls without a tensor.

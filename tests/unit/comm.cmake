@@ -1,7 +1,8 @@
-# Communicator tests: the shared argument checks, the local backend and the recording decorator,
-# one binary.
+# Communicator tests: the fingerprint hashes, the shared argument checks, the local backend and the
+# recording decorator, one binary.
 paradiff_test(unit_comm
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/arg_checks_test.cpp
+          ${CMAKE_CURRENT_SOURCE_DIR}/unit/communicator_test.cpp
           ${CMAKE_CURRENT_SOURCE_DIR}/unit/local_communicator_test.cpp
           ${CMAKE_CURRENT_SOURCE_DIR}/unit/local_communicator_failure_test.cpp
           ${CMAKE_CURRENT_SOURCE_DIR}/unit/recording_communicator_test.cpp
