@@ -26,6 +26,7 @@ constexpr double kExactShare = 0.12;      // model.kind=exact_linear
 constexpr double kTpShare = 0.35;         // tp > 1 (times the exotic factor)
 constexpr double kPpShare = 0.35;         // pp > 1 (times the exotic factor)
 constexpr double kSpShare = 0.4;          // sp, given tp > 1 (times the exotic factor)
+constexpr double kOverflowThenRecoverShare = 0.25;  // of dynamic loss scaling (DrawPrecision)
 constexpr double kCheckpointShare = 0.3; 
 constexpr double kBackendShare = 0.04;
 constexpr double kUnevenDpShare = 0.85;  // nudge the model so dp does not divide its parameters
@@ -277,6 +278,16 @@ void DrawPrecision(Config& c, SeqRng& rng, double exotic) {
     s.init = std::ldexp(1.0, static_cast<int>(rng.Chance(0.6) ? rng.Range(17, 20) : rng.Range(10, 24)));
     s.growth_interval = rng.Range(1, 4);
     s.hysteresis = rng.Range(1, 2);
+    if (s.mode == LossScaleMode::kDynamic && rng.Chance(kOverflowThenRecoverShare)) {
+      // Overflow, then recover: a scale so large that every gradient overflows (a skip both runs
+      // agree on, whatever their rounding), and one backoff down to a scale where steps apply.
+      // Exercises what a skipped step must leave alone (optimizer step counts, momenta, the
+      // scaler's counters) — state the steps after it read.
+      const int high = static_cast<int>(rng.Range(28, 40)), low = static_cast<int>(rng.Range(6, 16));
+      s.init = std::ldexp(1.0, high);
+      s.backoff = std::ldexp(1.0, low - high);
+      s.hysteresis = 1;
+    }
   }
 }
 

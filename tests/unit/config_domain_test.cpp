@@ -119,7 +119,8 @@ TEST(ConfigDomain, DistributionLeansTowardBugTerritory) {
   const std::vector<Config> configs = Generate(3, EngineOptions(), kSamples);
   int dp_runs = 0, uneven = 0, accum = 0, bf16 = 0, bf16_no_master = 0, odd_world = 0,
       prime_world = 0, small_bucket = 0, large_bucket = 0, exact = 0, gqa = 0, swiglu = 0, tied = 0,
-      clip = 0, fp16 = 0, uneven_bucket_edge = 0, aligned_dp_runs = 0, flat_uneven = 0, plain_dp_runs = 0;
+      clip = 0, fp16 = 0, uneven_bucket_edge = 0, aligned_dp_runs = 0, flat_uneven = 0, plain_dp_runs = 0,
+      overflow_then_recover = 0;
   std::set<int64_t> stages, worlds;
   std::set<OptimizerKind> optimizers;
   for (const Config& c : configs) {
@@ -152,6 +153,10 @@ TEST(ConfigDomain, DistributionLeansTowardBugTerritory) {
     swiglu += c.model.activation == Activation::kSwiglu;
     tied += c.model.tied_embeddings;
     clip += c.clip_grad_norm > 0;
+    // A first step every gradient overflows in, then a scale where steps apply.
+    const LossScaleConfig& ls = c.precision.loss_scale;
+    overflow_then_recover += ls.mode == LossScaleMode::kDynamic && ls.init >= std::ldexp(1.0, 28) &&
+                             ls.init * ls.backoff <= std::ldexp(1.0, 16) && ls.hysteresis == 1 && c.steps > 1;
   }
   EXPECT_GE(dp_runs, kSamples * 7 / 10);
   // Without the nudge toward uneven counts about 60% are uneven by chance; with it about 80%.
@@ -176,6 +181,7 @@ TEST(ConfigDomain, DistributionLeansTowardBugTerritory) {
   EXPECT_GE(tied, kSamples / 5);
   EXPECT_LE(tied, kSamples * 4 / 5);
   EXPECT_GE(clip, kSamples / 10);
+  EXPECT_GT(overflow_then_recover, 0);
 }
 
 TEST(ConfigDomain, ExactLinearConfigsAreDyadicFriendly) {
