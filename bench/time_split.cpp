@@ -43,6 +43,10 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 std::atomic<int64_t> g_ops{0}, g_outer_ops{0};  // operator calls: all, outermost
+// Outermost calls by phase of CheckRun: 0 reference pair, 1 engine (rank threads and the thread
+// that waits on them), 2 assembly, numeric comparison and oracles.
+std::atomic<int> g_phase{0};
+std::atomic<int64_t> g_outer_by_phase[3];
 thread_local int t_depth = 0;
 
 double ProcessCpuS() {
@@ -54,7 +58,10 @@ double ProcessCpuS() {
 
 std::unique_ptr<at::ObserverContext> OnOpStart(const at::RecordFunction&) {
   g_ops.fetch_add(1, std::memory_order_relaxed);
-  if (t_depth++ == 0) g_outer_ops.fetch_add(1, std::memory_order_relaxed);
+  if (t_depth++ == 0) {
+    g_outer_ops.fetch_add(1, std::memory_order_relaxed);
+    g_outer_by_phase[g_phase.load(std::memory_order_relaxed)].fetch_add(1, std::memory_order_relaxed);
+  }
   return nullptr;
 }
 
@@ -132,13 +139,16 @@ int main(int argc, char** argv) {
     paradiff::CheckOptions opts;
     bool first = true;
     opts.run_engine = [&](const paradiff::Config& c) {
+      g_phase = 1;
       paradiff::EngineOutcome out = paradiff::RunEngine(c, opts.timeout);
+      g_phase = 2;
       if (first)
         for (const auto& r : out.obs.ranks)
           for (const auto& s : r.steps) pieces += static_cast<int64_t>(s.pieces.size());
       first = false;
       return out;
     };
+    g_phase = 0;
     paradiff::CheckRun(cfg, opts);
   }
   at::removeCallback(handle);
@@ -170,6 +180,10 @@ int main(int argc, char** argv) {
       {"split_ms", split},
       {"torch_ops_per_check", static_cast<double>(g_ops.load()) / n},
       {"outermost_torch_ops_per_check", static_cast<double>(g_outer_ops.load()) / n},
+      {"outermost_torch_ops_per_check_by_phase",
+       {{"reference", static_cast<double>(g_outer_by_phase[0].load()) / n},
+        {"engine", static_cast<double>(g_outer_by_phase[1].load()) / n},
+        {"compare", static_cast<double>(g_outer_by_phase[2].load()) / n}}},
       {"pieces_per_check", static_cast<double>(pieces) / n},
       {"slowest_engine_configs", slowest},
   };
@@ -186,8 +200,12 @@ int main(int argc, char** argv) {
   for (const auto& sl : slowest)
     std::fprintf(stderr, "slow engine: config %d %.1f ms: %s\n", sl["index"].get<int>(), sl["engine_ms"].get<double>(),
                  sl["config"].get<std::string>().c_str());
-  std::fprintf(stderr, "per check: %.0f torch operator calls (%.0f outermost), %.0f reported pieces\n",
+  const auto& by_phase = out["outermost_torch_ops_per_check_by_phase"];
+  std::fprintf(stderr,
+               "per check: %.0f torch operator calls (%.0f outermost: reference %.0f, engine %.0f, "
+               "assembly + oracles %.0f), %.0f reported pieces\n",
                out["torch_ops_per_check"].get<double>(), out["outermost_torch_ops_per_check"].get<double>(),
-               out["pieces_per_check"].get<double>());
+               by_phase["reference"].get<double>(), by_phase["engine"].get<double>(),
+               by_phase["compare"].get<double>(), out["pieces_per_check"].get<double>());
   return 0;
 }
