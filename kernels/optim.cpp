@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace paradiff {
@@ -9,6 +10,11 @@ namespace paradiff {
 std::vector<std::string> OptimizerSlotNames(OptimizerKind kind) {
   if (kind == OptimizerKind::kSgd) return {"momentum"};
   return {"exp_avg", "exp_avg_sq"};
+}
+
+double ClipCoefficient(double max_norm, double norm) {
+  constexpr double kClipEps = 1e-6;
+  return max_norm > 0 ? std::min(1.0, max_norm / (norm + kClipEps)) : 1.0;
 }
 
 void OptimizerUpdate(const OptimizerConfig& opt, int64_t step, at::Tensor& param,

@@ -16,6 +16,10 @@ namespace paradiff {
 // sgd -> {"momentum"}, adam / adamw -> {"exp_avg", "exp_avg_sq"}.
 std::vector<std::string> OptimizerSlotNames(OptimizerKind kind);
 
+// Gradient clipping's factor (PyTorch's clip_grad_norm_): min(1, max_norm / (norm + 1e-6)); 1 when
+// clipping is off (max_norm <= 0). The gradients are multiplied by it when it is below 1.
+double ClipCoefficient(double max_norm, double norm);
+
 // One update of `param` (in place) from `grad`, with `slots` (one per slot name, same shape,
 // updated in place). `step` is 1-based. param, grad and slots share one floating dtype.
 void OptimizerUpdate(const OptimizerConfig& opt, int64_t step, at::Tensor& param,

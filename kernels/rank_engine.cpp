@@ -15,9 +15,6 @@ namespace paradiff {
 
 namespace {
 
-// Added to the gradient norm before dividing, as torch.nn.utils.clip_grad_norm_ does.
-constexpr double kClipEps = 1e-6;
-
 at::Tensor Zeros(int64_t n, at::ScalarType t) { return at::zeros({n}, at::TensorOptions().dtype(t)); }
 
 int64_t Bytes(const at::Tensor& t) {
@@ -453,10 +450,8 @@ void RankEngine::RunSteps(int64_t first, int64_t last, RankObservations& obs,
     }
     owned = grads32.narrow(0, shard_begin_ - acc_begin, shard_size_);
     if (!rs.skipped) {  // an overflow agreed by every rank changes nothing this step
-      if (cfg_.clip_grad_norm > 0) {
-        const double coef = cfg_.clip_grad_norm / (rs.grad_norm + kClipEps);
-        if (coef < 1.0) owned.mul_(coef);
-      }
+      const double coef = ClipCoefficient(cfg_.clip_grad_norm, rs.grad_norm);
+      if (coef < 1.0) owned.mul_(coef);
       OptimizerStep(updates_++, owned);  // Adam counts applied updates, not steps
     }
     ReportState(rs);

@@ -8,6 +8,8 @@
 #include <sstream>
 
 #include "core/model_spec.h"
+#include "kernels/optim.h"
+#include "kernels/param_init.h"
 #include "oracles/tolerance.h"
 
 namespace paradiff {
@@ -64,6 +66,35 @@ at::Tensor IllConditioned(const at::Tensor& d, const at::Tensor& r, const at::Te
                                  : (r - t).abs() * std::max(1.0, factor);
   return t.abs().le(noise * kNoiseMultiple);
 }
+
+// Note [Effective Adam gradient]: Adam with L2 weight decay (not AdamW) steps on
+// g' = coef * g + wd * p, the clipped gradient plus the decay of the parameter before the step.
+// Where the two terms nearly cancel, g' is at rounding level even though g is not, and its sign —
+// hence Adam's +-lr move — is noise. So the ill-conditioned test looks at g' of each run: its own
+// clip coefficient and its own previous parameters (master weights when it keeps them; the
+// initial parameters at step 0). Without decay g' = coef * g, whose sign is g's.
+struct EffectiveGradient {
+  const Config& cfg;
+  int64_t step;
+  const ParamSpec& ps;
+  bool decays() const {
+    return cfg.optimizer.kind == OptimizerKind::kAdam && cfg.optimizer.weight_decay != 0;
+  }
+  // `prev`: the tensors of the run's previous step (nullptr at step 0). Undefined `g` stays so.
+  at::Tensor operator()(const at::Tensor& g, double grad_norm,
+                        const std::map<std::string, at::Tensor>* prev) const {
+    if (!g.defined() || !decays()) return g;
+    const double coef = std::isfinite(grad_norm) ? ClipCoefficient(cfg.clip_grad_norm, grad_norm) : 1.0;
+    at::Tensor p;
+    if (prev == nullptr) {
+      p = GenerateParam(ps, cfg.seed).reshape({-1});
+    } else {
+      auto it = prev->find("master:" + ps.name);
+      p = it != prev->end() ? it->second : prev->at("param:" + ps.name);
+    }
+    return g * coef + p * cfg.optimizer.weight_decay;
+  }
+};
 
 // Compares parameters of an Adam run outside the ill-conditioned elements, and checks those
 // against the per-step movement bound.
@@ -209,8 +240,19 @@ NumericResult CheckNumerics(const Config& cfg, const Assembly& dist, const RefPa
     for (const auto& ps : spec.params) {
       if (r.skipped) break;
       const std::string g = "grad:" + ps.name;
-      at::Tensor now = IllConditioned(reported.grad ? d.tensors.at(g) : at::Tensor(),
-                                      r.tensors.at(g), t.tensors.at(g), tol("grad").factor);
+      const EffectiveGradient eff{cfg, s, ps};
+      // The master weights a run keeps are reported with the optimizer state.
+      const auto* d_prev = s == 0 ? nullptr : &dist.steps[s - 1].tensors;
+      std::map<std::string, at::Tensor> d_prev_params;
+      if (d_prev != nullptr && !reported.optimizer) {
+        d_prev_params["param:" + ps.name] = d_prev->at("param:" + ps.name);
+        d_prev = &d_prev_params;
+      }
+      at::Tensor now = IllConditioned(
+          eff(reported.grad ? d.tensors.at(g) : at::Tensor(), d.grad_norm, d_prev),
+          eff(r.tensors.at(g), r.grad_norm, s == 0 ? nullptr : &ref.same.steps[s - 1].tensors),
+          eff(t.tensors.at(g), t.grad_norm, s == 0 ? nullptr : &ref.truth.steps[s - 1].tensors),
+          tol("grad").factor);
       auto it = ill.find(ps.name);
       ill[ps.name] = it == ill.end() ? now : it->second.logical_or(now);
     }

@@ -17,9 +17,6 @@ namespace paradiff {
 
 namespace {
 
-// Same constant as the engine's clipping (torch.nn.utils.clip_grad_norm_).
-constexpr double kClipEps = 1e-6;
-
 // Note [Reference snapshots]: a step's recorded tensors must be copies. In the truth run the live
 // state is already float64, so `.to(at::kDouble)` would return the live tensor itself; recording it
 // aliased the parameters / optimizer slots of later steps (and the gradient that clipping scales in
@@ -103,8 +100,7 @@ RefRun RunReference(const Config& cfg, bool truth, const std::vector<bool>* skip
       a = a.to(sdt);
       if (scale != 1.0) a.mul_(1.0 / scale);
     }
-    double coef = 1.0;
-    if (cfg.clip_grad_norm > 0) coef = std::min(1.0, cfg.clip_grad_norm / (rs.grad_norm + kClipEps));
+    const double coef = ClipCoefficient(cfg.clip_grad_norm, rs.grad_norm);
     for (size_t i = 0; i < spec.params.size(); ++i) {
       const std::string& name = spec.params[i].name;
       rs.tensors["grad:" + name] = Snapshot(acc[i]);
