@@ -2,7 +2,27 @@
 
 #include <ATen/ATen.h>
 
+#include <mutex>
+
 namespace paradiff {
+
+namespace {
+
+// Note [No oneDNN]: LibTorch sends bf16 matmuls (linear, addmm, bmm) on an AVX-512 CPU to oneDNN
+// (Debian's libdnnl 2.6.3), which JIT-compiles a brgemm kernel for every new shape. In a
+// long-lived process that has already run a few hundred configs of many shapes (a campaign
+// worker), compiling one more kernel occasionally works from a corrupted description: the worker
+// died inside brgemm_kernel_create with std::bad_alloc, std::bad_array_new_length or SIGSEGV,
+// while the same config passed in a fresh process (docs/PERFORMANCE.md). Without oneDNN, bf16
+// matmuls run in ATen's own CPU gemm (fp32 accumulation). Turned off once per process, before the
+// first forward, by the one factory of the arithmetic that the engine and the reference both use,
+// so the two always run the same kernels.
+void DisableOneDnn() {
+  static std::once_flag once;
+  std::call_once(once, [] { at::globalContext().setUserEnabledMkldnn(false); });
+}
+
+}  // namespace
 
 at::ScalarType ToScalarType(DType d) {
   switch (d) {
@@ -25,6 +45,7 @@ at::Tensor Numerics::In(const at::Tensor& t) const {
 }
 
 Numerics MakeNumerics(DType compute) {
+  DisableOneDnn();  // Note [No oneDNN]
   Numerics n;
   if (compute == DType::kFp16) {
     n.exec = at::kFloat;

@@ -26,7 +26,8 @@ struct Numerics {
   at::Tensor In(const at::Tensor& t) const;
 };
 
-// Numerics for a compute dtype; kFp64 gives the float64 truth.
+// Numerics for a compute dtype; kFp64 gives the float64 truth. The first call turns LibTorch's
+// oneDNN path off for the whole process (Note [No oneDNN] in numerics.cpp).
 Numerics MakeNumerics(DType compute);
 
 }  // namespace paradiff

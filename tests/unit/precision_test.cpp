@@ -3,10 +3,13 @@
 // every rank; the precision switches caught where they trigger and silent elsewhere.
 #include <gtest/gtest.h>
 
+#include <ATen/Context.h>
+
 #include <cmath>
 
 #include "kernels/engine.h"
 #include "kernels/loss_scaler.h"
+#include "kernels/numerics.h"
 #include "tests/unit/engine_test_util.h"
 
 namespace paradiff {
@@ -84,6 +87,14 @@ TEST(PrecisionOverflow, KnownStepSkippedOnEveryRank) {
     CheckResult r = Check(c);
     EXPECT_EQ(r.verdict.kind, VerdictKind::kPass) << r.verdict.message;
   }
+}
+
+// Note [No oneDNN] (kernels/numerics.cpp): the arithmetic factory turns LibTorch's oneDNN path off
+// for the whole process, so no bf16 matmul JIT-compiles a oneDNN kernel (a long-lived worker died
+// compiling one after a few hundred configs).
+TEST(Numerics, FactoryTurnsOneDnnOff) {
+  MakeNumerics(DType::kBf16);
+  EXPECT_FALSE(at::globalContext().userEnabledMkldnn());
 }
 
 TEST(LossScaler, DynamicBackoffHysteresisGrowth) {
