@@ -78,6 +78,10 @@ CheckResult CheckRun(const Config& cfg, const CheckOptions& opts) {
       return res;
     }
   }
+  auto phase = [&opts](const char* name) {
+    if (opts.on_phase) opts.on_phase(name);
+  };
+  phase("reference");
   const auto t0 = Clock::now();
   const int64_t hits = opts.cache ? opts.cache->hits() : 0;
   std::shared_ptr<const RefPair> ref = GetReference(cfg, opts.cache);
@@ -87,6 +91,7 @@ CheckResult CheckRun(const Config& cfg, const CheckOptions& opts) {
   const EngineRunner run = opts.run_engine ? opts.run_engine : [timeout](const Config& c) {
     return RunEngine(c, timeout);
   };
+  phase("engine");
   const EngineOutcome eng = run(cfg);
   const auto t2 = Clock::now();
   res.timing.reference_s = Seconds(t0, t1);
@@ -101,6 +106,7 @@ CheckResult CheckRun(const Config& cfg, const CheckOptions& opts) {
   NumericResult num;
   if (eng.ok) {
     res.ranks = Summarize(eng.obs);
+    phase("assemble");
     dist = AssembleTensors(cfg, eng.obs, eng.reporting);
     if (IsFinding(dist.verdict.kind)) {
       // A check inside the assembly itself failed (ranks disagreeing on an overflow skip); its
@@ -110,12 +116,14 @@ CheckResult CheckRun(const Config& cfg, const CheckOptions& opts) {
       res.timing.compare_s = Seconds(t2, Clock::now());
       return res;
     }
+    phase("numeric");
     num = CheckNumerics(cfg, dist, *ref);
     res.rows = Rows(cfg, dist, *ref, num.comparisons);
     in.assembly = &dist;
     in.numeric = &num;
   }
   for (const auto& oracle : oracles) {
+    phase(oracle->name());
     const auto s0 = Clock::now();
     const Verdict v = oracle->Check(in);
     OracleOutcome o{oracle->name(), "pass", "", Seconds(s0, Clock::now())};

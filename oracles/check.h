@@ -8,6 +8,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -30,6 +31,9 @@ struct CheckOptions {
   ResourceBudget budget;  // the validation gate's budget (and variants')
   // Runs the engine; empty = RunEngine(cfg, timeout) (the local backend). Tests plant bugs here.
   EngineRunner run_engine;
+  // Profiling (bench/time_split.cpp): called on the checking thread as each phase starts, with
+  // "reference", "engine", "assemble", "numeric", then each oracle's name; empty = not called.
+  std::function<void(const std::string& phase)> on_phase;
 };
 
 struct StepRow {

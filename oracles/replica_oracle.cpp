@@ -6,9 +6,11 @@
 #include <cstring>
 #include <map>
 #include <sstream>
+#include <vector>
 
 #include "core/model_spec.h"
 #include "oracles/bitwise.h"
+#include "oracles/piece_values.h"
 #include "oracles/quantities.h"
 #include "oracles/tolerance.h"
 
@@ -27,6 +29,7 @@ Verdict CheckReplicasOf(const Config& cfg, const Observations& obs, const Report
   const auto kinds = ExpectedKinds(cfg, r);
   for (int64_t step = 0; step < cfg.steps; ++step) {
     std::map<std::string, Holder> held;
+    std::vector<double> vals_buf;  // the current piece as float64
     for (const auto& ps : spec.params)
       for (const auto& k : kinds)
         held[k + ":" + ps.name] = {at::zeros({ps.numel()}, at::kDouble),
@@ -37,14 +40,13 @@ Verdict CheckReplicasOf(const Config& cfg, const Observations& obs, const Report
         auto it = held.find(p.kind + ":" + p.tensor);
         const int64_t n = p.values.numel();
         if (it == held.end() || p.offset < 0 || p.offset + n > it->second.values.numel()) continue;
-        at::Tensor dst = it->second.values.narrow(0, p.offset, n);
-        at::Tensor own = it->second.owner.narrow(0, p.offset, n);
-        at::Tensor vals = p.values.to(at::kDouble).reshape({-1}).contiguous();
         // Fast paths without torch operators (most pieces: a first holder, or a replica equal to
         // it bit for bit); anything else takes the element-wise path below, which decides.
-        double* dst_data = dst.data_ptr<double>();
-        const double* val_data = vals.data_ptr<double>();
-        int* own_data = own.data_ptr<int>();
+        double* dst_data = it->second.values.data_ptr<double>() + p.offset;
+        int* own_data = it->second.owner.data_ptr<int>() + p.offset;
+        vals_buf.resize(static_cast<size_t>(n));
+        CopyAsDouble(p.values, vals_buf.data());
+        const double* val_data = vals_buf.data();
         const int64_t owned = std::count_if(own_data, own_data + n, [](int o) { return o >= 0; });
         if (owned == 0) {
           std::copy(val_data, val_data + n, dst_data);
@@ -52,6 +54,9 @@ Verdict CheckReplicasOf(const Config& cfg, const Observations& obs, const Report
           continue;
         }
         if (owned == n && std::memcmp(val_data, dst_data, sizeof(double) * n) == 0) continue;
+        at::Tensor dst = it->second.values.narrow(0, p.offset, n);
+        at::Tensor own = it->second.owner.narrow(0, p.offset, n);
+        at::Tensor vals = at::from_blob(vals_buf.data(), {n}, at::kDouble).clone();
         at::Tensor before = own.ge(0);
         if (before.any().item<bool>()) {
           at::Tensor mask = before.nonzero().reshape({-1});

@@ -13,5 +13,6 @@ paradiff_test(unit_oracles
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/cross_backend_oracle_test.cpp
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/determinism_oracle_test.cpp
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/metamorphic_oracle_test.cpp
+    ${CMAKE_CURRENT_SOURCE_DIR}/unit/piece_values_test.cpp
   LIBS paradiff_oracles
   LABELS unit oracles)
