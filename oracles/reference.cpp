@@ -64,15 +64,34 @@ RefRun RunReference(const Config& cfg, bool truth, const std::vector<bool>* skip
     const double scale = scaler.scale();
     std::vector<at::Tensor> acc(spec.params.size());
     double loss_sum = 0;
-    for (int64_t g = 0; g < M; ++g) {
+    // Note [Batched truth]: the twin mirrors the run's micro-batches one by one (their rounding is
+    // what it calibrates); the truth has no rounding worth mirroring, so it takes the step's M
+    // micro-batches as one batch: every micro-batch has micro_batch x seq_len positions, so the
+    // mean over the batch is the mean of the micro-batch means and its gradient their average,
+    // up to float64 summation order (~1e-16, far below every tolerance floor). One forward and
+    // backward instead of M. Not for exact_linear, whose truth must round exactly as the
+    // micro-batch sums do wherever they are exact (oracles/exact_oracle.h).
+    const bool batched = truth && cfg.model.kind != ModelKind::kExactLinear;
+    const int64_t passes = batched ? 1 : M;
+    for (int64_t g = 0; g < passes; ++g) {
       MicroBatch mb = MakeMicroBatch(cfg, step, g);
+      if (batched && M > 1) {
+        std::vector<at::Tensor> inputs{mb.inputs}, targets{mb.targets};
+        for (int64_t k = 1; k < M; ++k) {
+          MicroBatch more = MakeMicroBatch(cfg, step, k);
+          inputs.push_back(more.inputs);
+          targets.push_back(more.targets);
+        }
+        mb.inputs = at::cat(inputs, 0);
+        mb.targets = at::cat(targets, 0);
+      }
       ParamMap leaves;
       for (size_t i = 0; i < spec.params.size(); ++i)
         leaves[spec.params[i].name] = st.params[i].detach().requires_grad_(true);
       at::Tensor x;
       for (const auto& u : units) x = UnitForward(u, cfg.model, num, leaves, x, mb);
       loss_sum += x.item<double>();
-      (x * (scale / static_cast<double>(M))).backward();
+      (x * (scale / static_cast<double>(passes))).backward();
       for (size_t i = 0; i < spec.params.size(); ++i) {
         at::Tensor gi = leaves[spec.params[i].name].grad();
         if (!gi.defined()) gi = at::zeros_like(st.params[i]);
@@ -80,7 +99,7 @@ RefRun RunReference(const Config& cfg, bool truth, const std::vector<bool>* skip
         acc[i] = g == 0 ? gi : acc[i].add(gi);
       }
     }
-    rs.loss = loss_sum / static_cast<double>(M);
+    rs.loss = loss_sum / static_cast<double>(passes);
     // Overflow: the twin decides from its own gradients; the truth (float64 never overflows)
     // follows the twin's decisions so both skip the same steps.
     bool overflow = false;

@@ -5,6 +5,9 @@
 // order] in kernels/data.h): micro-batch g = 0 .. dp * accumulation_steps - 1, in order,
 // accumulated in the configured accumulate dtype after a round trip through the reduce dtype.
 //
+// The float64 truth takes each step's micro-batches as one batch (Note [Batched truth] in
+// reference.cpp).
+//
 // It never calls engine code that shards, partitions, buckets or communicates: only the pure
 // per-tensor math of kernels/model.h, optim.h, param_init.h, data.h and numerics.h.
 #pragma once
