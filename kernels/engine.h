@@ -20,6 +20,7 @@ struct Reporting {
   bool grad = true;                      // the reduced gradients ("grad")
   bool optimizer = true;                 // master weights and optimizer slots
   DType grad_norm_dtype = DType::kFp64;  // the precision the reported gradient norm was computed in
+  bool loss_scale = true;                // the loss scale each step used (external targets: not reported)
   // Everything, as the built-in engine reports it.
   bool everything() const { return grad && optimizer && grad_norm_dtype == DType::kFp64; }
 };

@@ -189,6 +189,29 @@ NumericResult CheckNumerics(const Config& cfg, const Assembly& dist, const RefPa
     const AssembledStep& d = dist.steps[s];
     const RefStep& t = ref.truth.steps[s];
     const RefStep& r = ref.same.steps[s];
+    if (reported.loss_scale && d.loss_scale != r.loss_scale) {
+      // Note [Loss scale sequence]: the scale a step uses is a function of the config and the
+      // overflow decisions of the steps before it, computed by the same scaler arithmetic in both
+      // runs; those decisions agreed so far (else the check stopped there), so the scales must be
+      // equal bit for bit. A difference is lost or corrupted scaler state (not restored from a
+      // checkpoint, updated twice, updated from one rank's decision), never rounding — and it
+      // comes before any skip it causes, which would otherwise pass as a borderline overflow.
+      out.verdict.kind = VerdictKind::kMismatch;
+      out.verdict.oracle = "numeric";
+      out.verdict.where.step = s;
+      out.verdict.where.phase = "overflow";
+      out.verdict.where.tensor_kind = "loss_scale";
+      out.verdict.where.expected = r.loss_scale;
+      out.verdict.where.actual = d.loss_scale;
+      out.verdict.where.error = 1;  // one scale differs (Note [Discrete bounds])
+      out.verdict.where.bound = kDiscreteBound;
+      std::ostringstream msg;
+      msg.precision(17);
+      msg << "step " << s << ": the run used loss scale " << d.loss_scale << ", the reference "
+          << r.loss_scale << " after the same overflow decisions (seed " << cfg.seed << ")";
+      out.verdict.message = msg.str();
+      return out;
+    }
     if (d.skipped != r.skipped) {
       // A borderline overflow legitimately rounds differently in the two runs: not a finding.
       out.verdict.kind = VerdictKind::kInconclusive;

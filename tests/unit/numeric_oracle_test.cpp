@@ -1,7 +1,8 @@
 // Self-test of the numeric oracle: silent on a clean run; catches gradients scaled as a whole
 // (attributed to the reduction, detail "scale"), a reported gradient norm that does not match the
 // reported gradients (reduction, detail "consistency"), a gradient that is wrong in one element
-// (gradient phase) and a parameter that is wrong after the update (optimizer phase).
+// (gradient phase), a parameter that is wrong after the update (optimizer phase), and a loss scale
+// that left the sequence the overflow decisions fix (lost scaler state).
 #include "oracles/numeric_oracle.h"
 
 #include <gtest/gtest.h>
@@ -80,6 +81,29 @@ TEST(NumericOracle, OneWrongParameterIsAnOptimizerFinding) {
   EXPECT_EQ(v.where.phase, "optimizer");
   EXPECT_EQ(v.where.tensor_kind, "param");
   EXPECT_EQ(v.where.index, p->offset + 2);
+}
+
+TEST(NumericOracle, ALossScaleOffItsSequenceIsAFindingBeforeAnySkip) {
+  Config c = SmallConfig(2, 2);
+  c.precision.param = c.precision.compute = DType::kFp16;
+  c.precision.master_weights = true;
+  LossScaleConfig& ls = c.precision.loss_scale;
+  ls.mode = LossScaleMode::kDynamic;
+  ls.init = 256;
+  ls.growth_interval = 1;  // grows after every good step: step 1 uses 512
+  EngineOutcome e = RunClean(c);
+  ASSERT_EQ(Numeric(c, e).kind, VerdictKind::kPass);
+  // A scaler that lost its state (a checkpoint reload that did not restore it) uses the initial
+  // scale again at step 1; nothing else about the run changes (the scale cancels in the update).
+  for (auto& r : e.obs.ranks) r.steps[1].loss_scale = ls.init;
+  const Verdict v = Numeric(c, e);
+  ExpectLocalized(v);
+  EXPECT_EQ(v.kind, VerdictKind::kMismatch);
+  EXPECT_EQ(v.where.step, 1);
+  EXPECT_EQ(v.where.tensor_kind, "loss_scale");
+  EXPECT_EQ(v.where.phase, "overflow");
+  EXPECT_EQ(v.where.actual, 256);
+  EXPECT_EQ(v.where.expected, 512);
 }
 
 }  // namespace
