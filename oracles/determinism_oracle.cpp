@@ -67,8 +67,8 @@ Verdict CompareSecondRun(const OracleInput& in, const EngineOutcome& again, cons
         v.where.phase = pa[i].kind == "grad" ? "gradient" : "optimizer";
         v.where.tensor_kind = pa[i].kind;
         v.where.tensor = pa[i].tensor;
-        if (const ParamSpec* ps = BuildModelSpec(in.cfg.model).Find(pa[i].tensor))
-          v.where.layer = Name(ps->layer);
+        const ModelSpec spec = BuildModelSpec(in.cfg.model);  // outlives ps (ASan: use after free)
+        if (const ParamSpec* ps = spec.Find(pa[i].tensor)) v.where.layer = Name(ps->layer);
         return v;
       }
     }
