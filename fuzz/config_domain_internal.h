@@ -64,6 +64,11 @@ int64_t DrawAlign(SeqRng& rng);
 // precision.*: fp32, bf16 (with / without master weights), fp16 rarely. Loss scaling is drawn with
 // probability scaled by `exotic` (exact_linear stays fp32).
 void DrawPrecision(Config& c, SeqRng& rng, double exotic);
+// precision.loss_scale for fp16: static or dynamic, initial scales around the partial-overflow band
+// of generated models, sometimes overflow-then-recover (every gradient overflows at first).
+void DrawLossScale(Config& c, SeqRng& rng);
+// checkpoint.*: save_at in 1..steps-1 (needs steps >= 2) and a reload layout, preferring another dp.
+void DrawCheckpointLayout(Config& c, SeqRng& rng);
 // optimizer.*: sgd / adam / adamw with sane learning rates; exact_linear gets dyadic sgd.
 void DrawOptimizer(Config& c, SeqRng& rng);
 // clip_grad_norm: 0 or a small value that actually clips (never for exact_linear).

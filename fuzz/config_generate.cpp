@@ -149,6 +149,12 @@ void DrawExactModel(Config& c, SeqRng& rng, int64_t max_layers, int64_t max_hidd
 
 void DrawCheckpoint(Config& c, SeqRng& rng, double exotic) {
   if (c.steps < 2 || !rng.Chance(kCheckpointShare * exotic)) return;
+  DrawCheckpointLayout(c, rng);
+}
+
+}  // namespace
+
+void DrawCheckpointLayout(Config& c, SeqRng& rng) {
   CheckpointConfig& k = c.checkpoint;
   k.save_at = rng.Range(1, c.steps - 1);
   k.reload.tp = rng.Chance(0.5) ? c.parallel.tp : 1;
@@ -161,7 +167,13 @@ void DrawCheckpoint(Config& c, SeqRng& rng, double exotic) {
     if (micro_batches % d == 0) (d == c.parallel.dp ? dps : others).push_back(d);
   k.reload.dp = !others.empty() && rng.Chance(0.8) ? Pick(rng, others) : c.parallel.dp;
   k.reload.zero_stage = rng.Range(0, k.reload.pp > 1 ? 2 : 3);
+  // A checkpoint tests only the state that moved before it: dynamic loss scaling grows within the
+  // saved steps (unless an overflow backs it off first), so a reload that loses the scaler shows.
+  LossScaleConfig& ls = c.precision.loss_scale;
+  if (ls.mode == LossScaleMode::kDynamic) ls.growth_interval = rng.Range(1, k.save_at);
 }
+
+namespace {
 
 Config DrawConfig(SeqRng& rng, const DomainOptions& opts, double exotic) {
   const ResourceBudget budget = DomainBudget();
@@ -268,26 +280,29 @@ void DrawPrecision(Config& c, SeqRng& rng, double exotic) {
   if (rng.Chance(0.3)) p.reduce = low;
   if (rng.Chance(0.15)) p.accumulate = low;
   // fp16 trains with loss scaling in practice (Megatron, DeepSpeed): nearly always here too.
-  if (low == DType::kFp16 && rng.Chance(0.9 * exotic)) {
-    LossScaleConfig& s = p.loss_scale;
-    s.mode = rng.Chance(0.7) ? LossScaleMode::kDynamic : LossScaleMode::kStatic;
-    // Initial scales from 2^10 to 2^24, weighted toward 2^17..2^20: there the largest fp16
-    // gradients of the generated models overflow while the rest do not (an overflow in some
-    // shards or some layers only; measured on generated configs of hidden 2..32, dp 2..7, tp 1..4,
-    // pp 1..3), which exercises the skip / backoff path and every rank's agreement on it.
-    s.init = std::ldexp(1.0, static_cast<int>(rng.Chance(0.6) ? rng.Range(17, 20) : rng.Range(10, 24)));
-    s.growth_interval = rng.Range(1, 4);
-    s.hysteresis = rng.Range(1, 2);
-    if (s.mode == LossScaleMode::kDynamic && rng.Chance(kOverflowThenRecoverShare)) {
-      // Overflow, then recover: a scale so large that every gradient overflows (a skip both runs
-      // agree on, whatever their rounding), and one backoff down to a scale where steps apply.
-      // Exercises what a skipped step must leave alone (optimizer step counts, momenta, the
-      // scaler's counters) — state the steps after it read.
-      const int high = static_cast<int>(rng.Range(28, 40)), low = static_cast<int>(rng.Range(6, 16));
-      s.init = std::ldexp(1.0, high);
-      s.backoff = std::ldexp(1.0, low - high);
-      s.hysteresis = 1;
-    }
+  if (low == DType::kFp16 && rng.Chance(0.9 * exotic)) DrawLossScale(c, rng);
+}
+
+void DrawLossScale(Config& c, SeqRng& rng) {
+  LossScaleConfig& s = c.precision.loss_scale;
+  s = LossScaleConfig{};
+  s.mode = rng.Chance(0.7) ? LossScaleMode::kDynamic : LossScaleMode::kStatic;
+  // Initial scales from 2^10 to 2^24, weighted toward 2^17..2^20: there the largest fp16
+  // gradients of the generated models overflow while the rest do not (an overflow in some
+  // shards or some layers only; measured on generated configs of hidden 2..32, dp 2..7, tp 1..4,
+  // pp 1..3), which exercises the skip / backoff path and every rank's agreement on it.
+  s.init = std::ldexp(1.0, static_cast<int>(rng.Chance(0.6) ? rng.Range(17, 20) : rng.Range(10, 24)));
+  s.growth_interval = rng.Range(1, 4);
+  s.hysteresis = rng.Range(1, 2);
+  if (s.mode == LossScaleMode::kDynamic && rng.Chance(kOverflowThenRecoverShare)) {
+    // Overflow, then recover: a scale so large that every gradient overflows (a skip both runs
+    // agree on, whatever their rounding), and one backoff down to a scale where steps apply.
+    // Exercises what a skipped step must leave alone (optimizer step counts, momenta, the
+    // scaler's counters) — state the steps after it read.
+    const int high = static_cast<int>(rng.Range(28, 40)), low = static_cast<int>(rng.Range(6, 16));
+    s.init = std::ldexp(1.0, high);
+    s.backoff = std::ldexp(1.0, low - high);
+    s.hysteresis = 1;
   }
 }
 

@@ -1,9 +1,9 @@
 // MutateConfig: one field-aware mutation of a config. Owns the list of mutation kinds (change one
 // parallel degree, swap a schedule, flip a precision, nudge a size to a non-divisible value, move a
-// bucket edge onto a tensor boundary, ...). Each kind edits one concern, Repair restores the rules
-// that concern touches (world = tp*pp*dp, kv heads vs tp, ...), and the result must pass
-// CheckConfig and DomainOptions::accept; otherwise another kind is tried (bounded), and as a last
-// resort the base comes back with a new seed.
+// bucket edge onto a tensor boundary, add or move a checkpoint, redraw fp16 loss scaling, ...).
+// Each kind edits one concern, Repair restores the rules that concern touches (world = tp*pp*dp,
+// kv heads vs tp, ...), and the result must pass CheckConfig and DomainOptions::accept; otherwise
+// another kind is tried (bounded), and as a last resort the base comes back with a new seed.
 #include <algorithm>
 #include <vector>
 
@@ -37,6 +37,8 @@ enum class Mutation {
   kModelShape,
   kMicroBatch,
   kModelKind,
+  kCheckpoint,
+  kLossScale,
   kCount
 };
 
@@ -237,6 +239,24 @@ bool MutateModelKind(Config& c, SeqRng& rng, const DomainOptions& opts) {
   return true;
 }
 
+// Adds a checkpoint (save and reload into a drawn layout), redraws its layout, or removes it.
+bool MutateCheckpoint(Config& c, SeqRng& rng) {
+  if (c.backend != Backend::kLocal || c.steps < 2) return false;  // the mpi backend runs no reloads
+  if (c.checkpoint.save_at > 0 && rng.Chance(0.3)) {
+    c.checkpoint = CheckpointConfig{};
+  } else {
+    DrawCheckpointLayout(c, rng);
+  }
+  return true;
+}
+
+// Redraws fp16 loss scaling (static / dynamic, the partial-overflow band, overflow-then-recover).
+bool MutateLossScale(Config& c, SeqRng& rng) {
+  if (c.precision.param != DType::kFp16 && c.precision.compute != DType::kFp16) return false;
+  DrawLossScale(c, rng);
+  return true;
+}
+
 bool Apply(Mutation kind, Config& c, SeqRng& rng, const DomainOptions& opts) {
   int64_t v = 0;
   switch (kind) {
@@ -296,6 +316,10 @@ bool Apply(Mutation kind, Config& c, SeqRng& rng, const DomainOptions& opts) {
       return true;
     case Mutation::kModelKind:
       return MutateModelKind(c, rng, opts);
+    case Mutation::kCheckpoint:
+      return MutateCheckpoint(c, rng);
+    case Mutation::kLossScale:
+      return MutateLossScale(c, rng);
     case Mutation::kCount:
       return false;
   }

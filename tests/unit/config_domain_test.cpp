@@ -270,6 +270,9 @@ TEST(ConfigDomain, MutationsReachManyFields) {
       ++changed_keys[patch["path"].get<std::string>()];
   }
   EXPECT_GE(changed_keys.size(), 20u);
+  // Checkpoints and loss scaling are reached by mutation too, not only by fresh draws.
+  EXPECT_GT(changed_keys["/checkpoint/save_at"], 0);
+  EXPECT_GT(changed_keys["/precision/loss_scale/init"], 0);
 }
 
 TEST(ConfigDomain, InvalidMutationsAreRejected) {
