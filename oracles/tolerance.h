@@ -34,6 +34,9 @@ struct ToleranceContext {
   int64_t step = 0;                                  // 0-based
   bool low_precision_params_without_master = false;  // param bf16 / fp16, master_weights off
   bool low_precision_tensor_parallel = false;        // tp > 1 with a bf16 / fp16 compute dtype
+  // Data-parallel ranks whose gradients are summed in a reduce dtype coarser than the accumulate
+  // dtype (1 = none): the sum's extra roundings (Note [Coarse reduction over dp]).
+  int64_t coarse_reduce_ranks = 1;
   bool adam_flipped_earlier = false;                 // Adam moved ill-conditioned elements apart
   // The reported gradient norm: the dtype it was computed in (docs/TARGETS.md grad_norm_dtype) and
   // how many squares it sums (the model's gradient elements). Note [Reported norm precision].
