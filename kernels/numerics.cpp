@@ -2,6 +2,8 @@
 
 #include <ATen/ATen.h>
 
+#include <dlfcn.h>
+
 #include <mutex>
 
 namespace paradiff {
@@ -17,9 +19,22 @@ namespace {
 // matmuls run in ATen's own CPU gemm (fp32 accumulation). Turned off once per process, before the
 // first forward, by the one factory of the arithmetic that the engine and the reference both use,
 // so the two always run the same kernels.
-void DisableOneDnn() {
+//
+// Note [Single-threaded BLAS]: ranks are threads and checks run side by side, so gemm is called
+// from several threads at once. Debian's OpenBLAS (pthreads build) splits a large enough gemm over
+// its own thread pool, and two such calls from different threads deadlocked in it (a caller
+// spinning in exec_blas, the other waiting on its mutex: bench_check_throughput with 2 jobs once
+// the float64 truth batched its micro-batches into larger matmuls). Its pool is turned off in the
+// same once-per-process place: each calling thread runs its own gemm (the sizes are small, and the
+// parallelism is the ranks'). Looked up at run time, so a LibTorch on another BLAS is unaffected.
+void ProcessWideNumerics() {
   static std::once_flag once;
-  std::call_once(once, [] { at::globalContext().setUserEnabledMkldnn(false); });
+  std::call_once(once, [] {
+    at::globalContext().setUserEnabledMkldnn(false);
+    using SetThreads = void (*)(int);
+    if (auto set = reinterpret_cast<SetThreads>(::dlsym(RTLD_DEFAULT, "openblas_set_num_threads")))
+      set(1);
+  });
 }
 
 }  // namespace
@@ -45,7 +60,7 @@ at::Tensor Numerics::In(const at::Tensor& t) const {
 }
 
 Numerics MakeNumerics(DType compute) {
-  DisableOneDnn();  // Note [No oneDNN]
+  ProcessWideNumerics();  // Note [No oneDNN], Note [Single-threaded BLAS]
   Numerics n;
   if (compute == DType::kFp16) {
     n.exec = at::kFloat;

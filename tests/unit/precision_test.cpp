@@ -1,6 +1,8 @@
 // Mixed precision: parity for fp32 / bf16 / fp16 x master weights x static / dynamic loss scaling x
 // clipping x tp / pp / dp / ZeRO; a config that overflows at a known step skips exactly that step on
 // every rank; the precision switches caught where they trigger and silent elsewhere.
+#include <dlfcn.h>
+
 #include <gtest/gtest.h>
 
 #include <ATen/Context.h>
@@ -95,6 +97,16 @@ TEST(PrecisionOverflow, KnownStepSkippedOnEveryRank) {
 TEST(Numerics, FactoryTurnsOneDnnOff) {
   MakeNumerics(DType::kBf16);
   EXPECT_FALSE(at::globalContext().userEnabledMkldnn());
+}
+
+// Note [Single-threaded BLAS] (kernels/numerics.cpp): OpenBLAS's own thread pool is off, so gemms
+// called from several rank threads at once cannot deadlock in it.
+TEST(Numerics, FactoryTurnsOpenBlasThreadingOff) {
+  using GetThreads = int (*)();
+  auto get = reinterpret_cast<GetThreads>(::dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
+  if (get == nullptr) GTEST_SKIP() << "LibTorch is not linked against OpenBLAS here";
+  MakeNumerics(DType::kFp32);
+  EXPECT_EQ(get(), 1);
 }
 
 TEST(LossScaler, DynamicBackoffHysteresisGrowth) {
