@@ -87,27 +87,34 @@ at::Tensor IllConditioned(const at::Tensor& d, const at::Tensor& r, const at::Te
 // hence Adam's +-lr move — is noise. So the ill-conditioned test looks at g' of each run: its own
 // clip coefficient and its own previous parameters (master weights when it keeps them; the
 // initial parameters at step 0). Without decay g' = coef * g, whose sign is g's.
-struct EffectiveGradient {
-  const Config& cfg;
-  int64_t step;
-  const ParamSpec& ps;
+class EffectiveGradient {
+ public:
+  EffectiveGradient(const Config& cfg, const ParamSpec& ps) : cfg(cfg), ps(ps) {}
   bool decays() const {
     return cfg.optimizer.kind == OptimizerKind::kAdam && cfg.optimizer.weight_decay != 0;
   }
-  // `prev`: the tensors of the run's previous step (nullptr at step 0). Undefined `g` stays so.
+  // `prev`: the tensors of the run's previous step (nullptr at step 0); `masters`: whether its
+  // master weights there are reported (else they are zeros and the parameters are used).
+  // Undefined `g` stays so.
   at::Tensor operator()(const at::Tensor& g, double grad_norm,
-                        const std::map<std::string, at::Tensor>* prev) const {
+                        const std::map<std::string, at::Tensor>* prev, bool masters = true) const {
     if (!g.defined() || !decays()) return g;
     const double coef = std::isfinite(grad_norm) ? ClipCoefficient(cfg.clip_grad_norm, grad_norm) : 1.0;
     at::Tensor p;
     if (prev == nullptr) {
-      p = GenerateParam(ps, cfg.seed).reshape({-1});
+      if (!initial_.defined()) initial_ = GenerateParam(ps, cfg.seed).reshape({-1});
+      p = initial_;
     } else {
-      auto it = prev->find("master:" + ps.name);
+      auto it = masters ? prev->find("master:" + ps.name) : prev->end();
       p = it != prev->end() ? it->second : prev->at("param:" + ps.name);
     }
     return g * coef + p * cfg.optimizer.weight_decay;
   }
+
+ private:
+  const Config& cfg;
+  const ParamSpec& ps;
+  mutable at::Tensor initial_;  // step 0's parameters, the same for every run
 };
 
 // Compares parameters of an Adam run outside the ill-conditioned elements, and checks those
@@ -277,16 +284,11 @@ NumericResult CheckNumerics(const Config& cfg, const Assembly& dist, const RefPa
     for (const auto& ps : spec.params) {
       if (r.skipped) break;
       const std::string g = "grad:" + ps.name;
-      const EffectiveGradient eff{cfg, s, ps};
+      const EffectiveGradient eff(cfg, ps);
       // The master weights a run keeps are reported with the optimizer state.
-      const auto* d_prev = s == 0 ? nullptr : &dist.steps[s - 1].tensors;
-      std::map<std::string, at::Tensor> d_prev_params;
-      if (d_prev != nullptr && !reported.optimizer) {
-        d_prev_params["param:" + ps.name] = d_prev->at("param:" + ps.name);
-        d_prev = &d_prev_params;
-      }
       at::Tensor now = IllConditioned(
-          eff(reported.grad ? d.tensors.at(g) : at::Tensor(), d.grad_norm, d_prev),
+          eff(reported.grad ? d.tensors.at(g) : at::Tensor(), d.grad_norm,
+              s == 0 ? nullptr : &dist.steps[s - 1].tensors, reported.optimizer),
           eff(r.tensors.at(g), r.grad_norm, s == 0 ? nullptr : &ref.same.steps[s - 1].tensors),
           eff(t.tensors.at(g), t.grad_norm, s == 0 ? nullptr : &ref.truth.steps[s - 1].tensors),
           tol("grad").factor, adam ? cfg.optimizer.eps : 0.0);
@@ -299,8 +301,8 @@ NumericResult CheckNumerics(const Config& cfg, const Assembly& dist, const RefPa
       for (const auto& ps : spec.params) {
         const std::string key = kind + ":" + ps.name;
         const at::Tensor &dv = d.tensors.at(key), &rv = r.tensors.at(key), &tv = t.tensors.at(key);
-        const at::Tensor none = at::zeros({ps.numel()}, at::kBool);
-        const at::Tensor& mask = ill.count(ps.name) ? ill.at(ps.name) : none;
+        auto found = ill.find(ps.name);
+        const at::Tensor mask = found != ill.end() ? found->second : at::zeros({ps.numel()}, at::kBool);
         Comparison c;
         if (adam && (kind == "param" || kind == "master")) {
           c = CompareAdamParam(dv, rv, tv, mask, tol(kind), max_move, rms[kind], s);
