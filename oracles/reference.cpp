@@ -73,6 +73,14 @@ RefRun RunReference(const Config& cfg, bool truth, const std::vector<bool>* skip
     // micro-batch sums do wherever they are exact (oracles/exact_oracle.h).
     const bool batched = truth && cfg.model.kind != ModelKind::kExactLinear;
     const int64_t passes = batched ? 1 : M;
+    // Note [Mirrored loss multiplier]: a run scales each micro-batch's loss by
+    // scale / accumulation_steps and divides the data-parallel sum by dp afterwards; the twin does
+    // the same (not scale / M), so that each micro-batch's 16-bit backward rounds exactly as a
+    // rank's does. With 1 / M instead, dp not a power of two put every gradient at another
+    // binade offset and made the twin's error an independent sample, too small now and then for a
+    // tensor of few elements (bf16 compute, dp 3: a clean run flagged at ratio 1.18).
+    const double loss_mult = batched ? 1.0 : 1.0 / static_cast<double>(cfg.batch.accumulation_steps);
+    const double dp_mult = batched ? 1.0 : 1.0 / static_cast<double>(M / cfg.batch.accumulation_steps);
     for (int64_t g = 0; g < passes; ++g) {
       MicroBatch mb = MakeMicroBatch(cfg, step, g);
       if (batched && M > 1) {
@@ -91,7 +99,7 @@ RefRun RunReference(const Config& cfg, bool truth, const std::vector<bool>* skip
       at::Tensor x;
       for (const auto& u : units) x = UnitForward(u, cfg.model, num, leaves, x, mb);
       loss_sum += x.item<double>();
-      (x * (scale / static_cast<double>(passes))).backward();
+      (x * (scale * loss_mult)).backward();
       for (size_t i = 0; i < spec.params.size(); ++i) {
         at::Tensor gi = leaves[spec.params[i].name].grad();
         if (!gi.defined()) gi = at::zeros_like(st.params[i]);
@@ -100,6 +108,8 @@ RefRun RunReference(const Config& cfg, bool truth, const std::vector<bool>* skip
       }
     }
     rs.loss = loss_sum / static_cast<double>(passes);
+    if (dp_mult != 1.0)
+      for (auto& a : acc) a.mul_(dp_mult);
     // Overflow: the twin decides from its own gradients; the truth (float64 never overflows)
     // follows the twin's decisions so both skip the same steps.
     bool overflow = false;
