@@ -10,6 +10,7 @@
 #include "core/model_spec.h"
 #include "kernels/optim.h"
 #include "kernels/param_init.h"
+#include "oracles/quantities.h"
 #include "oracles/tolerance.h"
 
 namespace paradiff {
@@ -325,17 +326,7 @@ NumericResult CheckNumerics(const Config& cfg, const Assembly& dist, const RefPa
     Verdict& v = out.verdict;
     v.kind = VerdictKind::kMismatch;
     v.oracle = "numeric";
-    v.where.step = c.step;
-    v.where.phase = c.phase;
-    v.where.tensor = c.tensor;
-    v.where.tensor_kind = c.kind;
-    v.where.layer = c.layer;
-    v.where.index = c.index;
-    v.where.expected = c.expected;
-    v.where.actual = c.actual;
-    v.where.error = c.error;
-    v.where.bound = c.bound;
-    v.where.detail = c.detail;
+    LocalizeComparison(v, c);
     std::ostringstream msg;
     msg.precision(6);
     msg << "step " << c.step << " " << c.phase << ": " << c.kind
@@ -351,6 +342,16 @@ NumericResult CheckNumerics(const Config& cfg, const Assembly& dist, const RefPa
     break;
   }
   return out;
+}
+
+void LocalizeComparison(Verdict& v, const Comparison& c) {
+  Localize(v, Quantity{c.step, c.phase, c.kind, c.tensor, c.layer});
+  v.where.index = c.index;
+  v.where.expected = c.expected;
+  v.where.actual = c.actual;
+  v.where.error = c.error;
+  v.where.bound = c.bound;
+  v.where.detail = c.detail;
 }
 
 Verdict NumericOracle::Check(const OracleInput& in) const {

@@ -32,6 +32,10 @@ struct Comparison {
   double ratio() const { return bound > 0 ? error / bound : (error > 0 ? 1e300 : 0); }
 };
 
+// Copies c's localization (step, phase, kind, tensor, layer, detail) and numbers (index, expected,
+// actual, error, bound) into v.where.
+void LocalizeComparison(Verdict& v, const Comparison& c);
+
 struct NumericResult {
   std::vector<Comparison> comparisons;  // every quantity compared, in localization order
   Verdict verdict;                      // kPass or the first kMismatch

@@ -15,6 +15,7 @@
 #include "oracles/numeric_oracle.h"
 #include "oracles/replica_oracle.h"
 #include "oracles/tiling_oracle.h"
+#include "oracles/update_oracle.h"
 #include "oracles/validation_oracle.h"
 
 namespace paradiff {
@@ -42,6 +43,7 @@ const std::vector<Entry>& Entries() {
       {"replica", true, true, Make<ReplicaOracle>},
       {"memory", true, true, Make<MemoryOracle>},
       {"numeric", true, true, Make<NumericOracle>},
+      {"update", true, true, Make<UpdateOracle>},
       {"exact", true, true, Make<ExactOracle>},
       {"determinism", false, true, Make<DeterminismOracle>},
       {"metamorphic", false, true, Make<MetamorphicOracle>},
