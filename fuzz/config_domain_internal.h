@@ -65,9 +65,11 @@ int64_t DrawAlign(SeqRng& rng);
 // probability scaled by `exotic` (exact_linear stays fp32).
 void DrawPrecision(Config& c, SeqRng& rng, double exotic);
 // precision.loss_scale for fp16: static or dynamic, initial scales around the partial-overflow band
-// of generated models, sometimes overflow-then-recover (every gradient overflows at first).
+// of generated models, sometimes overflow-then-recover (every gradient overflows at first). On a
+// checkpointed config a dynamic scaler grows before the save (growth_interval <= save_at).
 void DrawLossScale(Config& c, SeqRng& rng);
-// checkpoint.*: save_at in 1..steps-1 (needs steps >= 2) and a reload layout, preferring another dp.
+// checkpoint.*: save_at in 1..steps-1 (needs steps >= 2) and a reload layout, preferring another dp;
+// a dynamic loss scaler grows before the save (growth_interval <= save_at).
 void DrawCheckpointLayout(Config& c, SeqRng& rng);
 // optimizer.*: sgd / adam / adamw with sane learning rates; exact_linear gets dyadic sgd.
 void DrawOptimizer(Config& c, SeqRng& rng);

@@ -27,7 +27,7 @@ constexpr double kTpShare = 0.35;         // tp > 1 (times the exotic factor)
 constexpr double kPpShare = 0.35;         // pp > 1 (times the exotic factor)
 constexpr double kSpShare = 0.4;          // sp, given tp > 1 (times the exotic factor)
 constexpr double kOverflowThenRecoverShare = 0.25;  // of dynamic loss scaling (DrawPrecision)
-constexpr double kCheckpointShare = 0.3; 
+constexpr double kCheckpointShare = 0.3;
 constexpr double kBackendShare = 0.04;
 constexpr double kUnevenDpShare = 0.85;  // nudge the model so dp does not divide its parameters
 constexpr int kMaxNudges = 16;
@@ -152,6 +152,16 @@ void DrawCheckpoint(Config& c, SeqRng& rng, double exotic) {
   DrawCheckpointLayout(c, rng);
 }
 
+// A checkpoint tests only the state that moved before it: a checkpointed config's dynamic loss
+// scaler grows within the saved steps (growth_interval <= save_at, unless an overflow backs it off
+// first), so a reload that loses the scaler shows. Whichever of the checkpoint and the scaler is
+// drawn last applies it.
+void GrowScaleBeforeSave(Config& c, SeqRng& rng) {
+  LossScaleConfig& ls = c.precision.loss_scale;
+  if (c.checkpoint.save_at > 0 && ls.mode == LossScaleMode::kDynamic)
+    ls.growth_interval = rng.Range(1, c.checkpoint.save_at);
+}
+
 }  // namespace
 
 void DrawCheckpointLayout(Config& c, SeqRng& rng) {
@@ -167,10 +177,7 @@ void DrawCheckpointLayout(Config& c, SeqRng& rng) {
     if (micro_batches % d == 0) (d == c.parallel.dp ? dps : others).push_back(d);
   k.reload.dp = !others.empty() && rng.Chance(0.8) ? Pick(rng, others) : c.parallel.dp;
   k.reload.zero_stage = rng.Range(0, k.reload.pp > 1 ? 2 : 3);
-  // A checkpoint tests only the state that moved before it: dynamic loss scaling grows within the
-  // saved steps (unless an overflow backs it off first), so a reload that loses the scaler shows.
-  LossScaleConfig& ls = c.precision.loss_scale;
-  if (ls.mode == LossScaleMode::kDynamic) ls.growth_interval = rng.Range(1, k.save_at);
+  GrowScaleBeforeSave(c, rng);
 }
 
 namespace {
@@ -304,6 +311,7 @@ void DrawLossScale(Config& c, SeqRng& rng) {
     s.backoff = std::ldexp(1.0, low - high);
     s.hysteresis = 1;
   }
+  GrowScaleBeforeSave(c, rng);  // a redraw (MutateLossScale, MutatePrecision) on a checkpointed config
 }
 
 void DrawOptimizer(Config& c, SeqRng& rng) {

@@ -275,6 +275,31 @@ TEST(ConfigDomain, MutationsReachManyFields) {
   EXPECT_GT(changed_keys["/precision/loss_scale/init"], 0);
 }
 
+// Redrawing the loss scaler of a checkpointed config (MutateLossScale, or MutatePrecision drawing
+// fp16 afresh) keeps the rule generation applies: a dynamic scaler grows before the save, so a
+// reload that loses its state shows (growth_interval <= save_at).
+TEST(ConfigDomain, RedrawnDynamicScalerGrowsBeforeTheSave) {
+  const DomainOptions opts = EngineOptions();
+  Config base;
+  base.steps = 3;
+  base.precision.param = base.precision.compute = DType::kFp16;
+  base.precision.loss_scale.mode = LossScaleMode::kDynamic;
+  base.precision.loss_scale.growth_interval = 1;
+  base.checkpoint.save_at = 1;
+  ExpectPasses(base, opts);
+  SeqRng rng(Mix64(21));
+  int redrawn = 0;
+  for (int i = 0; i < 2000; ++i) {
+    const Config m = MutateConfig(base, rng, opts);
+    const LossScaleConfig& ls = m.precision.loss_scale;
+    if (ls == base.precision.loss_scale || ls.mode != LossScaleMode::kDynamic || m.checkpoint.save_at == 0)
+      continue;
+    ++redrawn;
+    EXPECT_LE(ls.growth_interval, m.checkpoint.save_at) << WriteConfig(m);
+  }
+  EXPECT_GE(redrawn, 20);
+}
+
 TEST(ConfigDomain, InvalidMutationsAreRejected) {
   DomainOptions opts = EngineOptions();
   opts.invalid_share = 1.0;
