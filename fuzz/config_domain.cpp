@@ -322,9 +322,12 @@ std::string BucketClass(const Config& c) {
   return c.zero.bucket_elems < ModelParameterCount(c.model) ? "mid" : "large";
 }
 
-std::string KvClass(const ModelConfig& m) {
+// "gqa.per_rank": grouped attention within each tp rank (kv heads split over tp, several per rank,
+// each serving several query heads), the one place a rank's own query-to-kv-head map matters.
+std::string KvClass(const ModelConfig& m, int64_t tp) {
   if (m.kv_heads == m.heads) return "mha";
-  return m.kv_heads == 1 ? "mqa" : "gqa";
+  if (m.kv_heads == 1) return "mqa";
+  return tp > 1 && m.kv_heads % tp == 0 && m.kv_heads / tp >= 2 ? "gqa.per_rank" : "gqa";
 }
 
 }  // namespace
@@ -353,7 +356,7 @@ std::vector<std::string> ConfigFeatures(const Config& c) {
   if (gpt) {
     f.push_back(m.tied_embeddings ? "tied" : "untied");
     f.push_back(std::string("act=") + Name(m.activation));
-    f.push_back("kv=" + KvClass(m));
+    f.push_back("kv=" + KvClass(m, p.tp));
   }
   f.push_back("bucket=" + BucketClass(c));
   f.push_back(c.zero.align_elems > 1 ? "align>1" : "align=1");

@@ -2,7 +2,8 @@
 // distribution: which layouts, sizes, precisions and optimizers are drawn and how often, weighted
 // toward bug territory (BUGZOO.md): odd and prime world sizes, parameter counts dp does not divide,
 // vocabularies 4*tp does not divide, layers pp does not divide, buckets smaller than one tensor or
-// larger than all, accumulation > 1, bf16 with and without master weights, every ZeRO stage.
+// larger than all, accumulation > 1, bf16 with and without master weights, every ZeRO stage,
+// grouped attention with several kv heads per tp rank.
 //
 // Note [Exotic decay]: DomainOptions::accept filters what this engine build cannot run (today tp,
 // pp, sp, loss scaling, checkpoints and non-local backends). A rejected draw is redrawn with the
@@ -10,6 +11,8 @@
 // (Validate + accept are microseconds) while a permissive one still sees them often.
 #include <algorithm>
 #include <cmath>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "core/model_spec.h"
@@ -26,6 +29,8 @@ constexpr double kExactShare = 0.12;      // model.kind=exact_linear
 constexpr double kTpShare = 0.35;         // tp > 1 (times the exotic factor)
 constexpr double kPpShare = 0.35;         // pp > 1 (times the exotic factor)
 constexpr double kSpShare = 0.4;          // sp, given tp > 1 (times the exotic factor)
+constexpr double kKvPerRankShare = 0.2;   // gpt, given tp > 1: grouped attention within each rank
+constexpr int64_t kMaxKvPerRankHeads = 16;
 constexpr double kOverflowThenRecoverShare = 0.25;  // of dynamic loss scaling (DrawPrecision)
 constexpr double kCheckpointShare = 0.3;
 constexpr double kBackendShare = 0.04;
@@ -119,14 +124,33 @@ void DrawPartition(Config& c, SeqRng& rng) {
     ++p.partition_layers[rng.Below(static_cast<uint64_t>(chunks))];
 }
 
+// Grouped attention within each tp rank: kv heads split over tp with several per rank, each
+// serving several query heads (heads = tp * kv_per_rank * group, kv_per_rank and group in {2, 4}).
+// Only there does a rank's own map from query heads to its kv heads matter (interleaved, not
+// tiled); the plain draw reaches it only with tp=2, heads=8, kv_heads=4. False when no such shape
+// fits max_hidden.
+bool DrawKvPerRank(Config& c, SeqRng& rng, int64_t max_hidden) {
+  const int64_t tp = c.parallel.tp;
+  std::vector<std::pair<int64_t, int64_t>> shapes;  // (heads, kv_heads)
+  for (int64_t kv_per_rank : {2, 4})
+    for (int64_t group : {2, 4})
+      if (tp * kv_per_rank * group <= std::min(max_hidden, kMaxKvPerRankHeads))
+        shapes.emplace_back(tp * kv_per_rank * group, tp * kv_per_rank);
+  if (shapes.empty()) return false;
+  std::tie(c.model.heads, c.model.kv_heads) = Pick(rng, shapes);
+  return true;
+}
+
 void DrawGptModel(Config& c, SeqRng& rng, int64_t max_layers, int64_t max_hidden) {
   ModelConfig& m = c.model;
   const int64_t tp = c.parallel.tp;
-  std::vector<int64_t> heads;
-  for (int64_t h : {1, 2, 3, 4, 6, 8})
-    if (h % tp == 0 && h <= max_hidden && (tp == 3 || h % 3 != 0)) heads.push_back(h);
-  m.heads = Pick(rng, heads);
-  DrawKvHeads(c, rng);
+  if (tp == 1 || !rng.Chance(kKvPerRankShare) || !DrawKvPerRank(c, rng, max_hidden)) {
+    std::vector<int64_t> heads;
+    for (int64_t h : {1, 2, 3, 4, 6, 8})
+      if (h % tp == 0 && h <= max_hidden && (tp == 3 || h % 3 != 0)) heads.push_back(h);
+    m.heads = Pick(rng, heads);
+    DrawKvHeads(c, rng);
+  }
   m.hidden = m.heads * DrawHeadDim(rng, m.heads, max_hidden);
   m.ffn = std::max(tp, rng.Range(std::max<int64_t>(1, m.hidden / 2), 4 * m.hidden) / tp * tp);
   m.vocab = DrawVocab(rng, tp);
@@ -311,7 +335,7 @@ void DrawLossScale(Config& c, SeqRng& rng) {
     s.backoff = std::ldexp(1.0, low - high);
     s.hysteresis = 1;
   }
-  GrowScaleBeforeSave(c, rng);  // a redraw (MutateLossScale, MutatePrecision) on a checkpointed config
+  GrowScaleBeforeSave(c, rng);  // a redraw on a checkpointed config (MutateLossScale, ...)
 }
 
 void DrawOptimizer(Config& c, SeqRng& rng) {

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <set>
@@ -103,10 +104,12 @@ TEST(ConfigDomain, PermissiveGenerationIsValidAndReachesEveryLayout) {
   EXPECT_GE(pp_layers_uneven * 10, pp_runs * 4);
 }
 
+// Seeds are hashed as the campaign's are (ConfigAt): SeqRng(8) draws SeqRng(7)'s numbers one
+// later, and since a config takes a varying number of draws, the two sequences can fall into step.
 TEST(ConfigDomain, SameSeedSameSequenceDifferentSeedsDiffer) {
   const DomainOptions opts = EngineOptions();
-  const std::vector<Config> a = Generate(7, opts, 300), b = Generate(7, opts, 300);
-  const std::vector<Config> c = Generate(8, opts, 300);
+  const std::vector<Config> a = Generate(Mix64(7), opts, 300), b = Generate(Mix64(7), opts, 300);
+  const std::vector<Config> c = Generate(Mix64(8), opts, 300);
   int differ = 0;
   for (size_t i = 0; i < a.size(); ++i) {
     ASSERT_EQ(WriteConfig(a[i]), WriteConfig(b[i])) << "config " << i;
@@ -182,6 +185,37 @@ TEST(ConfigDomain, DistributionLeansTowardBugTerritory) {
   EXPECT_LE(tied, kSamples * 4 / 5);
   EXPECT_GE(clip, kSamples / 10);
   EXPECT_GT(overflow_then_recover, 0);
+}
+
+// Grouped attention within each tp rank (several kv heads per rank, each serving several query
+// heads) is the one layout where a rank's own query-to-kv-head map matters; the plain heads and
+// kv_heads draws reach it only with tp=2, heads=8, kv_heads=4 (a held-out mutation study found
+// a bug there only after 480 campaign executions). Measured with this seed: 6.3% of 5,000
+// (0.8% before DrawKvPerRank); the floors leave room for other weights to move.
+TEST(ConfigDomain, KvHeadsPerTpRankAreCommon) {
+  constexpr int kDraws = 5000;
+  int kv_per_rank = 0, tp_gpt = 0, tp_mha = 0, tp_mqa = 0;
+  std::set<int64_t> kv_per_rank_tps;
+  for (const Config& c : Generate(Mix64(23), EngineOptions(), kDraws)) {
+    const ModelConfig& m = c.model;
+    const int64_t tp = c.parallel.tp;
+    if (m.kind != ModelKind::kGpt || tp == 1) continue;
+    ++tp_gpt;
+    tp_mha += m.kv_heads == m.heads;
+    tp_mqa += m.kv_heads == 1;
+    if (m.kv_heads > 1 && m.kv_heads % tp == 0 && m.kv_heads / tp >= 2 &&
+        m.heads / m.kv_heads >= 2) {
+      ++kv_per_rank;
+      kv_per_rank_tps.insert(tp);
+      const std::vector<std::string> f = ConfigFeatures(c);
+      EXPECT_EQ(std::count(f.begin(), f.end(), "kv=gqa.per_rank"), 1) << WriteConfig(c);
+    }
+  }
+  EXPECT_GE(kv_per_rank * 100, kDraws * 4) << kv_per_rank;
+  EXPECT_EQ(kv_per_rank_tps, (std::set<int64_t>{2, 3, 4}));
+  // Not at the cost of the other kv layouts under tp (measured: 40% mha, 23% mqa).
+  EXPECT_GE(tp_mha * 10, tp_gpt * 3) << tp_mha << " of " << tp_gpt;
+  EXPECT_GE(tp_mqa * 100, tp_gpt * 15) << tp_mqa << " of " << tp_gpt;
 }
 
 TEST(ConfigDomain, ExactLinearConfigsAreDyadicFriendly) {
@@ -292,7 +326,8 @@ TEST(ConfigDomain, RedrawnDynamicScalerGrowsBeforeTheSave) {
   for (int i = 0; i < 2000; ++i) {
     const Config m = MutateConfig(base, rng, opts);
     const LossScaleConfig& ls = m.precision.loss_scale;
-    if (ls == base.precision.loss_scale || ls.mode != LossScaleMode::kDynamic || m.checkpoint.save_at == 0)
+    if (ls == base.precision.loss_scale || ls.mode != LossScaleMode::kDynamic ||
+        m.checkpoint.save_at == 0)
       continue;
     ++redrawn;
     EXPECT_LE(ls.growth_interval, m.checkpoint.save_at) << WriteConfig(m);
@@ -377,11 +412,11 @@ TEST(ConfigDomain, FeaturesAreCategoricalAndDeterministic) {
     all.insert(f.begin(), f.end());
   }
   for (const char* expected :
-       {"model=gpt",  "model=exact", "dp=1",       "dp=2",         "dp=odd",     "dp=even>2",
-        "zero=0",     "zero=3",      "param=bf16", "master",       "nomaster",   "accum>1",
-        "accum=1",    "opt=sgd",     "opt=adamw",  "clip",         "tied",       "untied",
-        "act=swiglu", "kv=gqa",      "kv=mqa",     "bucket=small", "bucket=mid", "bucket=large",
-        "uneven.dp",  "even.dp",     "align>1"})
+       {"model=gpt",  "model=exact", "dp=1",       "dp=2",           "dp=odd",     "dp=even>2",
+        "zero=0",     "zero=3",      "param=bf16", "master",         "nomaster",   "accum>1",
+        "accum=1",    "opt=sgd",     "opt=adamw",  "clip",           "tied",       "untied",
+        "act=swiglu", "kv=gqa",      "kv=mqa",     "bucket=small",   "bucket=mid", "bucket=large",
+        "uneven.dp",  "even.dp",     "align>1",    "kv=gqa.per_rank"})
     EXPECT_TRUE(all.count(expected)) << expected;
 }
 
