@@ -2,12 +2,12 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/config_json.h"
 #include "core/model_spec.h"
 #include "kernels/data.h"
-#include "kernels/loss_scaler.h"
 #include "kernels/model.h"
 #include "kernels/numerics.h"
 #include "kernels/optim.h"
@@ -25,6 +25,41 @@ namespace {
 at::Tensor Snapshot(const at::Tensor& t) {
   return t.to(at::kDouble, /*non_blocking=*/false, /*copy=*/true).reshape({-1});
 }
+
+// Note [Independent loss scale schedule]: the reference follows the loss scale schedule of
+// docs/CONFIG.md with its own few lines, not kernels/loss_scaler.cpp. The numeric oracle requires
+// the run's scale sequence to equal the reference's bit for bit (Note [Loss scale sequence]), which
+// tests the engine's scaler only if the two are written separately. Dynamic: an overflow resets
+// the run of clean steps and spends one unit of hysteresis; with none left (<= 1) the scale backs
+// off (not below min). growth_interval clean steps in a row grow the scale and restore the
+// hysteresis. Static: constant. None: 1, and overflows are not looked for.
+class ScaleSchedule {
+ public:
+  explicit ScaleSchedule(const LossScaleConfig& c)
+      : c_(c), scale_(c.mode == LossScaleMode::kNone ? 1.0 : c.init), spare_(c.hysteresis) {}
+  double scale() const { return scale_; }
+  bool looks_for_overflow() const { return c_.mode != LossScaleMode::kNone; }
+  void After(bool overflow) {
+    if (c_.mode != LossScaleMode::kDynamic) return;
+    if (overflow) {
+      clean_ = 0;
+      if (spare_ > 1) {
+        --spare_;
+      } else {
+        scale_ = std::max(scale_ * c_.backoff, c_.min);
+      }
+    } else if (++clean_ == c_.growth_interval) {
+      clean_ = 0;
+      spare_ = c_.hysteresis;
+      scale_ *= c_.growth_factor;
+    }
+  }
+
+ private:
+  LossScaleConfig c_;
+  double scale_;
+  int64_t spare_, clean_ = 0;
+};
 
 struct RefState {
   std::vector<at::Tensor> params;  // param dtype (truth: double), with shapes
@@ -56,7 +91,7 @@ RefRun RunReference(const Config& cfg, bool truth, const std::vector<bool>* skip
   }
 
   const int64_t M = MicroBatchesPerStep(cfg);
-  LossScaler scaler(cfg.precision.loss_scale);
+  ScaleSchedule scaler(cfg.precision.loss_scale);
   int64_t updates = 0;  // optimizer updates applied (skipped steps do not count)
   RefRun run;
   for (int64_t step = 0; step < cfg.steps; ++step) {
@@ -115,14 +150,14 @@ RefRun RunReference(const Config& cfg, bool truth, const std::vector<bool>* skip
     bool overflow = false;
     if (skips != nullptr) {
       overflow = step < static_cast<int64_t>(skips->size()) && (*skips)[step];
-    } else if (scaler.enabled()) {
+    } else if (scaler.looks_for_overflow()) {
       for (const auto& a : acc) overflow = overflow || !a.isfinite().all().item<bool>();
     }
     rs.skipped = overflow;
     rs.loss_scale = scale;
     double sq = 0;
     for (const auto& a : acc) sq += a.to(at::kDouble).pow(2).sum().item<double>();
-    scaler.Update(overflow);
+    scaler.After(overflow);
     rs.grad_norm = overflow ? INFINITY : std::sqrt(sq) / scale;
     // Unscale (and below, clip) in the optimizer's dtype, never in a 16-bit accumulate dtype.
     for (auto& a : acc) {

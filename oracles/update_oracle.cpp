@@ -9,7 +9,7 @@
 
 #include "core/model_spec.h"
 #include "kernels/numerics.h"
-#include "kernels/optim.h"
+#include "kernels/optim.h"  // OptimizerSlotNames
 #include "kernels/param_init.h"
 #include "oracles/assemble.h"
 #include "oracles/numeric_oracle.h"
@@ -50,6 +50,13 @@ at::Tensor UlpOf(const at::Tensor& x, DType d) {
 // x rounded to the parameter dtype and back (round to nearest even, as the run's copies are).
 at::Tensor RoundTo(const at::Tensor& x, DType d) {
   return x.to(at::kFloat).to(ToScalarType(d)).to(at::kDouble);
+}
+
+// The clip coefficient of docs/CONFIG.md (as torch's clip_grad_norm_), written here rather than
+// taken from kernels/optim.h, for the same reason as the optimizer below.
+double Clip(double max_norm, double norm) {
+  if (max_norm <= 0) return 1.0;
+  return std::min(1.0, max_norm / (norm + 1e-6));
 }
 
 // The optimizer of docs/CONFIG.md on float64, with magnitudes. `g` is the clipped gradient, `t`
@@ -131,7 +138,7 @@ Verdict UpdateOracle::Check(const OracleInput& in) const {
   int64_t applied = 0;
   for (int64_t step = 0; step < static_cast<int64_t>(a.steps.size()); ++step) {
     const AssembledStep& as = a.steps[step];
-    const double coef = as.skipped ? 1.0 : ClipCoefficient(cfg.clip_grad_norm, as.grad_norm);
+    const double coef = as.skipped ? 1.0 : Clip(cfg.clip_grad_norm, as.grad_norm);
     const double norm_rel =
         coef < 1.0 ? NormRoundingBound(a.reporting.grad_norm_dtype, grad_elems) : 0.0;
     const double unit = kUpdateRoundings * kFp32Unit + 2 * norm_rel;

@@ -8,10 +8,12 @@
 #include <ATen/Context.h>
 
 #include <cmath>
+#include <random>
 
 #include "kernels/engine.h"
 #include "kernels/loss_scaler.h"
 #include "kernels/numerics.h"
+#include "oracles/reference.h"
 #include "tests/unit/engine_test_util.h"
 
 namespace paradiff {
@@ -127,6 +129,38 @@ TEST(LossScaler, DynamicBackoffHysteresisGrowth) {
   floor.Update(true);
   floor.Update(true);
   EXPECT_EQ(floor.scale(), 1024);  // never below min
+}
+
+// The reference follows the loss scale schedule with its own implementation (Note [Independent
+// loss scale schedule] in oracles/reference.cpp), so the numeric oracle's scale-sequence check
+// tests the engine's LossScaler. The two must agree on every schedule and overflow pattern.
+TEST(LossScaler, ReferenceScheduleWrittenApartAgrees) {
+  Config c = SmallConfig(1, 0);
+  c.model.kind = ModelKind::kExactLinear;
+  c.model.layers = 1;
+  c.model.hidden = 4;
+  c.model.seq_len = 2;
+  c.batch.micro_batch = 1;
+  c.steps = 10;
+  c.precision.loss_scale.mode = LossScaleMode::kDynamic;
+  std::mt19937 rng(20261130);
+  for (int k = 0; k < 24; ++k) {
+    LossScaleConfig& ls = c.precision.loss_scale;
+    ls.init = 1 << (4 + rng() % 8);
+    ls.hysteresis = 1 + rng() % 3;
+    ls.growth_interval = 1 + rng() % 4;
+    ls.min = rng() % 2 ? 1.0 : ls.init / 4;
+    ls.backoff = rng() % 2 ? 0.5 : 0.25;
+    ls.growth_factor = rng() % 2 ? 2.0 : 4.0;
+    std::vector<bool> skips;
+    for (int64_t s = 0; s < c.steps; ++s) skips.push_back(rng() % 3 == 0);
+    const RefRun ref = RunReference(c, /*truth=*/true, &skips);
+    LossScaler engine(ls);
+    for (int64_t s = 0; s < c.steps; ++s) {
+      EXPECT_EQ(ref.steps[s].loss_scale, engine.scale()) << "case " << k << " step " << s;
+      engine.Update(skips[s]);
+    }
+  }
 }
 
 void ExpectCaught(const Config& c, const std::string& what) {
