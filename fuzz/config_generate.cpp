@@ -3,7 +3,7 @@
 // toward bug territory (BUGZOO.md): odd and prime world sizes, parameter counts dp does not divide,
 // vocabularies 4*tp does not divide, layers pp does not divide, buckets smaller than one tensor or
 // larger than all, accumulation > 1, bf16 with and without master weights, every ZeRO stage,
-// grouped attention with several kv heads per tp rank.
+// grouped attention with several kv heads per tp rank, clipping under loss scaling.
 //
 // Note [Exotic decay]: DomainOptions::accept filters what this engine build cannot run (today tp,
 // pp, sp, loss scaling, checkpoints and non-local backends). A rejected draw is redrawn with the
@@ -32,6 +32,13 @@ constexpr double kSpShare = 0.4;          // sp, given tp > 1 (times the exotic 
 constexpr double kKvPerRankShare = 0.2;   // gpt, given tp > 1: grouped attention within each rank
 constexpr int64_t kMaxKvPerRankHeads = 16;
 constexpr double kOverflowThenRecoverShare = 0.25;  // of dynamic loss scaling (DrawPrecision)
+// Clipping (gpt only), more often with loss scaling, where a first applied scale above the
+// applied band is lowered into it at this share (Note [Clipping under loss scaling]).
+constexpr double kClipShare = 0.3;
+constexpr double kClipShareScaled = 0.6;
+constexpr double kClipAppliedScaleShare = 0.5;
+constexpr int kAppliedScaleMinLog2 = 10;  // the applied band: loss scales at which the steps
+constexpr int kAppliedScaleMaxLog2 = 16;  // of generated models apply (no fp16 overflow)
 constexpr double kCheckpointShare = 0.3;
 constexpr double kBackendShare = 0.04;
 constexpr double kUnevenDpShare = 0.85;  // nudge the model so dp does not divide its parameters
@@ -46,6 +53,13 @@ double Round2(double x) {
 double LogUniform(SeqRng& rng, double lo, double hi) {
   const double u = static_cast<double>(rng.Next() >> 11) * (1.0 / 9007199254740992.0);
   return lo * std::pow(hi / lo, u);
+}
+
+// The loss scale of the first step that can apply: the initial one, or for overflow-then-recover
+// (DrawLossScale: a backoff far below the usual 0.5) the one its first overflow backs off to.
+double FirstAppliedScale(const LossScaleConfig& s) {
+  const bool recovers = s.mode == LossScaleMode::kDynamic && s.backoff < 0.5;
+  return recovers ? s.init * s.backoff : s.init;
 }
 
 template <class T>
@@ -358,10 +372,27 @@ void DrawOptimizer(Config& c, SeqRng& rng) {
   if (rng.Chance(0.35)) o.weight_decay = Round2(LogUniform(rng, 0.01, 0.1));
 }
 
+// Note [Clipping under loss scaling]: with a loss scale, clipping must read the norm of the
+// unscaled gradients (unscale, then clip, with the scale the step used), which only a config with
+// both shows, and only on steps that apply: a step skipped for an overflow clips nothing, and one
+// whose overflow decision is borderline is judged inconclusive. Most initial scales lie in or above
+// the band where the gradients of generated models overflow (DrawLossScale). Measured on 120
+// generated configs with both, under a planted "clip coefficient from the scaled norm" bug: it
+// showed in 42 of 42 whose first applied scale was at most 2^16 (overflow-then-recover included),
+// in 11 of 66 at 2^17..2^20 (41 inconclusive) and in none of 12 above. Hence clipping is drawn
+// more often under loss scaling, and then a first applied scale above 2^16 is often lowered into
+// the band where steps apply.
 void DrawClip(Config& c, SeqRng& rng) {
   c.clip_grad_norm = 0.0;
-  if (c.model.kind == ModelKind::kGpt && rng.Chance(0.3))
-    c.clip_grad_norm = Round2(LogUniform(rng, 0.05, 1.0));
+  if (c.model.kind != ModelKind::kGpt) return;
+  LossScaleConfig& s = c.precision.loss_scale;
+  const bool scaled = s.mode != LossScaleMode::kNone;
+  if (!rng.Chance(scaled ? kClipShareScaled : kClipShare)) return;
+  c.clip_grad_norm = Round2(LogUniform(rng, 0.05, 1.0));
+  const double applies = std::ldexp(1.0, kAppliedScaleMaxLog2);
+  if (scaled && FirstAppliedScale(s) > applies && rng.Chance(kClipAppliedScaleShare))
+    s.init =
+        std::ldexp(1.0, static_cast<int>(rng.Range(kAppliedScaleMinLog2, kAppliedScaleMaxLog2)));
 }
 
 void DrawAccumulation(Config& c, SeqRng& rng) {
