@@ -21,6 +21,10 @@ struct DomainOptions {
   int64_t max_layers = 4;       // largest model.layers
   int64_t max_hidden = 64;      // largest model.hidden
   int64_t max_steps = 3;        // largest steps
+  // Largest steps of a config with dynamic loss scaling, in place of max_steps: the scaler's state
+  // machine (hysteresis, backoff, growth) needs several steps to show (Note [Climbing loss scale]
+  // in config_generate.cpp).
+  int64_t max_scaler_steps = 6;
   double invalid_share = 0.0;   // share of deliberately invalid configs (Generate / Mutate)
   std::vector<std::string> faults;  // copied into every generated config
   // Configs this predicate rejects are re-drawn (e.g. what the engine build supports); null = all.

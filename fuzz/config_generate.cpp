@@ -32,6 +32,8 @@ constexpr double kSpShare = 0.4;          // sp, given tp > 1 (times the exotic 
 constexpr double kKvPerRankShare = 0.2;   // gpt, given tp > 1: grouped attention within each rank
 constexpr int64_t kMaxKvPerRankHeads = 16;
 constexpr double kOverflowThenRecoverShare = 0.25;  // of dynamic loss scaling (DrawPrecision)
+constexpr double kClimbShare = 0.25;  // of dynamic loss scaling: Note [Climbing loss scale]
+constexpr double kClimbGrowth = 4;    // two octaves a step: never jumps the partial-overflow band
 // Clipping (gpt only), more often with loss scaling, where a first applied scale above the
 // applied band is lowered into it at this share (Note [Clipping under loss scaling]).
 constexpr double kClipShare = 0.3;
@@ -197,7 +199,7 @@ void DrawCheckpoint(Config& c, SeqRng& rng, double exotic) {
 void GrowScaleBeforeSave(Config& c, SeqRng& rng) {
   LossScaleConfig& ls = c.precision.loss_scale;
   if (c.checkpoint.save_at > 0 && ls.mode == LossScaleMode::kDynamic)
-    ls.growth_interval = rng.Range(1, c.checkpoint.save_at);
+    ls.growth_interval = rng.Range(1, std::min(c.checkpoint.save_at, ls.growth_interval));  // never longer
 }
 
 }  // namespace
@@ -254,8 +256,9 @@ Config DrawConfig(SeqRng& rng, const DomainOptions& opts, double exotic) {
   c.steps = DrawSteps(rng, opts);
   // Dynamic loss scaling needs steps for the scale to move (backoff after an overflow, growth
   // after good steps) into the band where only part of the gradients overflow.
-  if (c.precision.loss_scale.mode == LossScaleMode::kDynamic && rng.Chance(0.6))
-    c.steps = std::clamp<int64_t>(opts.max_steps, 1, DomainBudget().max_steps);
+  const LossScaleConfig& ls = c.precision.loss_scale;
+  if (ls.mode == LossScaleMode::kDynamic && (ls.growth_factor == kClimbGrowth || rng.Chance(0.6)))
+    c.steps = std::clamp<int64_t>(opts.max_scaler_steps, 1, DomainBudget().max_steps);
   DrawCheckpoint(c, rng, exotic);
   if (rng.Chance(kBackendShare * exotic))
     c.backend = rng.Chance(0.5) ? Backend::kMpi : Backend::kNccl;
@@ -348,6 +351,17 @@ void DrawLossScale(Config& c, SeqRng& rng) {
     s.init = std::ldexp(1.0, high);
     s.backoff = std::ldexp(1.0, low - high);
     s.hysteresis = 1;
+  } else if (s.mode == LossScaleMode::kDynamic && rng.Chance(kClimbShare / (1 - kOverflowThenRecoverShare))) {
+    // Note [Climbing loss scale]: the band of scales where only some gradients overflow (some
+    // shards, layers or pipeline stages: where ranks must agree on the decision) is about two
+    // octaves wide and sits at another place for every model (2^16..2^20 for most generated
+    // ones). Instead of guessing it, start below it and grow by 4 every step: the walk lands in
+    // it whatever the model, then the scaler's state machine runs (hysteresis spent, backoff,
+    // growth restoring the hysteresis) over the longer runs a dynamic scaler gets (DomainOptions::
+    // max_scaler_steps).
+    s.init = std::ldexp(1.0, static_cast<int>(rng.Range(9, 12)));
+    s.growth_factor = kClimbGrowth;
+    s.growth_interval = 1;
   }
   GrowScaleBeforeSave(c, rng);  // a redraw on a checkpointed config (MutateLossScale, ...)
 }

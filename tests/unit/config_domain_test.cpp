@@ -66,7 +66,8 @@ TEST(ConfigDomain, GeneratedConfigsAreValidAcceptedAndInBounds) {
     EXPECT_LE(c.parallel.world, opts.max_world);
     EXPECT_LE(c.model.layers, opts.max_layers);
     EXPECT_LE(c.model.hidden, opts.max_hidden);
-    EXPECT_LE(c.steps, opts.max_steps);
+    const bool dynamic = c.precision.loss_scale.mode == LossScaleMode::kDynamic;
+    EXPECT_LE(c.steps, dynamic ? opts.max_scaler_steps : opts.max_steps);
   }
 }
 
@@ -243,6 +244,30 @@ TEST(ConfigDomain, ClippingUnderLossScalingIsCommonAndApplies) {
   EXPECT_GE(overflowing * 100, kDraws * 5) << overflowing;
 }
 
+// Note [Climbing loss scale]: a quarter of dynamic loss scaling starts below the partial-overflow
+// band and grows by 4 each step over max_scaler_steps, so its last scales pass 2^16..2^20
+// whatever the model; pp > 1 among them (stages must agree on the overflow) is not rare.
+TEST(ConfigDomain, DynamicScalingClimbsThroughThePartialOverflowBand) {
+  const DomainOptions opts = EngineOptions();
+  int dynamic = 0, climbing = 0, climbing_pp = 0;
+  for (const Config& c : Generate(Mix64(25), opts, 5000)) {
+    const LossScaleConfig& ls = c.precision.loss_scale;
+    if (ls.mode != LossScaleMode::kDynamic) continue;
+    ++dynamic;
+    if (ls.growth_factor != 4) continue;
+    ++climbing;
+    climbing_pp += c.parallel.pp > 1;
+    EXPECT_EQ(ls.growth_interval, 1);
+    EXPECT_LE(ls.init, std::ldexp(1.0, 12));
+    EXPECT_EQ(c.steps, opts.max_scaler_steps);
+    // Without an overflow the last step runs at init * 4^(steps - 1) >= 2^19.
+    EXPECT_GE(ls.init * std::pow(ls.growth_factor, static_cast<double>(c.steps - 1)), std::ldexp(1.0, 19));
+  }
+  ASSERT_GT(dynamic, 0);
+  EXPECT_GE(climbing * 100, dynamic * 15) << climbing << " of " << dynamic;
+  EXPECT_GE(climbing_pp * 100, climbing * 10) << climbing_pp << " of " << climbing;
+}
+
 TEST(ConfigDomain, ExactLinearConfigsAreDyadicFriendly) {
   for (const Config& c : Generate(4, EngineOptions(), kSamples)) {
     if (c.model.kind != ModelKind::kExactLinear) continue;
@@ -292,6 +317,7 @@ TEST(ConfigDomain, TinyBoundsAreRespected) {
   opts.max_layers = 1;
   opts.max_hidden = 4;
   opts.max_steps = 1;
+  opts.max_scaler_steps = 1;
   for (const Config& c : Generate(10, opts, 300)) {
     ExpectPasses(c, opts);
     EXPECT_EQ(c.parallel.world, 1);
