@@ -24,7 +24,7 @@ struct DomainOptions {
   // Largest steps of a config with dynamic loss scaling, in place of max_steps: the scaler's state
   // machine (hysteresis, backoff, growth) needs several steps to show (Note [Climbing loss scale]
   // in config_generate.cpp).
-  int64_t max_scaler_steps = 6;
+  int64_t max_scaler_steps = 8;
   double invalid_share = 0.0;   // share of deliberately invalid configs (Generate / Mutate)
   std::vector<std::string> faults;  // copied into every generated config
   // Configs this predicate rejects are re-drawn (e.g. what the engine build supports); null = all.

@@ -358,10 +358,13 @@ void DrawLossScale(Config& c, SeqRng& rng) {
     // ones). Instead of guessing it, start below it and grow by 4 every step: the walk lands in
     // it whatever the model, then the scaler's state machine runs (hysteresis spent, backoff,
     // growth restoring the hysteresis) over the longer runs a dynamic scaler gets (DomainOptions::
-    // max_scaler_steps).
-    s.init = std::ldexp(1.0, static_cast<int>(rng.Range(9, 12)));
+    // max_scaler_steps): at the band's edge it grows into an overflow, spends its hysteresis,
+    // backs off, grows again into the next overflow. Measured: a scaler that kept its spent
+    // hysteresis after growth was found only once runs had 8 steps and hysteresis up to 3.
+    s.init = std::ldexp(1.0, static_cast<int>(rng.Range(10, 13)));
     s.growth_factor = kClimbGrowth;
     s.growth_interval = 1;
+    s.hysteresis = rng.Range(1, 3);
   }
   GrowScaleBeforeSave(c, rng);  // a redraw on a checkpointed config (MutateLossScale, ...)
 }

@@ -258,10 +258,10 @@ TEST(ConfigDomain, DynamicScalingClimbsThroughThePartialOverflowBand) {
     ++climbing;
     climbing_pp += c.parallel.pp > 1;
     EXPECT_EQ(ls.growth_interval, 1);
-    EXPECT_LE(ls.init, std::ldexp(1.0, 12));
+    EXPECT_LE(ls.init, std::ldexp(1.0, 13));
     EXPECT_EQ(c.steps, opts.max_scaler_steps);
-    // Without an overflow the last step runs at init * 4^(steps - 1) >= 2^19.
-    EXPECT_GE(ls.init * std::pow(ls.growth_factor, static_cast<double>(c.steps - 1)), std::ldexp(1.0, 19));
+    // Without an overflow the last step runs at init * 4^(steps - 1) >= 2^20.
+    EXPECT_GE(ls.init * std::pow(ls.growth_factor, static_cast<double>(c.steps - 1)), std::ldexp(1.0, 20));
   }
   ASSERT_GT(dynamic, 0);
   EXPECT_GE(climbing * 100, dynamic * 15) << climbing << " of " << dynamic;
