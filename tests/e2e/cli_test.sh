@@ -2,13 +2,8 @@
 # End-to-end tests of the `paradiff` command: exit codes, messages, reports, injected faults.
 # Usage: cli_test.sh PARADIFF_BINARY SOURCE_DIR CASE
 set -u
-P=$1
-SRC=$2
-CASE=$3
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-EX=$SRC/configs/examples
 . "$(dirname "$0")/lib.sh"
+e2e_init "$@"
 
 # A config derived from an example with sed edits: derive EXAMPLE OUT 's/../../' ...
 derive() {

@@ -4,13 +4,9 @@
 # parses, self-contained HTML with its plots, and campaign findings minimized beside the original.
 # Usage: minimize_gate_test.sh PARADIFF_BINARY SOURCE_DIR CASE
 set -u
-P=$1
-SRC=$2
-CASE=$3
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-REG=$SRC/corpus/regression
 . "$(dirname "$0")/lib.sh"
+e2e_init "$@"
+REG=$SRC/corpus/regression
 # self_contained FILE: HTML with inline plots and nothing fetched from elsewhere.
 self_contained() {
   grep -q "<svg" "$1" || fail "$1 has no <svg> plot"

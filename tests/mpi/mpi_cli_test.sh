@@ -2,13 +2,8 @@
 # `paradiff run --backend mpi` end to end: verdicts, exit codes and options of the mpi backend.
 # Usage: mpi_cli_test.sh PARADIFF_BINARY SOURCE_DIR CASE
 set -u
-P=$1
-SRC=$2
-CASE=$3
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-EX=$SRC/configs/examples
 . "$(dirname "$0")/../e2e/lib.sh"
+e2e_init "$@"
 
 case $CASE in
   run_np2)  # the backend from the config file
