@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include "core/config_json.h"
 #include "core/model_spec.h"
@@ -61,6 +62,42 @@ class ScaleSchedule {
   int64_t spare_, clean_ = 0;
 };
 
+// Note [Mirrored reduction order]: the twin adds its micro-batch gradients (each already in the
+// accumulate dtype, as a rank's gradient buffer holds them) in the order a run does. Without
+// pipelining, every micro-step's gradients are reduced over dp (in rank order, in the reduce
+// dtype: comm/local_communicator.h), averaged, and accumulated over the micro-steps; with
+// pipelining each rank first accumulates all its micro-batches and the flush reduces once. So its
+// float32 sums round like the run's (the exact oracle relies on that: one exact order does not
+// make another exact), and the float64 truth follows the same order at no cost. `passes` is in
+// global micro-batch order, rank-major (rank r's micro-step m is r * accumulation_steps + m).
+std::vector<at::Tensor> CombinePasses(const std::vector<std::vector<at::Tensor>>& passes,
+                                      const Config& cfg, at::ScalarType rdt, at::ScalarType adt) {
+  const int64_t A = cfg.batch.accumulation_steps, dp = static_cast<int64_t>(passes.size()) / A;
+  const double average = 1.0 / static_cast<double>(dp);
+  // Sum over ranks of part(r) in the reduce dtype, back in the accumulate dtype, averaged.
+  auto reduce = [&](const std::function<at::Tensor(int64_t)>& part) {
+    at::Tensor sum = part(0).to(rdt);
+    for (int64_t r = 1; r < dp; ++r) sum = sum.add(part(r).to(rdt));
+    return sum.to(adt).mul_(average);
+  };
+  std::vector<at::Tensor> acc(passes[0].size());
+  for (size_t i = 0; i < acc.size(); ++i) {
+    if (cfg.parallel.pp > 1) {
+      acc[i] = reduce([&](int64_t r) {
+        at::Tensor local = passes[r * A][i];
+        for (int64_t m = 1; m < A; ++m) local = local.add(passes[r * A + m][i]);
+        return local;
+      });
+      continue;
+    }
+    for (int64_t m = 0; m < A; ++m) {
+      at::Tensor step = reduce([&](int64_t r) { return passes[r * A + m][i]; });
+      acc[i] = m == 0 ? step : acc[i].add(step);
+    }
+  }
+  return acc;
+}
+
 struct RefState {
   std::vector<at::Tensor> params;  // param dtype (truth: double), with shapes
   std::vector<at::Tensor> master;  // float32 copies, empty without master weights
@@ -97,7 +134,6 @@ RefRun RunReference(const Config& cfg, bool truth, const std::vector<bool>* skip
   for (int64_t step = 0; step < cfg.steps; ++step) {
     RefStep rs;
     const double scale = scaler.scale();
-    std::vector<at::Tensor> acc(spec.params.size());
     double loss_sum = 0;
     // Note [Batched truth]: the twin mirrors the run's micro-batches one by one (their rounding is
     // what it calibrates); the truth has no rounding worth mirroring, so it takes the step's M
@@ -113,9 +149,10 @@ RefRun RunReference(const Config& cfg, bool truth, const std::vector<bool>* skip
     // the same (not scale / M), so that each micro-batch's 16-bit backward rounds exactly as a
     // rank's does. With 1 / M instead, dp not a power of two put every gradient at another
     // binade offset and made the twin's error an independent sample, too small now and then for a
-    // tensor of few elements (bf16 compute, dp 3: a clean run flagged at ratio 1.18).
+    // tensor of few elements (bf16 compute, dp 3: a clean run flagged at ratio 1.18). The dp
+    // average and the summation order: Note [Mirrored reduction order].
     const double loss_mult = batched ? 1.0 : 1.0 / static_cast<double>(cfg.batch.accumulation_steps);
-    const double dp_mult = batched ? 1.0 : 1.0 / static_cast<double>(M / cfg.batch.accumulation_steps);
+    std::vector<std::vector<at::Tensor>> pass_grads(passes);  // [global micro-batch][parameter]
     for (int64_t g = 0; g < passes; ++g) {
       MicroBatch mb = MakeMicroBatch(cfg, step, g);
       if (batched && M > 1) {
@@ -137,14 +174,11 @@ RefRun RunReference(const Config& cfg, bool truth, const std::vector<bool>* skip
       (x * (scale * loss_mult)).backward();
       for (size_t i = 0; i < spec.params.size(); ++i) {
         at::Tensor gi = leaves[spec.params[i].name].grad();
-        if (!gi.defined()) gi = at::zeros_like(st.params[i]);
-        gi = gi.to(rdt).to(adt);
-        acc[i] = g == 0 ? gi : acc[i].add(gi);
+        pass_grads[g].push_back(gi.defined() ? gi.to(adt) : at::zeros_like(st.params[i]).to(adt));
       }
     }
     rs.loss = loss_sum / static_cast<double>(passes);
-    if (dp_mult != 1.0)
-      for (auto& a : acc) a.mul_(dp_mult);
+    std::vector<at::Tensor> acc = batched ? pass_grads[0] : CombinePasses(pass_grads, cfg, rdt, adt);
     // Overflow: the twin decides from its own gradients; the truth (float64 never overflows)
     // follows the twin's decisions so both skip the same steps.
     bool overflow = false;
