@@ -31,3 +31,10 @@ add_test(NAME zoo.selftest
                  --minimize-budget-s 0 --corpus ${PROJECT_SOURCE_DIR}/corpus/seed
                  --workdir ${CMAKE_CURRENT_BINARY_DIR}/zoo-selftest)
 set_tests_properties(zoo.selftest PROPERTIES LABELS "zoo;e2e" TIMEOUT 900)
+
+# The held-out mechanisms (scripts/mutants, docs/ZOO.md) must keep applying to the engine: a change
+# under tests/mutants/heldout.patch is caught here, not at the next mutation study. Skips (77)
+# where git is missing.
+add_test(NAME e2e.mutants_patch_applies
+         COMMAND bash -c "command -v git >/dev/null || { echo 'SKIP: git is not on PATH'; exit 77; }; cd '${PROJECT_SOURCE_DIR}' && git apply --check tests/mutants/heldout.patch && echo 'heldout.patch applies'")
+set_tests_properties(e2e.mutants_patch_applies PROPERTIES LABELS "e2e" SKIP_RETURN_CODE 77 TIMEOUT 60)
