@@ -180,6 +180,25 @@ double GradientGap(const AssembledStep& d, const RefStep& t, const ModelSpec& sp
   return std::isfinite(gap) ? gap : 0.0;
 }
 
+// Note [State gap amplification] (tolerance.cpp): how much farther the run's parameters had
+// drifted from the truth's than the twin's had, before this step; 1 when the run's drift is
+// within the twin's or within the dtype floor (relative to the truth's parameter norm).
+// Per tensor, the largest ratio: a drift concentrated in one tensor (one embedding row moved by
+// 2 lr) is invisible in the norm of all parameters, which the layer-norm weights (all 1) dominate.
+double StateGapRatio(const AssembledStep& d, const RefStep& r, const RefStep& t,
+                     const ModelSpec& spec, double floor) {
+  double worst = 1.0;
+  for (const auto& ps : spec.params) {
+    const std::string key = "param:" + ps.name;
+    const at::Tensor& tv = t.tensors.at(key);
+    const double gap = (d.tensors.at(key) - tv).norm().item<double>();
+    const double ratio = gap / std::max((r.tensors.at(key) - tv).norm().item<double>(),
+                                        std::max(floor * tv.norm().item<double>(), kTinyNorm));
+    if (std::isfinite(ratio)) worst = std::max(worst, ratio);
+  }
+  return worst;
+}
+
 // Note [Scaled gradients]: a gradient d that misses the truth t but equals alpha * t within the
 // bound, for one alpha != 1, was scaled as a whole: averaged over the wrong number of ranks or
 // micro-steps, or summed where it should be averaged. The local backward cannot do that (it is
@@ -279,6 +298,11 @@ NumericResult CheckNumerics(const Config& cfg, const Assembly& dist, const RefPa
     ctx.adam_flipped_earlier = adam_flipped;
     ctx.grad_norm_dtype = reported.grad_norm_dtype;
     ctx.grad_norm_terms = grad_elems;
+    if (s > 0) {
+      const double floor = LookupTolerance("param", ToleranceDType(cfg), MakeToleranceContext(cfg, s - 1)).floor;
+      ctx.state_amplification = StateGapRatio(dist.steps[s - 1], ref.same.steps[s - 1],
+                                              ref.truth.steps[s - 1], spec, floor);
+    }
     auto tol = [&](const std::string& q) { return LookupTolerance(q, ToleranceDType(cfg), ctx); };
     Tolerance loss_tol = tol("loss"), norm_tol = tol("grad_norm");
     loss_tol.floor *= static_cast<double>(s + 1);

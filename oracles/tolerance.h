@@ -38,6 +38,9 @@ struct ToleranceContext {
   // dtype (1 = none): the sum's extra roundings (Note [Coarse reduction over dp]).
   int64_t coarse_reduce_ranks = 1;
   bool adam_flipped_earlier = false;                 // Adam moved ill-conditioned elements apart
+  // The run's parameter drift from the truth over the twin's, before this step (>= 1; Note [State
+  // gap amplification] in tolerance.cpp).
+  double state_amplification = 1;
   // The reported gradient norm: the dtype it was computed in (docs/TARGETS.md grad_norm_dtype) and
   // how many squares it sums (the model's gradient elements). Note [Reported norm precision].
   DType grad_norm_dtype = DType::kFp64;
