@@ -66,7 +66,8 @@ class ScaleSchedule {
 // accumulate dtype, as a rank's gradient buffer holds them) in the order a run does. Without
 // pipelining, every micro-step's gradients are reduced over dp (in rank order, in the reduce
 // dtype: comm/local_communicator.h), averaged, and accumulated over the micro-steps; with
-// pipelining each rank first accumulates all its micro-batches and the flush reduces once. So its
+// pipelining each rank first accumulates all its micro-batches (in its schedule's backward order,
+// docs/CONFIG.md `parallel.schedule`) and the flush reduces once. So its
 // float32 sums round like the run's (the exact oracle relies on that: one exact order does not
 // make another exact), and the float64 truth follows the same order at no cost. `passes` is in
 // global micro-batch order, rank-major (rank r's micro-step m is r * accumulation_steps + m).
@@ -83,9 +84,13 @@ std::vector<at::Tensor> CombinePasses(const std::vector<std::vector<at::Tensor>>
   std::vector<at::Tensor> acc(passes[0].size());
   for (size_t i = 0; i < acc.size(); ++i) {
     if (cfg.parallel.pp > 1) {
+      // A stage accumulates in the order its schedule runs the backward passes: GPipe last
+      // micro-batch first, 1F1B and interleaved 1F1B (per chunk) first micro-batch first.
+      const bool reverse = cfg.parallel.schedule == Schedule::kGpipe;
       acc[i] = reduce([&](int64_t r) {
-        at::Tensor local = passes[r * A][i];
-        for (int64_t m = 1; m < A; ++m) local = local.add(passes[r * A + m][i]);
+        auto pass = [&](int64_t k) { return passes[r * A + (reverse ? A - 1 - k : k)][i]; };
+        at::Tensor local = pass(0);
+        for (int64_t k = 1; k < A; ++k) local = local.add(pass(k));
         return local;
       });
       continue;
