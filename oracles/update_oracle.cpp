@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <vector>
 #include <cmath>
 #include <map>
 #include <sstream>
@@ -31,11 +32,19 @@ struct Expect {
   at::Tensor mag;
 };
 
-// One tensor's state as the run holds it, in float64.
+// The run's state, every tensor of a kind flattened into one vector in model order (one set of
+// operators per step instead of one per tensor), in float64.
 struct State {
   at::Tensor param, master;          // master undefined without master weights
   std::map<std::string, at::Tensor> slots;
 };
+
+// Every tensor of `kind` at one step, concatenated in model order.
+at::Tensor Flat(const AssembledStep& as, const ModelSpec& spec, const std::string& kind) {
+  std::vector<at::Tensor> parts;
+  for (const auto& ps : spec.params) parts.push_back(as.tensors.at(kind + ":" + ps.name));
+  return at::cat(parts);
+}
 
 bool IsSixteenBit(DType d) { return d == DType::kBf16 || d == DType::kFp16; }
 
@@ -88,22 +97,23 @@ Expect Step(const OptimizerConfig& o, int64_t t, const at::Tensor& target, const
   return {p - m.value / denom * (o.lr / bc1), p.abs() + m.mag / denom * (o.lr / bc1)};
 }
 
-// The worst element of |actual - expected| against `bound` (elements with a non-finite
-// expectation are not judged).
-Comparison Worst(const at::Tensor& actual, const at::Tensor& expected, const at::Tensor& bound) {
-  Comparison w;
-  const at::Tensor judged = expected.isfinite();
+// |actual - expected| / bound per element; 0 where the expectation is not finite (not judged)
+// or the two are equal, inf where only the actual value is not finite.
+at::Tensor Ratios(const at::Tensor& actual, const at::Tensor& expected, const at::Tensor& bound) {
   at::Tensor diff = (actual - expected).abs();
   diff = at::where(actual.isfinite(), diff, at::full_like(diff, INFINITY));
-  at::Tensor ratio = at::where(judged, diff / bound.clamp_min(1e-300), at::zeros_like(diff));
-  ratio = at::where(diff.eq(0), at::zeros_like(ratio), ratio);
-  if (ratio.numel() == 0) return w;
-  const int64_t worst = ratio.argmax().item<int64_t>();
-  if (!(ratio[worst].item<double>() > 0)) return w;  // nothing judged differs
-  w.index = worst;
+  at::Tensor ratio = at::where(expected.isfinite(), diff / bound.clamp_min(1e-300), at::zeros_like(diff));
+  return at::where(diff.eq(0), at::zeros_like(ratio), ratio);
+}
+
+// The worst element of one tensor, as a Comparison (index relative to the tensor).
+Comparison Worst(const at::Tensor& actual, const at::Tensor& expected, const at::Tensor& bound) {
+  Comparison w;
+  const at::Tensor ratio = Ratios(actual, expected, bound);
+  w.index = ratio.argmax().item<int64_t>();
   w.expected = expected[w.index].item<double>();
   w.actual = actual[w.index].item<double>();
-  w.error = diff[w.index].item<double>();
+  w.error = actual.isfinite()[w.index].item<bool>() ? std::fabs(w.actual - w.expected) : INFINITY;
   w.bound = bound[w.index].item<double>();
   if (w.bound == 0 && w.error > 0) {  // must be equal: the error in float32 units (Note [Discrete bounds])
     w.error /= kFp32Unit * std::max(std::fabs(w.expected), 0x1p-126);
@@ -128,12 +138,17 @@ Verdict UpdateOracle::Check(const OracleInput& in) const {
   int64_t grad_elems = 0;
   for (const auto& ps : spec.params) grad_elems += ps.numel();
 
-  std::map<std::string, State> prev;  // the run's state before the step, per tensor
-  for (const auto& ps : spec.params) {
-    State& s = prev[ps.name];
-    s.param = RoundTo(GenerateParam(ps, cfg.seed).to(at::kDouble), pr.param).reshape({-1});
-    if (has_master) s.master = s.param.clone();
-    for (const auto& n : slot_names) s.slots[n] = at::zeros({ps.numel()}, at::kDouble);
+  std::vector<int64_t> ends;  // end offset of each tensor in the flat vectors
+  State prev;                 // the run's state before the step
+  {
+    std::vector<at::Tensor> init;
+    for (const auto& ps : spec.params) {
+      init.push_back(GenerateParam(ps, cfg.seed).to(at::kDouble).reshape({-1}));
+      ends.push_back((ends.empty() ? 0 : ends.back()) + ps.numel());
+    }
+    prev.param = RoundTo(at::cat(init), pr.param);
+    if (has_master) prev.master = prev.param.clone();
+    for (const auto& n : slot_names) prev.slots[n] = at::zeros({grad_elems}, at::kDouble);
   }
   int64_t applied = 0;
   for (int64_t step = 0; step < static_cast<int64_t>(a.steps.size()); ++step) {
@@ -143,67 +158,66 @@ Verdict UpdateOracle::Check(const OracleInput& in) const {
         coef < 1.0 ? NormRoundingBound(a.reporting.grad_norm_dtype, grad_elems) : 0.0;
     const double unit = kUpdateRoundings * kFp32Unit + 2 * norm_rel;
     if (!as.skipped) ++applied;
-    std::map<std::string, std::map<std::string, Expect>> expect;  // tensor -> kind -> expectation
-    for (const auto& ps : spec.params) {
-      const State& s = prev.at(ps.name);
-      std::map<std::string, Expect>& e = expect[ps.name];
-      if (as.skipped) {  // bit for bit unchanged
-        e["param"] = {s.param, at::zeros_like(s.param)};
-        if (has_master) e["master"] = {s.master, at::zeros_like(s.master)};
-        for (const auto& [n, v] : s.slots) e[n] = {v, at::zeros_like(v)};
-        continue;
-      }
-      at::Tensor g = as.tensors.at("grad:" + ps.name);
+    std::map<std::string, Expect> e;  // kind -> expectation
+    std::map<std::string, at::Tensor> actual;
+    for (const auto& kind : ExpectedKinds(cfg, a.reporting))
+      if (kind != "grad") actual[kind] = Flat(as, spec, kind);
+    if (as.skipped) {  // bit for bit unchanged
+      e["param"] = {prev.param, at::zeros_like(prev.param)};
+      if (has_master) e["master"] = {prev.master, at::zeros_like(prev.master)};
+      for (const auto& [n, v] : prev.slots) e[n] = {v, at::zeros_like(v)};
+    } else {
+      at::Tensor g = Flat(as, spec, "grad");
       if (coef < 1.0) g = g * coef;
-      Expect next = Step(cfg.optimizer, applied, has_master ? s.master : s.param, g, s.slots, e);
+      Expect next = Step(cfg.optimizer, applied, has_master ? prev.master : prev.param, g, prev.slots, e);
       next.mag = next.mag * unit + kSubnormalFloor;
       for (const auto& n : slot_names) e[n].mag = e[n].mag * unit + kSubnormalFloor;
       if (has_master) {
         e["master"] = next;
-        const at::Tensor& run_master = as.tensors.at("master:" + ps.name);
-        e["param"] = {RoundTo(run_master, pr.param), UlpOf(run_master, pr.param)};
+        e["param"] = {RoundTo(actual.at("master"), pr.param), UlpOf(actual.at("master"), pr.param)};
       } else if (param16) {
         e["param"] = {RoundTo(next.value, pr.param), next.mag + UlpOf(next.value, pr.param)};
       } else {
         e["param"] = next;
       }
     }
-    // Localization order (oracles/quantities.h): each kind over the tensors in model order.
+    // Localization order (oracles/quantities.h): each kind over the tensors in model order; the
+    // flat vectors are in model order, so the first violating element names the tensor.
     for (const auto& kind : ExpectedKinds(cfg, a.reporting)) {
       if (kind == "grad") continue;
-      for (const auto& ps : spec.params) {
-        const Expect& e = expect.at(ps.name).at(kind);
-        Comparison w = Worst(as.tensors.at(kind + ":" + ps.name), e.value, e.mag);
-        if (w.ok()) continue;
-        w.step = step;
-        w.phase = "optimizer";
-        w.kind = kind;
-        w.tensor = ps.name;
-        w.layer = Name(ps.layer);
-        Verdict v;
-        v.kind = VerdictKind::kMismatch;
-        v.oracle = name();
-        LocalizeComparison(v, w);
-        std::ostringstream msg;
-        msg.precision(9);
-        msg << "step " << step << " optimizer: " << kind << " of " << ps.name
-            << " does not follow from the run's own gradient and state"
-            << (as.skipped ? " (a skipped step must change nothing)" : "") << ": |actual - expected| "
-            << w.error << " > bound " << w.bound << " (ratio " << w.ratio() << ") at index " << w.index
-            << ": expected " << w.expected << " actual " << w.actual << " (" << Name(cfg.optimizer.kind)
-            << " update " << applied << ", reported gradient norm " << as.grad_norm
-            << ", clip coefficient " << coef << "; seed " << cfg.seed << ")";
-        v.message = msg.str();
-        return v;
-      }
+      const at::Tensor violations = Ratios(actual.at(kind), e.at(kind).value, e.at(kind).mag).gt(1.0).nonzero();
+      if (violations.numel() == 0) continue;
+      const int64_t first = violations[0][0].item<int64_t>();
+      const size_t t = static_cast<size_t>(std::upper_bound(ends.begin(), ends.end(), first) - ends.begin());
+      const ParamSpec& ps = spec.params[t];
+      const int64_t begin = ends[t] - ps.numel();
+      auto part = [&](const at::Tensor& x) { return x.narrow(0, begin, ps.numel()); };
+      Comparison w = Worst(part(actual.at(kind)), part(e.at(kind).value), part(e.at(kind).mag));
+      w.step = step;
+      w.phase = "optimizer";
+      w.kind = kind;
+      w.tensor = ps.name;
+      w.layer = Name(ps.layer);
+      Verdict v;
+      v.kind = VerdictKind::kMismatch;
+      v.oracle = name();
+      LocalizeComparison(v, w);
+      std::ostringstream msg;
+      msg.precision(9);
+      msg << "step " << step << " optimizer: " << kind << " of " << ps.name
+          << " does not follow from the run's own gradient and state"
+          << (as.skipped ? " (a skipped step must change nothing)" : "") << ": |actual - expected| "
+          << w.error << " > bound " << w.bound << " (ratio " << w.ratio() << ") at index " << w.index
+          << ": expected " << w.expected << " actual " << w.actual << " (" << Name(cfg.optimizer.kind)
+          << " update " << applied << ", reported gradient norm " << as.grad_norm
+          << ", clip coefficient " << coef << "; seed " << cfg.seed << ")";
+      v.message = msg.str();
+      return v;
     }
     // The next step starts from the run's own state, not from the expectation.
-    for (const auto& ps : spec.params) {
-      State& s = prev.at(ps.name);
-      s.param = as.tensors.at("param:" + ps.name);
-      if (has_master) s.master = as.tensors.at("master:" + ps.name);
-      for (const auto& n : slot_names) s.slots[n] = as.tensors.at(n + ":" + ps.name);
-    }
+    prev.param = actual.at("param");
+    if (has_master) prev.master = actual.at("master");
+    for (const auto& n : slot_names) prev.slots[n] = actual.at(n);
   }
   return Verdict{};
 }
