@@ -234,6 +234,14 @@ std::string ReferenceKey(const Config& cfg) {
     key[k] = j[k];
   key["micro_batch"] = cfg.batch.micro_batch;
   key["micro_batches_per_step"] = MicroBatchesPerStep(cfg);
+  // The twin's loss multiplier and summation order follow the run's (Note [Mirrored loss
+  // multiplier], Note [Mirrored reduction order]): accumulation steps (hence dp), and with
+  // pipelining the order a stage's backward passes run in. A reference cached for one split of
+  // the same micro-batches rounds like another split, not like this one.
+  key["accumulation_steps"] = cfg.batch.accumulation_steps;
+  key["stage_order"] = cfg.parallel.pp == 1                            ? "none"
+                       : cfg.parallel.schedule == Schedule::kGpipe ? "last_first"
+                                                                   : "first_first";
   return key.dump();
 }
 

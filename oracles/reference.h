@@ -52,7 +52,8 @@ RefPair RunReferencePair(const Config& cfg);
 std::vector<bool> SkippedSteps(const RefRun& run);
 
 // The fields that determine a reference (model, data, optimizer, precision, steps, seed, the
-// number and size of micro-batches) and none of the layout; equal keys share one reference.
+// number and size of micro-batches, how they split into accumulation steps, and with pipelining
+// the schedule's backward order) and nothing else of the layout; equal keys share one reference.
 std::string ReferenceKey(const Config& cfg);
 
 // Thread-safe cache of reference pairs by ReferenceKey, bounded to `capacity` entries (oldest
