@@ -94,7 +94,7 @@ double BytesPerRank(const Config& c, double params) {
     state += 2 * kFp32Bytes;
   else if (c.optimizer.momentum > 0)
     state += kFp32Bytes;
-  if (pr.master_weights && pr.param != DType::kFp32) state += kFp32Bytes;
+  if (pr.keeps_master()) state += kFp32Bytes;
   const double tp = static_cast<double>(c.parallel.tp), pp = static_cast<double>(c.parallel.pp);
   const double tokens = static_cast<double>(std::max<int64_t>(c.batch.micro_batch, 0)) *
                         static_cast<double>(m.seq_len);

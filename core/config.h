@@ -77,6 +77,9 @@ struct PrecisionConfig {
   DType accumulate = DType::kFp32;
   bool master_weights = true;
   LossScaleConfig loss_scale;
+  // A separate float32 copy of the parameters exists: master_weights asked for, and the parameters
+  // themselves are not float32 (with fp32 parameters they are their own master).
+  bool keeps_master() const { return master_weights && param != DType::kFp32; }
   bool operator==(const PrecisionConfig&) const;
 };
 

@@ -15,7 +15,7 @@ std::vector<std::string> ExpectedKinds(const Config& cfg, const Reporting& r) {
   if (r.grad) kinds.push_back("grad");
   kinds.push_back("param");
   if (!r.optimizer) return kinds;
-  if (cfg.precision.master_weights && cfg.precision.param != DType::kFp32)
+  if (cfg.precision.keeps_master())
     kinds.push_back("master");
   for (const auto& s : OptimizerSlotNames(cfg.optimizer.kind)) kinds.push_back(s);
   return kinds;

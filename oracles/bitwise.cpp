@@ -42,6 +42,15 @@ double UlpDistance(double a, double b, DType held) {
   return std::fabs(a - b) / std::ldexp(1.0, e - (f.precision_bits - 1));
 }
 
+int PrecisionBits(DType held) { return FormatOf(held).precision_bits; }
+
+at::Tensor UlpOf(const at::Tensor& x, DType held) {
+  const Format f = FormatOf(held);
+  const at::Tensor exponent = std::get<1>(at::frexp(x.abs())).to(at::kDouble);  // |x| = m 2^exp
+  const at::Tensor e = at::clamp_min(exponent - 1, f.min_exponent);
+  return at::pow(2.0, e - (f.precision_bits - 1));
+}
+
 BitwiseDiff CompareBitwise(const at::Tensor& actual, const at::Tensor& expected, DType held) {
   BitwiseDiff d;
   at::Tensor a = actual.to(at::kDouble).reshape({-1}).contiguous();

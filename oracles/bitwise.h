@@ -31,6 +31,13 @@ BitwiseDiff CompareBitwise(const at::Tensor& actual, const at::Tensor& expected,
 // Distance of two values in units in the last place of `held` at the larger magnitude.
 double UlpDistance(double a, double b, DType held);
 
+// Significand bits of `held`, the implicit one included (bf16 8, fp16 11, fp32 24, fp64 53).
+int PrecisionBits(DType held);
+
+// One ulp of `held` at |x|, elementwise (the spacing just above |x|; subnormals alike): the unit
+// UlpDistance measures in.
+at::Tensor UlpOf(const at::Tensor& x, DType held);
+
 using QuantityValue = std::function<at::Tensor(const Quantity&)>;
 
 // Walks QuantitiesInOrder(cfg) (those `include` accepts; all when it is empty) and returns a

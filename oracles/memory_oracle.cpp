@@ -72,7 +72,7 @@ MemoryExpectation ExpectedMemory(const Config& cfg, int rank, const std::set<std
   for (const auto& [b, e] : ranges)
     data_in_held += std::max<int64_t>(0, std::min(e, held_begin + held) - std::max(b, held_begin));
   const int64_t pbytes = Bytes(cfg.precision.param), abytes = Bytes(cfg.precision.accumulate);
-  const bool master = cfg.precision.master_weights && cfg.precision.param != DType::kFp32;
+  const bool master = cfg.precision.keeps_master();
   const int64_t slots = static_cast<int64_t>(OptimizerSlotNames(cfg.optimizer.kind).size());
 
   MemoryExpectation m;

@@ -3,16 +3,17 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
-#include <vector>
 #include <cmath>
 #include <map>
 #include <sstream>
+#include <vector>
 
 #include "core/model_spec.h"
 #include "kernels/numerics.h"
 #include "kernels/optim.h"  // OptimizerSlotNames
 #include "kernels/param_init.h"
 #include "oracles/assemble.h"
+#include "oracles/bitwise.h"
 #include "oracles/numeric_oracle.h"
 #include "oracles/tolerance.h"
 
@@ -44,16 +45,6 @@ at::Tensor Flat(const AssembledStep& as, const ModelSpec& spec, const std::strin
   std::vector<at::Tensor> parts;
   for (const auto& ps : spec.params) parts.push_back(as.tensors.at(kind + ":" + ps.name));
   return at::cat(parts);
-}
-
-bool IsSixteenBit(DType d) { return d == DType::kBf16 || d == DType::kFp16; }
-
-// One ulp of a 16-bit dtype at |x| (the spacing just above |x|, normals and subnormals alike).
-at::Tensor UlpOf(const at::Tensor& x, DType d) {
-  const int mantissa = d == DType::kBf16 ? 7 : 10;
-  const int min_exp = d == DType::kBf16 ? -126 : -14;
-  at::Tensor e = at::floor(at::log2(x.abs().clamp_min(std::ldexp(1.0, min_exp))));
-  return at::pow(2.0, e - mantissa);
 }
 
 // x rounded to the parameter dtype and back (round to nearest even, as the run's copies are).
@@ -131,8 +122,8 @@ Verdict UpdateOracle::Check(const OracleInput& in) const {
   if (!a.reporting.optimizer) return SkipVerdict(name(), "the run does not report its optimizer state");
   const Config& cfg = in.cfg;
   const PrecisionConfig& pr = cfg.precision;
-  const bool has_master = pr.master_weights && pr.param != DType::kFp32;
-  const bool param16 = IsSixteenBit(pr.param);
+  const bool has_master = pr.keeps_master();
+  const bool param16 = PrecisionBits(pr.param) < PrecisionBits(DType::kFp32);
   const ModelSpec spec = BuildModelSpec(cfg.model);
   const auto slot_names = OptimizerSlotNames(cfg.optimizer.kind);
   int64_t grad_elems = 0;
