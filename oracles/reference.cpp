@@ -71,6 +71,14 @@ class ScaleSchedule {
 // float32 sums round like the run's (the exact oracle relies on that: one exact order does not
 // make another exact), and the float64 truth follows the same order at no cost. `passes` is in
 // global micro-batch order, rank-major (rank r's micro-step m is r * accumulation_steps + m).
+// The order a pipeline stage runs its micro-batches' backward passes in (docs/CONFIG.md
+// `parallel.schedule`): GPipe last micro-batch first, 1F1B and interleaved 1F1B (per chunk) first
+// micro-batch first; "none" without pipelining. Part of the reference's cache key.
+const char* StageOrder(const Config& cfg) {
+  if (cfg.parallel.pp == 1) return "none";
+  return cfg.parallel.schedule == Schedule::kGpipe ? "last_first" : "first_first";
+}
+
 std::vector<at::Tensor> CombinePasses(const std::vector<std::vector<at::Tensor>>& passes,
                                       const Config& cfg, at::ScalarType rdt, at::ScalarType adt) {
   const int64_t A = cfg.batch.accumulation_steps, dp = static_cast<int64_t>(passes.size()) / A;
@@ -84,9 +92,7 @@ std::vector<at::Tensor> CombinePasses(const std::vector<std::vector<at::Tensor>>
   std::vector<at::Tensor> acc(passes[0].size());
   for (size_t i = 0; i < acc.size(); ++i) {
     if (cfg.parallel.pp > 1) {
-      // A stage accumulates in the order its schedule runs the backward passes: GPipe last
-      // micro-batch first, 1F1B and interleaved 1F1B (per chunk) first micro-batch first.
-      const bool reverse = cfg.parallel.schedule == Schedule::kGpipe;
+      const bool reverse = std::string(StageOrder(cfg)) == "last_first";
       acc[i] = reduce([&](int64_t r) {
         auto pass = [&](int64_t k) { return passes[r * A + (reverse ? A - 1 - k : k)][i]; };
         at::Tensor local = pass(0);
@@ -119,7 +125,7 @@ RefRun RunReference(const Config& cfg, bool truth, const std::vector<bool>* skip
   const auto adt = truth ? at::kDouble : ToScalarType(cfg.precision.accumulate);
   const auto rdt = truth ? at::kDouble : ToScalarType(cfg.precision.reduce);
   const auto sdt = truth ? at::kDouble : at::kFloat;  // optimizer state / master dtype
-  const bool cfg_has_master = cfg.precision.master_weights && cfg.precision.param != DType::kFp32;
+  const bool cfg_has_master = cfg.precision.keeps_master();
   const bool has_master = !truth && cfg_has_master;
   const auto slot_names = OptimizerSlotNames(cfg.optimizer.kind);
 
@@ -239,9 +245,7 @@ std::string ReferenceKey(const Config& cfg) {
   // pipelining the order a stage's backward passes run in. A reference cached for one split of
   // the same micro-batches rounds like another split, not like this one.
   key["accumulation_steps"] = cfg.batch.accumulation_steps;
-  key["stage_order"] = cfg.parallel.pp == 1                            ? "none"
-                       : cfg.parallel.schedule == Schedule::kGpipe ? "last_first"
-                                                                   : "first_first";
+  key["stage_order"] = StageOrder(cfg);
   return key.dump();
 }
 
