@@ -42,8 +42,10 @@ std::vector<RankSummary> Summarize(const Observations& obs) {
   return out;
 }
 
-std::vector<StepRow> Rows(const Config& cfg, const Assembly& dist, const RefPair& ref,
-                          const std::vector<Comparison>& comparisons) {
+std::vector<StepRow> Rows(const Config& cfg, const Assembly& dist, const NumericResult& num,
+                          const RefPair& initial) {
+  const RefPair& ref = num.restarted ? *num.restarted : initial;
+  const std::vector<Comparison>& comparisons = num.comparisons;
   std::vector<StepRow> rows;
   for (int64_t s = 0; s < cfg.steps; ++s) {
     StepRow row;
@@ -51,6 +53,7 @@ std::vector<StepRow> Rows(const Config& cfg, const Assembly& dist, const RefPair
     row.loss_dist = dist.steps[s].loss;
     row.loss_same = ref.same.steps[s].loss;
     row.loss_truth = ref.truth.steps[s].loss;
+    row.restarted = std::count(num.restarts.begin(), num.restarts.end(), s) > 0;
     for (const auto& c : comparisons) {
       if (c.step != s || c.ratio() < row.worst_ratio) continue;
       row.worst_ratio = c.ratio();
@@ -118,7 +121,7 @@ CheckResult CheckRun(const Config& cfg, const CheckOptions& opts) {
     }
     phase("numeric");
     num = CheckNumerics(cfg, dist, *ref);
-    res.rows = Rows(cfg, dist, *ref, num.comparisons);
+    res.rows = Rows(cfg, dist, num, *ref);
     in.assembly = &dist;
     in.numeric = &num;
   }

@@ -41,6 +41,9 @@ struct StepRow {
   double loss_dist = 0, loss_same = 0, loss_truth = 0;
   double worst_ratio = 0;   // largest error / bound of the step
   std::string worst_where;  // kind:tensor of that comparison
+  // The numeric comparison restarted from the run's own state before this step (Note [Restarted
+  // comparison] in numeric_oracle.cpp); loss_same / loss_truth are the restarted pair's.
+  bool restarted = false;
 };
 
 struct CheckTiming {

@@ -7,6 +7,7 @@
 // (Note [Scaled gradients] in numeric_oracle.cpp).
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,10 @@ void LocalizeComparison(Verdict& v, const Comparison& c);
 struct NumericResult {
   std::vector<Comparison> comparisons;  // every quantity compared, in localization order
   Verdict verdict;                      // kPass or the first kMismatch
+  // The steps at which the comparison restarted from the run's own state (Note [Restarted
+  // comparison] in numeric_oracle.cpp), and the last restarted pair (null when none).
+  std::vector<int64_t> restarts;
+  std::shared_ptr<const RefPair> restarted;
 };
 
 NumericResult CheckNumerics(const Config& cfg, const Assembly& dist, const RefPair& ref);

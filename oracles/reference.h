@@ -43,11 +43,26 @@ struct RefPair {
   RefRun same;   // the config's precision
 };
 
-// Runs the reference in float64 (truth = true) or in the config's precision.
+// A run's own state after one of its steps, from which the reference can restart
+// (Note [Local restart] in reference.cpp).
+struct RefOrigin {
+  int64_t step = 0;  // the state after this step; the restarted reference runs step + 1 ..
+  // The run's assembled "kind:tensor" -> flat float64: param, master (when the config keeps
+  // master weights) and the optimizer slots.
+  const std::map<std::string, at::Tensor>* state = nullptr;
+  std::vector<bool> skips;  // the overflow decisions of steps 0 .. step (they set the loss scale)
+};
+
+// Runs the reference in float64 (truth = true) or in the config's precision, from the initial
+// parameters, or from `origin` (then its steps are origin->step + 1 .. cfg.steps - 1 only).
 // `skips` (truth only): the steps to skip as overflowed, taken from the same-precision twin.
-RefRun RunReference(const Config& cfg, bool truth, const std::vector<bool>* skips = nullptr);
+RefRun RunReference(const Config& cfg, bool truth, const std::vector<bool>* skips = nullptr,
+                    const RefOrigin* origin = nullptr);
 // The twin, then the truth following the twin's overflow decisions.
 RefPair RunReferencePair(const Config& cfg);
+// `base` up to origin.step, whose state there is replaced by the run's (both twin and truth), then
+// the pair restarted from that state (Note [Local restart]).
+RefPair RestartReferencePair(const Config& cfg, const RefPair& base, const RefOrigin& origin);
 // Skipped-step pattern of a run.
 std::vector<bool> SkippedSteps(const RefRun& run);
 

@@ -39,7 +39,8 @@ nlohmann::json ReportJson(const Config& cfg, const CheckResult& res) {
   for (const auto& r : res.rows)
     j["steps"].push_back({{"step", r.step}, {"loss_dist", Num(r.loss_dist)},
                           {"loss_same_precision", Num(r.loss_same)}, {"loss_truth", Num(r.loss_truth)},
-                          {"worst_ratio", Num(r.worst_ratio)}, {"worst_where", r.worst_where}});
+                          {"worst_ratio", Num(r.worst_ratio)}, {"worst_where", r.worst_where},
+                          {"restarted", r.restarted}});
   j["comparisons"] = nlohmann::json::array();
   for (const auto& c : res.comparisons)
     j["comparisons"].push_back({{"step", c.step}, {"phase", c.phase}, {"kind", c.kind},

@@ -87,8 +87,9 @@ int CmdRun(const Args& args) {
     std::printf("%4s  %14s  %14s  %14s  %11s  %s\n", "step", "loss(dist)", "loss(same)", "loss(fp64)",
                 "worst e/b", "where");
     for (const auto& r : res.rows)
-      std::printf("%4lld  %14.8f  %14.8f  %14.8f  %11.3g  %s\n", static_cast<long long>(r.step),
-                  r.loss_dist, r.loss_same, r.loss_truth, r.worst_ratio, r.worst_where.c_str());
+      std::printf("%4lld  %14.8f  %14.8f  %14.8f  %11.3g  %s%s\n", static_cast<long long>(r.step),
+                  r.loss_dist, r.loss_same, r.loss_truth, r.worst_ratio, r.worst_where.c_str(),
+                  r.restarted ? "  (reference restarted from the run's own state)" : "");
     std::printf("INFO: time reference=%.3fs engine=%.3fs compare=%.3fs\n", res.timing.reference_s,
                 res.timing.engine_s, res.timing.compare_s);
   }
