@@ -208,6 +208,97 @@ void AttributeScaledGradient(Verdict& v, const Comparison& c, const Assembly& di
   v.message += msg.str();
 }
 
+// Whether the reference can restart from the run's state: it must report all of it.
+bool CanRestart(const Config& cfg, const Reporting& reported) {
+  return reported.optimizer ||
+         (OptimizerSlotNames(cfg.optimizer.kind).empty() && !cfg.precision.keeps_master());
+}
+
+// A finding about step s's overflow handling: one discrete decision or scale that differs, so
+// error 1 against the discrete bound (Note [Discrete bounds]).
+Verdict OverflowFinding(int64_t s, const std::string& tensor_kind, const std::string& detail,
+                        double expected, double actual) {
+  Verdict v;
+  v.kind = VerdictKind::kMismatch;
+  v.oracle = "numeric";
+  v.where.step = s;
+  v.where.phase = "overflow";
+  v.where.tensor_kind = tensor_kind;
+  v.where.detail = detail;
+  v.where.expected = expected;
+  v.where.actual = actual;
+  v.where.error = 1;
+  v.where.bound = kDiscreteBound;
+  return v;
+}
+
+// Note [Overflow margin]: the run and the same-precision twin disagree on whether step s
+// overflowed. Near the edge of the dtype's range that is rounding (a value a few ulps below the
+// largest finite number in one run, above it in the other): not a finding by itself. A decision
+// that is not borderline is a bug (gradients not cleared after a skipped step, an overflow check
+// that misses inf, or reads stale padding), and until now it hid behind "inconclusive". So the
+// twin runs step s once more, from the run's own state after step s - 1 (Note [Local restart]
+// in reference.cpp; the initial state at step 0, the twin's own where the run does not report its
+// optimizer state), at kOverflowMargin times the loss scale when the run skipped (the twin still
+// finite: the run's overflow was not near the range's edge) or at 1 / kOverflowMargin when the
+// run took the step (the twin still overflowing: the run missed an overflow that was not near
+// the edge either). Rounding moves a step's values by far less than a factor of 4 (two binades);
+// the loss scale multiplies every gradient and activation gradient of the step alike.
+constexpr double kOverflowMargin = 4.0;  // the messages say "4x" and "1/4"
+
+Verdict OverflowDecision(const Config& cfg, const Assembly& dist, const RefPair& ref, int64_t s) {
+  const bool run_skipped = dist.steps[s].skipped;
+  RefOrigin from;
+  from.step = s - 1;
+  if (s > 0)
+    from.state = CanRestart(cfg, dist.reporting) ? &dist.steps[s - 1].tensors : &ref.same.steps[s - 1].tensors;
+  from.skips = SkippedSteps(ref.same);
+  from.scale_factor = run_skipped ? kOverflowMargin : 1.0 / kOverflowMargin;
+  const bool twin_at_margin = TwinOverflows(cfg, from);
+  const bool borderline = twin_at_margin == run_skipped;  // the twin agrees within the margin
+  Verdict v = OverflowFinding(s, "skip", "margin", run_skipped ? 0 : 1, run_skipped ? 1 : 0);
+  std::ostringstream msg;
+  msg << "step " << s << ": the run " << (run_skipped ? "skipped" : "took")
+      << " the step for overflow, the same-precision reference " << (run_skipped ? "took" : "skipped")
+      << " it";
+  const std::string margin = run_skipped ? "4x" : "1/4";
+  if (borderline) {
+    v = Verdict{};
+    v.kind = VerdictKind::kInconclusive;
+    v.oracle = "numeric";
+    v.where.step = s;
+    v.where.phase = "overflow";
+    msg << " (borderline: at " << margin << " the loss scale the reference "
+        << (run_skipped ? "overflows" : "does not overflow") << " too)";
+  } else {
+    msg << ", and " << (run_skipped ? "stays finite" : "overflows") << " even at " << margin
+        << " the loss scale from the run's own state: not a borderline overflow (Note [Overflow margin])";
+  }
+  msg << " (seed " << cfg.seed << ")";
+  v.message = msg.str();
+  return v;
+}
+
+// Note [Overflow consistency]: with loss scaling on, a run that takes a step must have found its
+// gradients finite; the gradients it reports (unscaled, before clipping: docs/TARGETS.md) are
+// those it checked, so one that is not finite on a step taken means the overflow check missed it
+// (looked for NaN only, read one shard, or one stage). Needs no reference: judged first.
+std::optional<Verdict> NonFiniteStep(const Config& cfg, const Assembly& dist, int64_t s) {
+  const AssembledStep& d = dist.steps[s];
+  if (d.skipped || !dist.reporting.grad || cfg.precision.loss_scale.mode == LossScaleMode::kNone)
+    return std::nullopt;
+  for (const auto& [key, value] : d.tensors) {
+    if (key.rfind("grad:", 0) != 0 || value.isfinite().all().item<bool>()) continue;
+    Verdict v = OverflowFinding(s, "skip", "consistency", /*expected=*/1, /*actual=*/0);
+    v.where.tensor = key.substr(5);
+    v.message = "step " + std::to_string(s) + ": the run took the step although its reported gradient " +
+                key.substr(5) + " is not finite: the overflow check missed it (Note [Overflow "
+                "consistency]; seed " + std::to_string(cfg.seed) + ")";
+    return v;
+  }
+  return std::nullopt;
+}
+
 // Compares the run's steps with a reference pair, one step at a time, carrying what earlier steps
 // found (Adam's ill-conditioned elements). `age` is the number of steps the pair and the run
 // have each taken since they last started from the same state: the step itself from the initial
@@ -255,22 +346,13 @@ std::optional<Verdict> StepComparer::Step(int64_t s, const RefPair& ref, int64_t
   const RefStep& t = ref.truth.steps[s];
   const RefStep& r = ref.same.steps[s];
   if (reported.loss_scale && d.loss_scale != r.loss_scale) {
-    Verdict v;
     // Note [Loss scale sequence]: the scale a step uses is a function of the config and the
     // overflow decisions of the steps before it, computed by the same scaler arithmetic in both
     // runs; those decisions agreed so far (else the check stopped there), so the scales must be
     // equal bit for bit. A difference is lost or corrupted scaler state (not restored from a
     // checkpoint, updated twice, updated from one rank's decision), never rounding — and it
     // comes before any skip it causes, which would otherwise pass as a borderline overflow.
-    v.kind = VerdictKind::kMismatch;
-    v.oracle = "numeric";
-    v.where.step = s;
-    v.where.phase = "overflow";
-    v.where.tensor_kind = "loss_scale";
-    v.where.expected = r.loss_scale;
-    v.where.actual = d.loss_scale;
-    v.where.error = 1;  // one scale differs (Note [Discrete bounds])
-    v.where.bound = kDiscreteBound;
+    Verdict v = OverflowFinding(s, "loss_scale", "", r.loss_scale, d.loss_scale);
     std::ostringstream msg;
     msg.precision(17);
     msg << "step " << s << ": the run used loss scale " << d.loss_scale << ", the reference "
@@ -278,18 +360,8 @@ std::optional<Verdict> StepComparer::Step(int64_t s, const RefPair& ref, int64_t
     v.message = msg.str();
     return v;
   }
-  if (d.skipped != r.skipped) {
-    // A borderline overflow legitimately rounds differently in the two runs: not a finding.
-    Verdict v;
-    v.kind = VerdictKind::kInconclusive;
-    v.oracle = "numeric";
-    v.where.step = s;
-    v.where.phase = "overflow";
-    v.message = "step " + std::to_string(s) + ": the run " + (d.skipped ? "skipped" : "took") +
-                          " the step for overflow, the same-precision reference " +
-                          (r.skipped ? "skipped" : "took") + " it (seed " + std::to_string(cfg.seed) + ")";
-    return v;
-  }
+  if (auto v = NonFiniteStep(cfg, dist, s)) return v;
+  if (d.skipped != r.skipped) return OverflowDecision(cfg, dist, ref, s);
   std::map<std::string, double> rms;  // kind -> RMS of the truth over all its tensors
   {
     std::map<std::string, std::pair<double, double>> acc;  // kind -> (sum of squares, count)
@@ -377,12 +449,6 @@ bool AnyFails(const std::vector<Comparison>& cs) {
   return std::any_of(cs.begin(), cs.end(), [](const Comparison& c) { return !c.ok(); });
 }
 
-// Whether the reference can restart from the run's state: it must report all of it.
-bool CanRestart(const Config& cfg, const Reporting& reported) {
-  return reported.optimizer ||
-         (OptimizerSlotNames(cfg.optimizer.kind).empty() && !cfg.precision.keeps_master());
-}
-
 }  // namespace
 
 // Note [Restarted comparison]: steps are compared against the reference pair from the initial
@@ -395,21 +461,48 @@ bool CanRestart(const Config& cfg, const Reporting& reported) {
 // is the first one, against the pair from the initial parameters. What this gives up: a bug
 // whose effect per step stays within a first step's bound and only adds up over steps; a first
 // step's bound is the sharpest the oracle has, and the update oracle checks every optimizer step
-// from the run's own state to float32 rounding anyway. Only the first disagreement of a check is
-// retried; a run that does not report its optimizer state cannot be restarted.
+// from the run's own state to float32 rounding anyway. Once a step fails from the run's own state
+// too, nothing later is retried; a run that does not report its optimizer state is not restarted.
+//
+// Note [Following the run's decision]: a borderline overflow decision the twin did not share
+// (Note [Overflow margin]) used to end the comparison as inconclusive, so whatever the run did
+// after it went unchecked: a run that keeps skipping because its gradients were not cleared
+// after an overflow skips a borderline step first. Now the run's decision stands: the pair
+// restarts from the run's state after that step, with the run's decision in the overflow history
+// (the loss scale sequence follows it), and the steps after it are compared as usual; a later
+// skip the twin does not share is judged by the margin again, at a loss scale that has backed
+// off further each time. The verdict stays inconclusive unless a later step is a finding.
 NumericResult CheckNumerics(const Config& cfg, const Assembly& dist, const RefPair& ref) {
   NumericResult out;
   StepComparer comparer(cfg, dist);
   const RefPair* pair = &ref;
   int64_t origin = -1;  // the step whose state `pair` last started from (-1: initial parameters)
   bool failed = false;
+  Verdict borderline;  // the first borderline overflow decision (kPass: none)
   for (int64_t s = 0; s < cfg.steps; ++s) {
     const StepComparer before = comparer;
     std::vector<Comparison> step;
     if (auto v = comparer.Step(s, *pair, s - origin - 1, step)) {
       if (failed) break;  // an earlier step diverged first: that is the finding
-      out.verdict = *v;
-      return out;
+      if (v->kind != VerdictKind::kInconclusive || !CanRestart(cfg, dist.reporting)) {
+        out.verdict = *v;
+        return out;
+      }
+      // A borderline overflow decision (Note [Overflow margin]): the run's decision stands and
+      // the comparison goes on from the run's own state after this step (Note [Following the
+      // run's decision]); the verdict stays inconclusive unless a later step is a finding.
+      if (borderline.kind == VerdictKind::kPass) borderline = *v;
+      RefOrigin from;
+      from.step = s;
+      from.state = &dist.steps[s].tensors;
+      from.skips = SkippedSteps(pair->same);
+      from.skips.at(s) = dist.steps[s].skipped;
+      auto restarted = std::make_shared<RefPair>(RestartReferencePair(cfg, *pair, from));
+      out.restarted = restarted;
+      out.restarts.push_back(s + 1);
+      pair = restarted.get();
+      origin = s;
+      continue;
     }
     if (!failed && s > 0 && AnyFails(step) && CanRestart(cfg, dist.reporting)) {
       RefOrigin from;
@@ -454,6 +547,7 @@ NumericResult CheckNumerics(const Config& cfg, const Assembly& dist, const RefPa
     AttributeScaledGradient(v, c, dist, *pair);
     break;
   }
+  if (out.verdict.kind == VerdictKind::kPass) out.verdict = borderline;
   return out;
 }
 

@@ -136,8 +136,9 @@ RefRun RunReference(const Config& cfg, bool truth, const std::vector<bool>* skip
   auto restored = [&](const std::string& kind, const ParamSpec& ps, at::ScalarType dt) {
     return origin->state->at(kind + ":" + ps.name).reshape(ps.shape).to(dt, false, /*copy=*/true);
   };
+  const bool restore = origin != nullptr && origin->state != nullptr;
   for (const auto& ps : spec.params) {
-    if (origin != nullptr) {
+    if (restore) {
       st.params.push_back(restored(truth && cfg_has_master ? "master" : "param", ps, pdt));
       if (has_master) st.master.push_back(restored("master", ps, at::kFloat));
     } else {
@@ -146,7 +147,7 @@ RefRun RunReference(const Config& cfg, bool truth, const std::vector<bool>* skip
     }
     std::vector<at::Tensor> slots;
     for (const auto& slot : slot_names)
-      slots.push_back(origin != nullptr ? restored(slot, ps, sdt)
+      slots.push_back(restore ? restored(slot, ps, sdt)
                                         : at::zeros(ps.shape, at::TensorOptions().dtype(sdt)));
     st.slots.push_back(std::move(slots));
   }
@@ -155,15 +156,17 @@ RefRun RunReference(const Config& cfg, bool truth, const std::vector<bool>* skip
   ScaleSchedule scaler(cfg.precision.loss_scale);
   int64_t updates = 0;  // optimizer updates applied (skipped steps do not count)
   const int64_t first = origin != nullptr ? origin->step + 1 : 0;
+  const int64_t last = origin != nullptr && origin->steps >= 0
+                           ? std::min(cfg.steps, first + origin->steps) : cfg.steps;
   for (int64_t step = 0; step < first; ++step) {  // the loss scale and the update count so far
     const bool skipped = origin->skips.at(step);
     scaler.After(skipped);
     if (!skipped) ++updates;
   }
   RefRun run;
-  for (int64_t step = first; step < cfg.steps; ++step) {
+  for (int64_t step = first; step < last; ++step) {
     RefStep rs;
-    const double scale = scaler.scale();
+    const double scale = scaler.scale() * (origin != nullptr && step == first ? origin->scale_factor : 1.0);
     double loss_sum = 0;
     // Note [Batched truth]: the twin mirrors the run's micro-batches one by one (their rounding is
     // what it calibrates); the truth has no rounding worth mirroring, so it takes the step's M
@@ -291,6 +294,7 @@ RefPair RestartReferencePair(const Config& cfg, const RefPair& base, const RefOr
   const bool master = cfg.precision.keeps_master();
   auto splice = [&](const RefRun& before, RefRun& after, bool truth) {
     std::vector<RefStep> steps(before.steps.begin(), before.steps.begin() + origin.step + 1);
+    steps.back().skipped = origin.skips.at(origin.step);  // the run's decision, where they differ
     for (auto& [key, value] : steps.back().tensors) {
       if (key.rfind("grad:", 0) == 0) continue;
       const bool param = key.rfind("param:", 0) == 0;
@@ -303,6 +307,12 @@ RefPair RestartReferencePair(const Config& cfg, const RefPair& base, const RefOr
   splice(base.same, pair.same, false);
   splice(base.truth, pair.truth, true);
   return pair;
+}
+
+bool TwinOverflows(const Config& cfg, RefOrigin origin) {
+  origin.steps = 1;
+  const RefRun run = RunReference(cfg, false, nullptr, &origin);
+  return run.steps.at(0).skipped;
 }
 
 std::vector<bool> SkippedSteps(const RefRun& run) {

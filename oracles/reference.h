@@ -46,11 +46,13 @@ struct RefPair {
 // A run's own state after one of its steps, from which the reference can restart
 // (Note [Local restart] in reference.cpp).
 struct RefOrigin {
-  int64_t step = 0;  // the state after this step; the restarted reference runs step + 1 ..
+  int64_t step = 0;  // the state after this step (-1: the initial state); runs step + 1 ..
   // The run's assembled "kind:tensor" -> flat float64: param, master (when the config keeps
-  // master weights) and the optimizer slots.
+  // master weights) and the optimizer slots. Null: the initial parameters (step must be -1).
   const std::map<std::string, at::Tensor>* state = nullptr;
   std::vector<bool> skips;  // the overflow decisions of steps 0 .. step (they set the loss scale)
+  int64_t steps = -1;         // how many steps to run (-1: to the last)
+  double scale_factor = 1.0;  // the first step runs at its loss scale times this
 };
 
 // Runs the reference in float64 (truth = true) or in the config's precision, from the initial
@@ -63,6 +65,9 @@ RefPair RunReferencePair(const Config& cfg);
 // `base` up to origin.step, whose state there is replaced by the run's (both twin and truth), then
 // the pair restarted from that state (Note [Local restart]).
 RefPair RestartReferencePair(const Config& cfg, const RefPair& base, const RefOrigin& origin);
+// Whether the same-precision twin overflows in the one step after `origin` (its loss scale times
+// origin.scale_factor); Note [Overflow margin] in numeric_oracle.cpp.
+bool TwinOverflows(const Config& cfg, RefOrigin origin);
 // Skipped-step pattern of a run.
 std::vector<bool> SkippedSteps(const RefRun& run);
 
