@@ -32,6 +32,7 @@ constexpr double kSpShare = 0.4;          // sp, given tp > 1 (times the exotic 
 constexpr double kKvPerRankShare = 0.2;   // gpt, given tp > 1: grouped attention within each rank
 constexpr int64_t kMaxKvPerRankHeads = 16;
 constexpr double kOverflowThenRecoverShare = 0.25;  // of dynamic loss scaling (DrawPrecision)
+constexpr int kRecoverMinLog2 = 28;  // overflow-then-recover starts at 2^28 .. 2^40
 constexpr double kClimbShare = 0.25;  // of dynamic loss scaling: Note [Climbing loss scale]
 constexpr double kClimbGrowth = 4;    // two octaves a step: never jumps the partial-overflow band
 // Clipping (gpt only), more often with loss scaling, where a first applied scale above the
@@ -192,14 +193,39 @@ void DrawCheckpoint(Config& c, SeqRng& rng, double exotic) {
   DrawCheckpointLayout(c, rng);
 }
 
-// A checkpoint tests only the state that moved before it: a checkpointed config's dynamic loss
-// scaler grows within the saved steps (growth_interval <= save_at, unless an overflow backs it off
-// first), so a reload that loses the scaler shows. Whichever of the checkpoint and the scaler is
-// drawn last applies it.
-void GrowScaleBeforeSave(Config& c, SeqRng& rng) {
+// The overflow-then-recover regime of DrawLossScale: a first scale so large that every gradient
+// overflows (2^28 and up; the applied band of generated models ends near 2^20).
+bool OverflowsFirst(const LossScaleConfig& ls) {
+  return ls.mode == LossScaleMode::kDynamic && ls.init >= std::ldexp(1.0, kRecoverMinLog2);
+}
+
+// Note [Scaler state at the save]: a checkpoint tests only the state that moved before it, and a
+// dynamic loss scaler's state is three numbers: the scale, the clean steps counted toward the next
+// growth, and the hysteresis left. A reload that restores the scale but loses one of the others
+// shows only where that one differs from its initial value at the save and the steps after the
+// reload reach the decision it changes. So, with a checkpoint:
+// - the scale grows before the save (growth_interval <= save_at, unless an overflow backs it off
+//   first), and half the time the save falls mid-interval (growth_interval does not divide
+//   save_at) with steps left after it for the growth that a lost count delays;
+// - overflow-then-recover with hysteresis h >= 2 overflows at steps 0 .. h - 1; half the time the
+//   save falls inside that streak (save_at < h, hysteresis partly spent), with steps left for the
+//   backoff that lost hysteresis delays.
+// Climbing scalers (growth_interval 1, Note [Climbing loss scale]) spend and restore hysteresis
+// over their own steps. Whichever of the checkpoint and the scaler is drawn last applies this.
+// Measured by the held-out mechanisms ckpt_hysteresis and ckpt_growth_tracker (docs/ZOO.md): not
+// found in 90 s before.
+void MoveScalerStateBeforeSave(Config& c, SeqRng& rng) {
   LossScaleConfig& ls = c.precision.loss_scale;
-  if (c.checkpoint.save_at > 0 && ls.mode == LossScaleMode::kDynamic)
-    ls.growth_interval = rng.Range(1, std::min(c.checkpoint.save_at, ls.growth_interval));  // never longer
+  int64_t& save_at = c.checkpoint.save_at;
+  if (save_at <= 0 || ls.mode != LossScaleMode::kDynamic) return;
+  if (OverflowsFirst(ls) && ls.hysteresis >= 2 && c.steps >= ls.hysteresis + 1 && rng.Chance(0.5))
+    save_at = rng.Range(1, ls.hysteresis - 1);
+  ls.growth_interval = rng.Range(1, std::min(save_at, ls.growth_interval));  // never longer
+  std::vector<int64_t> mid;  // intervals the save falls inside, with room for the delayed growth
+  for (int64_t g = 2; g <= save_at; ++g)
+    if (save_at % g != 0 && save_at + (g - save_at % g) < c.steps) mid.push_back(g);
+  if (!OverflowsFirst(ls) && ls.growth_factor != kClimbGrowth && !mid.empty() && rng.Chance(0.5))
+    ls.growth_interval = Pick(rng, mid);
 }
 
 }  // namespace
@@ -217,7 +243,7 @@ void DrawCheckpointLayout(Config& c, SeqRng& rng) {
     if (micro_batches % d == 0) (d == c.parallel.dp ? dps : others).push_back(d);
   k.reload.dp = !others.empty() && rng.Chance(0.8) ? Pick(rng, others) : c.parallel.dp;
   k.reload.zero_stage = rng.Range(0, k.reload.pp > 1 ? 2 : 3);
-  GrowScaleBeforeSave(c, rng);
+  MoveScalerStateBeforeSave(c, rng);
 }
 
 namespace {
@@ -347,10 +373,11 @@ void DrawLossScale(Config& c, SeqRng& rng) {
     // agree on, whatever their rounding), and one backoff down to a scale where steps apply.
     // Exercises what a skipped step must leave alone (optimizer step counts, momenta, the
     // scaler's counters) — state the steps after it read.
-    const int high = static_cast<int>(rng.Range(28, 40)), low = static_cast<int>(rng.Range(6, 16));
+    // With hysteresis h the first h - 1 overflows only spend it: steps 0 .. h - 1 are skipped.
+    const int high = static_cast<int>(rng.Range(kRecoverMinLog2, 40)), low = static_cast<int>(rng.Range(6, 16));
     s.init = std::ldexp(1.0, high);
     s.backoff = std::ldexp(1.0, low - high);
-    s.hysteresis = 1;
+    s.hysteresis = rng.Chance(0.5) ? 1 : rng.Range(2, 3);
   } else if (s.mode == LossScaleMode::kDynamic && rng.Chance(kClimbShare / (1 - kOverflowThenRecoverShare))) {
     // Note [Climbing loss scale]: the band of scales where only some gradients overflow (some
     // shards, layers or pipeline stages: where ranks must agree on the decision) is about two
@@ -366,7 +393,7 @@ void DrawLossScale(Config& c, SeqRng& rng) {
     s.growth_interval = 1;
     s.hysteresis = rng.Range(1, 3);
   }
-  GrowScaleBeforeSave(c, rng);  // a redraw on a checkpointed config (MutateLossScale, ...)
+  MoveScalerStateBeforeSave(c, rng);  // a redraw on a checkpointed config (MutateLossScale, ...)
 }
 
 void DrawOptimizer(Config& c, SeqRng& rng) {

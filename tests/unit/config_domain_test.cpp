@@ -268,6 +268,30 @@ TEST(ConfigDomain, DynamicScalingClimbsThroughThePartialOverflowBand) {
   EXPECT_GE(climbing_pp * 100, climbing * 10) << climbing_pp << " of " << climbing;
 }
 
+// Note [Scaler state at the save]: with a checkpoint, the scaler's growth count and hysteresis
+// are mid-way at the save in a share of configs, with steps left for the decision they change.
+TEST(ConfigDomain, CheckpointsSaveTheScalerMidState) {
+  const DomainOptions opts = EngineOptions();
+  int saved = 0, mid_interval = 0, mid_streak = 0;
+  for (const Config& c : Generate(Mix64(26), opts, 20000)) {
+    const LossScaleConfig& ls = c.precision.loss_scale;
+    const int64_t save = c.checkpoint.save_at;
+    if (save == 0 || ls.mode != LossScaleMode::kDynamic) continue;
+    ++saved;
+    if (ls.init >= std::ldexp(1.0, 28)) {  // overflow then recover: steps 0 .. h - 1 overflow
+      mid_streak += save < ls.hysteresis && c.steps >= ls.hysteresis + 1;
+    } else {  // mid-interval at the save, with steps left for the growth a lost count delays
+      mid_interval += save % ls.growth_interval != 0 &&
+                      save + ls.growth_interval - save % ls.growth_interval < c.steps;
+    }
+  }
+  ASSERT_GT(saved, 0);
+  EXPECT_GE(mid_interval * 100, saved * 5) << mid_interval << " of " << saved;
+  EXPECT_GE(mid_streak * 100, saved * 2) << mid_streak << " of " << saved;
+  std::printf("checkpointed dynamic scalers: %d; mid growth interval %d, inside the overflow streak %d\n",
+              saved, mid_interval, mid_streak);
+}
+
 TEST(ConfigDomain, ExactLinearConfigsAreDyadicFriendly) {
   for (const Config& c : Generate(4, EngineOptions(), kSamples)) {
     if (c.model.kind != ModelKind::kExactLinear) continue;
