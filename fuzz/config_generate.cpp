@@ -43,6 +43,8 @@ constexpr double kClipAppliedScaleShare = 0.5;
 constexpr int kAppliedScaleMinLog2 = 10;  // the applied band: loss scales at which the steps
 constexpr int kAppliedScaleMaxLog2 = 16;  // of generated models apply (no fp16 overflow)
 constexpr double kCheckpointShare = 0.3;
+constexpr double kCheckpointShareDynamic = 0.6;  // with dynamic loss scaling
+constexpr double kScalerMidStateShare = 0.8;  // of those: Note [Scaler state at the save]
 constexpr double kBackendShare = 0.04;
 constexpr double kUnevenDpShare = 0.85;  // nudge the model so dp does not divide its parameters
 constexpr int kMaxNudges = 16;
@@ -189,7 +191,10 @@ void DrawExactModel(Config& c, SeqRng& rng, int64_t max_layers, int64_t max_hidd
 }
 
 void DrawCheckpoint(Config& c, SeqRng& rng, double exotic) {
-  if (c.steps < 2 || !rng.Chance(kCheckpointShare * exotic)) return;
+  // A dynamic loss scaler is the checkpointed state with the most branches (three numbers, each
+  // lost by some real reload; Note [Scaler state at the save]): checkpoint it twice as often.
+  const bool dynamic = c.precision.loss_scale.mode == LossScaleMode::kDynamic;
+  if (c.steps < 2 || !rng.Chance((dynamic ? kCheckpointShareDynamic : kCheckpointShare) * exotic)) return;
   DrawCheckpointLayout(c, rng);
 }
 
@@ -205,10 +210,10 @@ bool OverflowsFirst(const LossScaleConfig& ls) {
 // shows only where that one differs from its initial value at the save and the steps after the
 // reload reach the decision it changes. So, with a checkpoint:
 // - the scale grows before the save (growth_interval <= save_at, unless an overflow backs it off
-//   first), and half the time the save falls mid-interval (growth_interval does not divide
-//   save_at) with steps left after it for the growth that a lost count delays;
-// - overflow-then-recover with hysteresis h >= 2 overflows at steps 0 .. h - 1; half the time the
-//   save falls inside that streak (save_at < h, hysteresis partly spent), with steps left for the
+//   first), and mostly (kScalerMidStateShare) the save falls mid-interval (growth_interval does
+//   not divide save_at) with steps left after it for the growth that a lost count delays;
+// - overflow-then-recover with hysteresis h >= 2 overflows at steps 0 .. h - 1; mostly the save
+//   falls inside that streak (save_at < h, hysteresis partly spent), with steps left for the
 //   backoff that lost hysteresis delays.
 // Climbing scalers (growth_interval 1, Note [Climbing loss scale]) spend and restore hysteresis
 // over their own steps. Whichever of the checkpoint and the scaler is drawn last applies this.
@@ -218,13 +223,15 @@ void MoveScalerStateBeforeSave(Config& c, SeqRng& rng) {
   LossScaleConfig& ls = c.precision.loss_scale;
   int64_t& save_at = c.checkpoint.save_at;
   if (save_at <= 0 || ls.mode != LossScaleMode::kDynamic) return;
-  if (OverflowsFirst(ls) && ls.hysteresis >= 2 && c.steps >= ls.hysteresis + 1 && rng.Chance(0.5))
+  if (OverflowsFirst(ls) && ls.hysteresis >= 2 && c.steps >= ls.hysteresis + 1 &&
+      rng.Chance(kScalerMidStateShare))
     save_at = rng.Range(1, ls.hysteresis - 1);
   ls.growth_interval = rng.Range(1, std::min(save_at, ls.growth_interval));  // never longer
   std::vector<int64_t> mid;  // intervals the save falls inside, with room for the delayed growth
   for (int64_t g = 2; g <= save_at; ++g)
     if (save_at % g != 0 && save_at + (g - save_at % g) < c.steps) mid.push_back(g);
-  if (!OverflowsFirst(ls) && ls.growth_factor != kClimbGrowth && !mid.empty() && rng.Chance(0.5))
+  if (!OverflowsFirst(ls) && ls.growth_factor != kClimbGrowth && !mid.empty() &&
+      rng.Chance(kScalerMidStateShare))
     ls.growth_interval = Pick(rng, mid);
 }
 
