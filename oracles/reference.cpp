@@ -9,6 +9,7 @@
 #include "core/config_json.h"
 #include "core/model_spec.h"
 #include "kernels/data.h"
+#include "kernels/engine.h"
 #include "kernels/model.h"
 #include "kernels/numerics.h"
 #include "kernels/optim.h"
@@ -184,7 +185,10 @@ RefRun RunReference(const Config& cfg, bool truth, const std::vector<bool>* skip
     // binade offset and made the twin's error an independent sample, too small now and then for a
     // tensor of few elements (bf16 compute, dp 3: a clean run flagged at ratio 1.18). The dp
     // average and the summation order: Note [Mirrored reduction order].
-    const double loss_mult = batched ? 1.0 : 1.0 / static_cast<double>(cfg.batch.accumulation_steps);
+    // After a checkpoint's reload the run has the reload layout: its split into accumulation steps
+    // and its pipeline order (the global batch is the same).
+    const Config layout = LayoutAtStep(cfg, step);
+    const double loss_mult = batched ? 1.0 : 1.0 / static_cast<double>(layout.batch.accumulation_steps);
     std::vector<std::vector<at::Tensor>> pass_grads(passes);  // [global micro-batch][parameter]
     for (int64_t g = 0; g < passes; ++g) {
       MicroBatch mb = MakeMicroBatch(cfg, step, g);
@@ -211,7 +215,7 @@ RefRun RunReference(const Config& cfg, bool truth, const std::vector<bool>* skip
       }
     }
     rs.loss = loss_sum / static_cast<double>(passes);
-    std::vector<at::Tensor> acc = batched ? pass_grads[0] : CombinePasses(pass_grads, cfg, rdt, adt);
+    std::vector<at::Tensor> acc = batched ? pass_grads[0] : CombinePasses(pass_grads, layout, rdt, adt);
     // Overflow: the twin decides from its own gradients; the truth (float64 never overflows)
     // follows the twin's decisions so both skip the same steps.
     bool overflow = false;
@@ -268,6 +272,10 @@ std::string ReferenceKey(const Config& cfg) {
   // the same micro-batches rounds like another split, not like this one.
   key["accumulation_steps"] = cfg.batch.accumulation_steps;
   key["stage_order"] = StageOrder(cfg);
+  if (cfg.checkpoint.save_at > 0) {  // from the save on, the reload layout's (LayoutAtStep)
+    const Config reload = LayoutAtStep(cfg, cfg.checkpoint.save_at);
+    key["reload"] = {cfg.checkpoint.save_at, reload.batch.accumulation_steps, StageOrder(reload)};
+  }
   return key.dump();
 }
 

@@ -9,7 +9,9 @@
 // reference.cpp).
 //
 // It never calls engine code that shards, partitions, buckets or communicates: only the pure
-// per-tensor math of kernels/model.h, optim.h, param_init.h, data.h and numerics.h.
+// per-tensor math of kernels/model.h, optim.h, param_init.h, data.h and numerics.h, and
+// LayoutAtStep (kernels/engine.h: the layout a checkpointed run has after its reload, config
+// arithmetic whose split into accumulation steps the twin mirrors).
 #pragma once
 
 #include <ATen/core/Tensor.h>

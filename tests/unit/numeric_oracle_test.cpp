@@ -135,6 +135,16 @@ TEST(ReferenceKey, SplitAndPipelineOrderCountLayoutDoesNot) {
   Config one_f_one_b = gpipe;
   one_f_one_b.parallel.schedule = Schedule::k1F1B;
   EXPECT_NE(ReferenceKey(gpipe), ReferenceKey(one_f_one_b));
+  // After a checkpoint's reload the twin mirrors the reload layout's split (LayoutAtStep).
+  Config steps3 = a;
+  steps3.steps = 3;
+  Config reload_dp1 = steps3;
+  reload_dp1.checkpoint.save_at = 1;
+  reload_dp1.checkpoint.reload.dp = 1;  // 2 x 2 micro-batches become 1 x 4
+  Config reload_dp2 = reload_dp1;
+  reload_dp2.checkpoint.reload.dp = 2;
+  EXPECT_NE(ReferenceKey(reload_dp1), ReferenceKey(reload_dp2));
+  EXPECT_NE(ReferenceKey(reload_dp1), ReferenceKey(steps3));
 }
 
 }  // namespace
