@@ -70,8 +70,12 @@ Comparison CompareScalar(double d, double r, double t, const Tolerance& tol) {
 // linear in g with slope ~1/eps, and a gradient a little above the noise threshold moves by a
 // visible fraction of lr (measured: a clean fp32 tp 4 + sp run, 1.6% of lr on one element of
 // head.lm_head.weight; the same config passes with eps 1e-12 or 1e-5). Where |g| >> eps the shift
-// is eps * noise / g^2, negligible.
-constexpr double kEpsSensitivity = 0.01;
+// is eps * noise / g^2, negligible. The threshold was 1% of lr until a clean fp32 AdamW tp 3 + sp
+// run (session 5, seed 16) moved one element of a 48-element layer-norm bias by 0.14% of lr
+// (|g| ~ eps / 2), above the parameter bound of so small a tensor (0.085% of lr there): 0.1% now.
+// The elements this exempts have |g| within a few eps; they keep the Adam step bound, and the
+// update oracle checks their update from the run's own gradient to float32 rounding.
+constexpr double kEpsSensitivity = 0.001;
 at::Tensor IllConditioned(const at::Tensor& d, const at::Tensor& r, const at::Tensor& t,
                           double factor, double adam_eps) {
   at::Tensor noise = d.defined() ? at::maximum((r - t).abs(), (d - t).abs())
