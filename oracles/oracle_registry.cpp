@@ -15,6 +15,7 @@
 #include "oracles/numeric_oracle.h"
 #include "oracles/replica_oracle.h"
 #include "oracles/tiling_oracle.h"
+#include "oracles/mirror_oracle.h"
 #include "oracles/update_oracle.h"
 #include "oracles/validation_oracle.h"
 
@@ -45,6 +46,7 @@ const std::vector<Entry>& Entries() {
       {"numeric", true, true, Make<NumericOracle>},
       {"update", true, true, Make<UpdateOracle>},
       {"exact", true, true, Make<ExactOracle>},
+      {"mirror", true, true, Make<MirrorOracle>},
       {"determinism", false, true, Make<DeterminismOracle>},
       {"metamorphic", false, true, Make<MetamorphicOracle>},
       {"cross_backend", false, false, [] { return std::make_unique<CrossBackendOracle>(); }},
