@@ -506,6 +506,7 @@ NumericResult CheckNumerics(const Config& cfg, const Assembly& dist, const RefPa
       // the comparison goes on from the run's own state after this step (Note [Following the
       // run's decision]); the verdict stays inconclusive unless a later step is a finding.
       if (borderline.kind == VerdictKind::kPass) borderline = *v;
+      if (s + 1 == cfg.steps) break;  // the last step: nothing after it to compare
       RefOrigin from;
       from.step = s;
       from.state = &dist.steps[s].tensors;
