@@ -269,7 +269,15 @@ Verdict OverflowDecision(const Config& cfg, const Assembly& dist, const RefPair&
   from.scale_factor = run_skipped ? margin : 1.0 / margin;
   const bool twin_at_margin = TwinOverflows(cfg, from);
   const bool borderline = twin_at_margin == run_skipped;  // the twin agrees within the margin
-  Verdict v = OverflowFinding(s, "skip", "margin", run_skipped ? 0 : 1, run_skipped ? 1 : 0);
+  Verdict v;
+  if (borderline) {
+    v.kind = VerdictKind::kInconclusive;
+    v.oracle = "numeric";
+    v.where.step = s;
+    v.where.phase = "overflow";
+  } else {
+    v = OverflowFinding(s, "skip", "margin", run_skipped ? 0 : 1, run_skipped ? 1 : 0);
+  }
   std::ostringstream msg;
   msg << "step " << s << ": the run " << (run_skipped ? "skipped" : "took")
       << " the step for overflow, the same-precision reference " << (run_skipped ? "took" : "skipped")
@@ -277,11 +285,6 @@ Verdict OverflowDecision(const Config& cfg, const Assembly& dist, const RefPair&
   std::ostringstream at;
   at << (run_skipped ? "" : "1/") << margin << (run_skipped ? "x" : "");
   if (borderline) {
-    v = Verdict{};
-    v.kind = VerdictKind::kInconclusive;
-    v.oracle = "numeric";
-    v.where.step = s;
-    v.where.phase = "overflow";
     msg << " (borderline: at " << at.str() << " the loss scale the reference "
         << (run_skipped ? "overflows" : "does not overflow") << " too)";
   } else {
@@ -493,6 +496,22 @@ NumericResult CheckNumerics(const Config& cfg, const Assembly& dist, const RefPa
   int64_t origin = -1;  // the step whose state `pair` last started from (-1: initial parameters)
   bool failed = false;
   Verdict borderline;  // the first borderline overflow decision (kPass: none)
+  // The pair restarted from the run's state after step k, the run's decision there standing (at a
+  // step that agreed it is the twin's too).
+  auto restart_after = [&](int64_t k) {
+    RefOrigin from;
+    from.step = k;
+    from.state = &dist.steps[k].tensors;
+    from.skips = SkippedSteps(pair->same);
+    from.skips.at(k) = dist.steps[k].skipped;
+    return std::make_shared<RefPair>(RestartReferencePair(cfg, *pair, from));
+  };
+  auto adopt = [&](std::shared_ptr<RefPair> restarted, int64_t k) {
+    out.restarted = restarted;
+    out.restarts.push_back(k + 1);
+    pair = restarted.get();
+    origin = k;
+  };
   for (int64_t s = 0; s < cfg.steps; ++s) {
     const StepComparer before = comparer;
     std::vector<Comparison> step;
@@ -507,33 +526,17 @@ NumericResult CheckNumerics(const Config& cfg, const Assembly& dist, const RefPa
       // run's decision]); the verdict stays inconclusive unless a later step is a finding.
       if (borderline.kind == VerdictKind::kPass) borderline = *v;
       if (s + 1 == cfg.steps) break;  // the last step: nothing after it to compare
-      RefOrigin from;
-      from.step = s;
-      from.state = &dist.steps[s].tensors;
-      from.skips = SkippedSteps(pair->same);
-      from.skips.at(s) = dist.steps[s].skipped;
-      auto restarted = std::make_shared<RefPair>(RestartReferencePair(cfg, *pair, from));
-      out.restarted = restarted;
-      out.restarts.push_back(s + 1);
-      pair = restarted.get();
-      origin = s;
+      adopt(restart_after(s), s);
       continue;
     }
     if (!failed && s > 0 && AnyFails(step) && CanRestart(cfg, dist.reporting)) {
-      RefOrigin from;
-      from.step = s - 1;
-      from.state = &dist.steps[s - 1].tensors;
-      from.skips = SkippedSteps(pair->same);
-      auto restarted = std::make_shared<RefPair>(RestartReferencePair(cfg, *pair, from));
+      auto restarted = restart_after(s - 1);
       StepComparer again = before;
       std::vector<Comparison> local;
       if (!again.Step(s, *restarted, 0, local) && !AnyFails(local)) {
         comparer = again;
         step = std::move(local);
-        out.restarted = restarted;
-        out.restarts.push_back(s);
-        pair = restarted.get();
-        origin = s - 1;
+        adopt(restarted, s - 1);
       }
     }
     failed = failed || AnyFails(step);

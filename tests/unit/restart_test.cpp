@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "core/config_json.h"
+#include "oracles/bitwise.h"
 #include "oracles/numeric_oracle.h"
 #include "tests/unit/oracle_test_util.h"
 
@@ -19,12 +20,6 @@ using testing::FindPiece;
 using testing::MakeHarness;
 using testing::RunClean;
 using testing::SmallConfig;
-
-// Equal bit for bit, NaN where NaN (an overflowed step's gradients).
-bool SameValues(const at::Tensor& a, const at::Tensor& b) {
-  const at::Tensor na = a.isnan(), nb = b.isnan();
-  return at::equal(na, nb) && at::equal(at::where(na, 0.0, a), at::where(nb, 0.0, b));
-}
 
 // A clean config whose first disagreement with the pair from the initial parameters is
 // rounding amplified by the model (hidden 2: every layer norm normalizes two numbers), found by a
@@ -74,8 +69,10 @@ TEST(LocalRestart, FromTheTwinsOwnStateContinuesTheTwinBitForBit) {
       EXPECT_EQ(a.skipped, b.skipped) << "restart at " << k << ", step " << s;
       EXPECT_EQ(a.loss, b.loss) << "restart at " << k << ", step " << s;
       ASSERT_EQ(a.tensors.size(), b.tensors.size());
+      // Equal bit for bit, NaN where NaN (an overflowed step's gradients).
       for (const auto& [key, value] : b.tensors)
-        EXPECT_TRUE(SameValues(a.tensors.at(key), value)) << key << ", restart at " << k << ", step " << s;
+        EXPECT_TRUE(CompareBitwise(a.tensors.at(key), value, DType::kFp64).equal())
+            << key << ", restart at " << k << ", step " << s;
     }
     // At the origin both sides hold the given state; the truth's parameters are its master weights.
     for (const auto& [key, value] : base.same.steps[k].tensors) {
