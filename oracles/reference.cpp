@@ -149,7 +149,7 @@ RefRun RunReference(const Config& cfg, bool truth, const std::vector<bool>* skip
     std::vector<at::Tensor> slots;
     for (const auto& slot : slot_names)
       slots.push_back(restore ? restored(slot, ps, sdt)
-                                        : at::zeros(ps.shape, at::TensorOptions().dtype(sdt)));
+                              : at::zeros(ps.shape, at::TensorOptions().dtype(sdt)));
     st.slots.push_back(std::move(slots));
   }
 
