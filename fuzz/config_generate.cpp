@@ -11,6 +11,7 @@
 // (Validate + accept are microseconds) while a permissive one still sees them often.
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -34,6 +35,7 @@ constexpr int64_t kMaxKvPerRankHeads = 16;
 constexpr double kOverflowThenRecoverShare = 0.25;  // of dynamic loss scaling (DrawPrecision)
 constexpr int kRecoverMinLog2 = 28;  // overflow-then-recover starts at 2^28 .. 2^40
 constexpr double kClimbShare = 0.25;  // of dynamic loss scaling: Note [Climbing loss scale]
+constexpr double kInexactScaleShare = 0.15;  // Note [Inexact loss scales]
 constexpr double kClimbGrowth = 4;    // two octaves a step: never jumps the partial-overflow band
 // Clipping (gpt only), more often with loss scaling, where a first applied scale above the
 // applied band is lowered into it at this share (Note [Clipping under loss scaling]).
@@ -364,6 +366,23 @@ void DrawPrecision(Config& c, SeqRng& rng, double exotic) {
   if (low == DType::kFp16 && rng.Chance(0.9 * exotic)) DrawLossScale(c, rng);
 }
 
+// Note [Inexact loss scales]: most configs scale by powers of two, where scaling and unscaling are
+// exact; a scale that is not one (an initial scale of 3000, a growth factor of 1.5, a backoff of
+// 0.75) makes unscaling round every gradient, and a harness that only ever saw powers of two
+// mistook that rounding for a bug (Note [Inexact unscaling] in oracles/tolerance.cpp). So a share
+// of the draws multiplies the initial scale by a factor in (1, 2) (the octave, and with it the
+// overflow-then-recover and climbing regimes above, stays the same) and, in the plain dynamic
+// regime, replaces the growth factor or the backoff with one that is not a power of two (a backoff
+// stays above 0.5: below it the draw would read as overflow-then-recover, FirstAppliedScale).
+void DrawInexactScale(LossScaleConfig& s, SeqRng& rng) {
+  static constexpr double kFactors[] = {1.5, 1.25, 1.1, 1.875, 1.0 + 1.0 / 3.0};
+  s.init *= kFactors[rng.Below(std::size(kFactors))];
+  const bool plain = s.mode == LossScaleMode::kDynamic && s.growth_factor == 2 && s.backoff == 0.5;
+  if (!plain) return;
+  if (rng.Chance(0.5)) s.growth_factor = rng.Chance(0.5) ? 1.5 : 3;
+  if (rng.Chance(0.5)) s.backoff = rng.Chance(0.5) ? 0.75 : 0.6;
+}
+
 void DrawLossScale(Config& c, SeqRng& rng) {
   LossScaleConfig& s = c.precision.loss_scale;
   s = LossScaleConfig{};
@@ -400,6 +419,7 @@ void DrawLossScale(Config& c, SeqRng& rng) {
     s.growth_interval = 1;
     s.hysteresis = rng.Range(1, 3);
   }
+  if (rng.Chance(kInexactScaleShare)) DrawInexactScale(s, rng);
   MoveScalerStateBeforeSave(c, rng);  // a redraw on a checkpointed config (MutateLossScale, ...)
 }
 

@@ -393,6 +393,10 @@ std::optional<Verdict> StepComparer::Step(int64_t s, const RefPair& ref, int64_t
   ctx.adam_flipped_earlier = adam_flipped_;
   ctx.grad_norm_dtype = reported.grad_norm_dtype;
   ctx.grad_norm_terms = grad_elems_;
+  if (cfg.precision.loss_scale.mode != LossScaleMode::kNone) {
+    int exponent = 0;
+    ctx.inexact_unscale = !reported.loss_scale || std::frexp(d.loss_scale, &exponent) != 0.5;
+  }
   if (age > 0) {  // right after a restart both start from the run's state: no gap
     const double floor = LookupTolerance("param", ToleranceDType(cfg), MakeToleranceContext(cfg, age - 1)).floor;
     ctx.state_amplification = StateGapRatio(dist.steps[s - 1], ref.same.steps[s - 1],

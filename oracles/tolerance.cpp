@@ -33,6 +33,16 @@ constexpr Tolerance kFp64{8.0, 1e-12};           // float64 quantities (never th
 // squared norm.
 constexpr double kNormExtraRoundings = 2;
 
+// Note [Inexact unscaling]: a run under loss scaling computes its norm from the scaled gradients
+// and divides the norm by the scale (as DeepSpeed's and Megatron's fp16 optimizers do), while the
+// gradients it reports (and steps with) are unscaled element by element on a float32 copy: 1 /
+// scale rounded to float32, then each product rounded. With a power-of-two scale both are exact;
+// otherwise every reported element is off by at most 2 float32 roundings, so their norm is off by
+// at most as much, relative, from the norm of the scaled gradients over the scale. Found by a
+// helper writing held-out mutants: dp 2, fp16, dynamic scale 3000, ratio 1.07 against the float64
+// bound alone (corpus/regression/clean_fp16_dp2_scale3000_norm_consistency.json).
+constexpr double kUnscaleRoundings = 2;
+
 struct NormPrecision {
   DType dtype;
   double unit_roundoff;
@@ -73,7 +83,8 @@ Tolerance LookupTolerance(const std::string& quantity, DType dtype, const Tolera
   const int64_t step = ctx.step;
   const bool low_precision_params_without_master = ctx.low_precision_params_without_master;
   if (quantity == "grad_norm_consistency")
-    return {0.0, NormRoundingBound(dtype, ctx.grad_norm_terms)};
+    return {0.0, NormRoundingBound(dtype, ctx.grad_norm_terms) +
+                     (ctx.inexact_unscale ? kUnscaleRoundings * 0x1p-24 : 0.0)};
   Tolerance t = dtype == DType::kBf16 ? kBf16 : dtype == DType::kFp16 ? kFp16
                 : dtype == DType::kFp64 ? kFp64 : kFp32;
   // Adam's update m / (sqrt(v) + eps) is ~sign(g) where |g| is at rounding level, so an element

@@ -45,6 +45,10 @@ struct ToleranceContext {
   // how many squares it sums (the model's gradient elements). Note [Reported norm precision].
   DType grad_norm_dtype = DType::kFp64;
   int64_t grad_norm_terms = 0;
+  // The reported gradients were unscaled by a loss scale that is not a power of two (or by one
+  // the run does not report), so each carries float32 roundings the norm, taken before
+  // unscaling, does not (Note [Inexact unscaling] in tolerance.cpp).
+  bool inexact_unscale = false;
 };
 Tolerance LookupTolerance(const std::string& quantity, DType dtype,
                           const ToleranceContext& ctx = ToleranceContext{});

@@ -258,7 +258,7 @@ TEST(ConfigDomain, DynamicScalingClimbsThroughThePartialOverflowBand) {
     ++climbing;
     climbing_pp += c.parallel.pp > 1;
     EXPECT_EQ(ls.growth_interval, 1);
-    EXPECT_LE(ls.init, std::ldexp(1.0, 13));
+    EXPECT_LT(ls.init, std::ldexp(1.0, 14));  // 2^10..2^13, times a factor < 2 (Note [Inexact loss scales])
     EXPECT_EQ(c.steps, opts.max_scaler_steps);
     // Without an overflow the last step runs at init * 4^(steps - 1) >= 2^20.
     EXPECT_GE(ls.init * std::pow(ls.growth_factor, static_cast<double>(c.steps - 1)), std::ldexp(1.0, 20));
@@ -266,6 +266,28 @@ TEST(ConfigDomain, DynamicScalingClimbsThroughThePartialOverflowBand) {
   ASSERT_GT(dynamic, 0);
   EXPECT_GE(climbing * 100, dynamic * 15) << climbing << " of " << dynamic;
   EXPECT_GE(climbing_pp * 100, climbing * 10) << climbing_pp << " of " << climbing;
+}
+
+// Note [Inexact loss scales]: a share of the loss scales are not powers of two, in every regime,
+// and plain dynamic scalers sometimes grow or back off by factors that are not powers of two.
+TEST(ConfigDomain, SomeLossScalesAreNotPowersOfTwo) {
+  auto pow2 = [](double x) { int e = 0; return std::frexp(x, &e) == 0.5; };
+  int scaled = 0, inexact = 0, inexact_recover = 0, inexact_growth = 0, inexact_backoff = 0;
+  for (const Config& c : Generate(Mix64(27), EngineOptions(), 5000)) {
+    const LossScaleConfig& ls = c.precision.loss_scale;
+    if (ls.mode == LossScaleMode::kNone) continue;
+    ++scaled;
+    inexact += !pow2(ls.init);
+    inexact_recover += !pow2(ls.init) && ls.init >= std::ldexp(1.0, 28);
+    inexact_growth += !pow2(ls.growth_factor);
+    inexact_backoff += !pow2(ls.backoff);
+    EXPECT_TRUE(pow2(ls.backoff) || ls.backoff > 0.5) << ls.backoff;
+  }
+  ASSERT_GT(scaled, 0);
+  EXPECT_GE(inexact * 100, scaled * 8) << inexact << " of " << scaled;
+  EXPECT_GT(inexact_recover, 0);
+  EXPECT_GT(inexact_growth, 0);
+  EXPECT_GT(inexact_backoff, 0);
 }
 
 // Note [Scaler state at the save]: with a checkpoint, the scaler's growth count and hysteresis
