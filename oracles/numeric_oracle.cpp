@@ -166,25 +166,6 @@ Comparison NormConsistency(const AssembledStep& d, const ModelSpec& spec,
   return c;
 }
 
-// Note [State gap amplification] (tolerance.cpp): how much farther the run's parameters had
-// drifted from the truth's than the twin's had, before this step; 1 when the run's drift is
-// within the twin's or within the dtype floor (relative to the truth's parameter norm).
-// Per tensor, the largest ratio: a drift concentrated in one tensor (one embedding row moved by
-// 2 lr) is invisible in the norm of all parameters, which the layer-norm weights (all 1) dominate.
-double StateGapRatio(const AssembledStep& d, const RefStep& r, const RefStep& t,
-                     const ModelSpec& spec, double floor) {
-  double worst = 1.0;
-  for (const auto& ps : spec.params) {
-    const std::string key = "param:" + ps.name;
-    const at::Tensor& tv = t.tensors.at(key);
-    const double gap = (d.tensors.at(key) - tv).norm().item<double>();
-    const double ratio = gap / std::max((r.tensors.at(key) - tv).norm().item<double>(),
-                                        std::max(floor * tv.norm().item<double>(), kTinyNorm));
-    if (std::isfinite(ratio)) worst = std::max(worst, ratio);
-  }
-  return worst;
-}
-
 // Note [Scaled gradients]: a gradient d that misses the truth t but equals alpha * t within the
 // bound, for one alpha != 1, was scaled as a whole: averaged over the wrong number of ranks or
 // micro-steps, or summed where it should be averaged. The local backward cannot do that (it is
@@ -341,7 +322,6 @@ class StepComparer {
   std::vector<std::string> kinds_;
   int64_t grad_elems_ = 0;
   std::map<std::string, at::Tensor> ill_;  // per parameter: ill-conditioned elements so far
-  bool adam_flipped_ = false;  // an ill-conditioned element moved apart at an earlier step
 };
 
 std::optional<Verdict> StepComparer::Step(int64_t s, const RefPair& ref, int64_t age,
@@ -389,18 +369,12 @@ std::optional<Verdict> StepComparer::Step(int64_t s, const RefPair& ref, int64_t
     }
     for (const auto& [kind, a] : acc) rms[kind] = a.second > 0 ? std::sqrt(a.first / a.second) : 0;
   }
-  ToleranceContext ctx = MakeToleranceContext(cfg, age);
-  ctx.adam_flipped_earlier = adam_flipped_;
+  ToleranceContext ctx = MakeToleranceContext(cfg);
   ctx.grad_norm_dtype = reported.grad_norm_dtype;
   ctx.grad_norm_terms = grad_elems_;
   if (cfg.precision.loss_scale.mode != LossScaleMode::kNone) {
     int exponent = 0;
     ctx.inexact_unscale = !reported.loss_scale || std::frexp(d.loss_scale, &exponent) != 0.5;
-  }
-  if (age > 0) {  // right after a restart both start from the run's state: no gap
-    const double floor = LookupTolerance("param", ToleranceDType(cfg), MakeToleranceContext(cfg, age - 1)).floor;
-    ctx.state_amplification = StateGapRatio(dist.steps[s - 1], ref.same.steps[s - 1],
-                                            ref.truth.steps[s - 1], spec, floor);
   }
   auto tol = [&](const std::string& q) { return LookupTolerance(q, ToleranceDType(cfg), ctx); };
   Tolerance loss_tol = tol("loss"), norm_tol = tol("grad_norm");
@@ -461,8 +435,6 @@ std::optional<Verdict> StepComparer::Step(int64_t s, const RefPair& ref, int64_t
       add(c, s, "optimizer", kind, ps.name, Name(ps.layer));
     }
   }
-  if (adam)
-    for (const auto& [name, mask] : ill_) adam_flipped_ = adam_flipped_ || mask.any().item<bool>();
   return std::nullopt;
 }
 

@@ -68,19 +68,15 @@ double NormRoundingBound(DType dtype, int64_t terms) {
   return INFINITY;  // not reached: every DType has an entry
 }
 
-ToleranceContext MakeToleranceContext(const Config& cfg, int64_t step) {
+ToleranceContext MakeToleranceContext(const Config& cfg) {
   ToleranceContext ctx;
-  ctx.step = step;
   ctx.low_precision_params_without_master =
       cfg.precision.param != DType::kFp32 && !cfg.precision.master_weights;
   ctx.low_precision_tensor_parallel = cfg.parallel.tp > 1 && cfg.precision.compute != DType::kFp32;
-  if (PrecisionBits(cfg.precision.reduce) < PrecisionBits(cfg.precision.accumulate))
-    ctx.coarse_reduce_ranks = cfg.parallel.dp;
   return ctx;
 }
 
 Tolerance LookupTolerance(const std::string& quantity, DType dtype, const ToleranceContext& ctx) {
-  const int64_t step = ctx.step;
   const bool low_precision_params_without_master = ctx.low_precision_params_without_master;
   if (quantity == "grad_norm_consistency")
     return {0.0, NormRoundingBound(dtype, ctx.grad_norm_terms) +
@@ -101,44 +97,20 @@ Tolerance LookupTolerance(const std::string& quantity, DType dtype, const Tolera
     t.floor += NormRoundingBound(ctx.grad_norm_dtype, ctx.grad_norm_terms);
   if (low_precision_params_without_master) {
     // Without master weights every update is rounded to the bf16 / fp16 parameter itself: an
-    // update near half an ulp rounds either way, so parameters differ by an extra ulp per step
-    // (double floor) and, from step 1 on, both runs follow trajectories that differ by those
-    // roundings, which the reference twin's own error does not track (factor x4).
+    // update near half an ulp rounds either way, so parameters differ by an extra ulp per step.
     if (quantity == "param") t.floor *= 2;
-    if (step > 0) t.factor *= 4;
   }
-  if (ctx.adam_flipped_earlier && step > 0) {
-    // Note [Adam sensitivity] (numeric_oracle.cpp): elements whose gradient was at noise level
-    // moved by about +-lr in opposite directions in the two runs at an earlier step; every later
-    // step starts from parameters that differ by that much, which the twin's rounding error does
-    // not track (factor x4).
-    t.factor *= 4;
-  }
-  // Note [State gap amplification]: from step 1 on each run starts from its own parameters, and
-  // what the twin calibrates is its error for the drift *it* had. A run can legitimately have
-  // drifted much farther (an Adam flip of an ill-conditioned element moves it by ~2 lr, and the
-  // mirrored twin, Note [Mirrored loss multiplier], rarely flips the same one): to first order the
-  // next step's error grows with the drift, so the factor is scaled by the ratio of the run's
-  // parameter gap to the twin's, the largest over the tensors (a twin's gap never counts as less
-  // than the dtype floor's share of the tensor's norm, so a twin that happens to be exact does not
-  // make the ratio explode). Measured: fp16 AdamW, dp 5,
-  // one embedding element flipped at step 0 (2 lr apart), and every bias gradient of step 1 was 8%
-  // off against the twin's 0.04% (corpus/regression/clean_fp16_dp5_adamw_flip_step1.json). A bug
-  // that makes the run drift shows at the step it drifts (and in the update oracle); the price is
-  // a looser bound on the steps after an accepted drift.
-  t.factor *= ctx.state_amplification;
-  if (ctx.coarse_reduce_ranks > 2) {
-    // Note [Coarse reduction over dp]: the run adds dp partial sums in the reduce dtype itself,
-    // dp - 1 roundings of growing partial sums. Independent roundings add up like a random walk:
-    // factor x sqrt(dp - 1) (dp 5: x2, dp 8: x2.6). Measured (session 3, when the twin still
-    // rounded each micro-batch gradient to the reduce dtype once and added them in the accumulate
-    // dtype): a clean fp16 run at dp 5 reached 1.16 times the unwidened bound
-    // (corpus/regression/clean_fp16_dp5_reduce_fp16_step1_grad.json). Since session 4 the twin
-    // adds over dp in the reduce dtype in the run's order (Note [Mirrored reduction order] in
-    // reference.cpp), so this widening may no longer be needed; it is kept until a clean campaign
-    // without it says so.
-    t.factor *= std::sqrt(static_cast<double>(ctx.coarse_reduce_ranks - 1));
-  }
+  // Note [No trajectory widening]: up to session 5 the factor also grew from step 1 on, for
+  // trajectories the twin's own error does not track: x4 for 16-bit parameters without master
+  // weights, x4 after an Adam flip, x the ratio of the run's drift from the truth to the twin's
+  // (Note [State gap amplification]), and x sqrt(dp - 1) for dp partial sums added in a coarse
+  // reduce dtype (Note [Coarse reduction over dp], already mirrored by the twin since session 4).
+  // Each covered a run that legitimately left the twin's trajectory. The restarted comparison
+  // (Note [Restarted comparison] in numeric_oracle.cpp) checks that case directly, from the run's
+  // own state with a first step's bounds, so the widenings only loosened every later step of every
+  // run. Removed in session 6 after: the clean regression corpus passes (4 of 18 configs now
+  // restart once; worst ratio 0.32), a clean campaign of 4,283 configs (seed 20) has no finding,
+  // and the held-out mechanisms are all found (docs/ZOO.md, session 6).
   if (ctx.low_precision_tensor_parallel) {
     // Row-parallel outputs are partial sums added across the tp group in the 16-bit compute dtype
     // (as Megatron does): one rounding per output more than the single-device twin has, which its

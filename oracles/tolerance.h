@@ -31,16 +31,8 @@ inline constexpr double kDiscreteBound = 0.5;
 // precision] in tolerance.cpp).
 // What of the config, beyond the dtype, widens a bound.
 struct ToleranceContext {
-  int64_t step = 0;                                  // 0-based
   bool low_precision_params_without_master = false;  // param bf16 / fp16, master_weights off
   bool low_precision_tensor_parallel = false;        // tp > 1 with a bf16 / fp16 compute dtype
-  // Data-parallel ranks whose gradients are summed in a reduce dtype coarser than the accumulate
-  // dtype (1 = none): the sum's extra roundings (Note [Coarse reduction over dp]).
-  int64_t coarse_reduce_ranks = 1;
-  bool adam_flipped_earlier = false;                 // Adam moved ill-conditioned elements apart
-  // The run's parameter drift from the truth over the twin's, before this step (>= 1; Note [State
-  // gap amplification] in tolerance.cpp).
-  double state_amplification = 1;
   // The reported gradient norm: the dtype it was computed in (docs/TARGETS.md grad_norm_dtype) and
   // how many squares it sums (the model's gradient elements). Note [Reported norm precision].
   DType grad_norm_dtype = DType::kFp64;
@@ -52,7 +44,7 @@ struct ToleranceContext {
 };
 Tolerance LookupTolerance(const std::string& quantity, DType dtype,
                           const ToleranceContext& ctx = ToleranceContext{});
-ToleranceContext MakeToleranceContext(const Config& cfg, int64_t step);
+ToleranceContext MakeToleranceContext(const Config& cfg);
 
 // The largest relative rounding error of a gradient norm computed in `dtype` over `terms` squares
 // (Note [Reported norm precision]); the grad_norm_consistency bound.
