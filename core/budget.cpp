@@ -11,7 +11,22 @@
 // copy = 4 bytes when master_weights is on and param is not fp32. ZeRO sharding is ignored, so the
 // estimate is an upper bound for every stage. Activations count about 16 fp32 values per token,
 // hidden unit and layer; a pipeline stage holds layers / pp layers but up to pp micro-batches in
-// flight, hence the full layer count. Everything is computed in double, so nothing overflows.
+// flight, hence the full layer count. Padding: every tensor starts at a multiple of
+// zero.align_elems and the flat buffer is padded to a multiple of dp * align_elems, so at most
+// align_elems * (tensors + dp) padding elements (tensors <= kTensorsPerLayer per layer plus
+// kTensorsOutsideLayers), each holding the same state. Everything is computed in double, so
+// nothing overflows.
+//
+// Note [Bytes per process]: with the local backend every rank is a thread of the checking process,
+// which also runs the reference pair and keeps what each side recorded per step:
+//   world * (bytes per rank + steps * P / (tp * pp) * kReportedKinds * 4)    -- ranks, reports
+//   + steps * P * kReportedKinds * 8 * kRecordedRuns                          -- truth, twin, run
+//   + P * kReferenceStateBytes                                               -- reference state
+// (kReportedKinds: parameters, gradients, master weights, two optimizer slots, at most). Found by
+// a helper: a 20M-parameter config within the per-rank limit kept 5.1 GB resident at world 1, and
+// one at dp 32 ran out of an 8 GB address space as an engine "crash". Measured against the
+// estimate: a 5M-parameter GPT (32k vocabulary) at tp 2 x dp 4 over 8 steps kept 10.1 GB
+// resident, estimated 9.8 GB.
 #include "core/budget.h"
 
 #include <algorithm>
@@ -28,6 +43,11 @@ namespace {
 constexpr double kActivationValuesPerUnit = 16;  // fp32 values per token, hidden unit and layer
 constexpr double kFp32Bytes = 4;
 constexpr double kLogitCopies = 2;  // the logits and their gradient
+constexpr double kTensorsPerLayer = 16;      // upper bound of a block's parameter tensors
+constexpr double kTensorsOutsideLayers = 8;  // embeddings, final norm, head
+constexpr double kReportedKinds = 5;         // param, grad, master, two optimizer slots
+constexpr double kRecordedRuns = 3;          // the float64 truth, the twin, the assembled run
+constexpr double kReferenceStateBytes = 64;  // live state of the two reference runs per parameter
 
 double Bytes(DType t) {
   switch (t) {
@@ -98,12 +118,23 @@ double BytesPerRank(const Config& c, double params) {
   const double tp = static_cast<double>(c.parallel.tp), pp = static_cast<double>(c.parallel.pp);
   const double tokens = static_cast<double>(std::max<int64_t>(c.batch.micro_batch, 0)) *
                         static_cast<double>(m.seq_len);
-  double bytes = params / (tp * pp) * state;
+  const double tensors = kTensorsPerLayer * static_cast<double>(m.layers) + kTensorsOutsideLayers;
+  const double padding = static_cast<double>(std::max<int64_t>(c.zero.align_elems, 1)) *
+                         (tensors + static_cast<double>(std::max<int64_t>(c.parallel.dp, 1)));
+  double bytes = (params / (tp * pp) + padding) * state;
   bytes += tokens * static_cast<double>(m.hidden) * static_cast<double>(m.layers) *
            kActivationValuesPerUnit * kFp32Bytes;
   if (m.kind == ModelKind::kGpt)
     bytes += tokens * std::ceil(static_cast<double>(m.vocab) / tp) * kFp32Bytes * kLogitCopies;
   return bytes;
+}
+
+double BytesPerProcess(const Config& c, double params) {
+  const double world = static_cast<double>(std::max<int64_t>(c.parallel.world, 1));
+  const double steps = static_cast<double>(std::max<int64_t>(c.steps, 1));
+  const double local = params / static_cast<double>(c.parallel.tp * c.parallel.pp);
+  return world * (BytesPerRank(c, params) + steps * local * kReportedKinds * kFp32Bytes) +
+         steps * params * kReportedKinds * 8 * kRecordedRuns + params * kReferenceStateBytes;
 }
 
 void Limit(Status& st, const std::string& field, double value, int64_t max, const char* name,
@@ -120,6 +151,11 @@ double EstimateBytesPerRank(const Config& c) {
   return BytesPerRank(c, ParameterCount(c.model));
 }
 
+double EstimateBytesPerProcess(const Config& c) {
+  if (!Measurable(c)) return -1;
+  return BytesPerProcess(c, ParameterCount(c.model));
+}
+
 Status CheckBudget(const Config& c, const ResourceBudget& b) {
   Status st;
   const auto d = [](int64_t v) { return static_cast<double>(v); };
@@ -132,6 +168,7 @@ Status CheckBudget(const Config& c, const ResourceBudget& b) {
         "max_accumulation");
   Limit(st, "batch.micro_batch", d(c.batch.micro_batch), b.max_micro_batch, "max_micro_batch");
   Limit(st, "zero.bucket_elems", d(c.zero.bucket_elems), b.max_bucket_elems, "max_bucket_elems");
+  Limit(st, "zero.align_elems", d(c.zero.align_elems), b.max_align_elems, "max_align_elems");
   const BatchConfig& batch = c.batch;
   if (batch.micro_batch >= 1 && batch.accumulation_steps >= 1 && c.parallel.dp >= 1 &&
       c.model.seq_len >= 1) {
@@ -144,7 +181,10 @@ Status CheckBudget(const Config& c, const ResourceBudget& b) {
   const double params = ExactOrEstimatedParameters(c, b);
   Limit(st, "model.parameters", params, b.max_params, "max_params");
   Limit(st, "bytes_per_rank", BytesPerRank(c, params), b.max_bytes_per_rank, "max_bytes_per_rank",
-        " (estimated: model state / (tp*pp) + activations + logits)");
+        " (estimated: model state / (tp*pp) + padding + activations + logits)");
+  Limit(st, "bytes_per_process", BytesPerProcess(c, params), b.max_bytes_per_process,
+        "max_bytes_per_process",
+        " (estimated: every rank and its reports, the reference pair and the per-step records)");
   return st;
 }
 

@@ -25,6 +25,11 @@ struct ResourceBudget {
   int64_t max_accumulation = 64;           // batch.accumulation_steps
   int64_t max_micro_batch = 1024;          // batch.micro_batch: sequences per micro-batch
   int64_t max_bucket_elems = 1 << 28;      // zero.bucket_elems: elements of one comm bucket
+  int64_t max_align_elems = 1 << 16;       // zero.align_elems: shard alignment (padding per tensor)
+  // Estimated memory of a whole check: every rank (threads of one process with the local backend)
+  // with what it reports, and the reference pair with its per-step records
+  // (EstimateBytesPerProcess); below a campaign worker's default address-space limit (8 GiB).
+  int64_t max_bytes_per_process = 4LL << 30;
 };
 
 // Checks every limit of the budget. Never divides by zero or overflows, whatever the config: the
@@ -38,5 +43,9 @@ Status CheckConfig(const Config& config, const ResourceBudget& budget);
 // The analytical estimate of one rank's memory in bytes (formula in budget.cpp), or a negative
 // value when the structure makes it meaningless. Saturates at a huge value instead of overflowing.
 double EstimateBytesPerRank(const Config& config);
+
+// The analytical estimate of a whole check's memory in bytes (formula in budget.cpp, Note [Bytes
+// per process]), or a negative value when the structure makes it meaningless.
+double EstimateBytesPerProcess(const Config& config);
 
 }  // namespace paradiff

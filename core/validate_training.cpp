@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include "core/fault_names.h"
 #include "core/validate_rules.h"
@@ -11,6 +12,7 @@ namespace paradiff::validate_internal {
 namespace {
 
 constexpr int64_t kMaxZeroStage = 3;
+constexpr double kMinLossScale = 0x1p-24;  // precision.loss_scale.init / min: 1 / scale is a float32
 
 // Adds "field=value must be > 0"; non-finite values get the "must be finite" message instead.
 void Positive(Status& st, const std::string& field, double v) {
@@ -59,6 +61,13 @@ void CheckPrecision(const Config& c, Status& st) {
   AtLeast(st, p + "growth_interval", l.growth_interval, 1);
   AtLeast(st, p + "hysteresis", l.hysteresis, 1);
   Positive(st, p + "min", l.min);
+  // Gradients are unscaled by multiplying with 1 / scale in float32 (kernels/rank_engine.cpp), so
+  // the reciprocal must be a normal float32 value; 2^-24 leaves far more room than any real scale
+  // needs (a scale of 1e-39 made the reciprocal infinite and 0 * inf a NaN gradient).
+  for (const auto& [field, value] : {std::pair{p + "init", l.init}, std::pair{p + "min", l.min}})
+    if (std::isfinite(value) && value > 0 && value < kMinLossScale)
+      st.Add(field, field + "=" + Str(value) + " must be >= 2^-24 (" + Str(kMinLossScale) +
+                        "; gradients are unscaled by 1 / scale in float32)");
   if (std::isfinite(l.init) && std::isfinite(l.min) && l.min > 0 && l.init > 0 && l.init < l.min)
     st.Add(p + "init", p + "init=" + Str(l.init) + " must be >= " + p + "min=" + Str(l.min));
 }

@@ -24,14 +24,16 @@ Config With(const Edit& edit) {
   return c;
 }
 
-// A realistic small run: a 4-layer, 128-wide GPT with a 32k vocabulary on tp=2 x dp=4.
+// A realistic small run: a 4-layer, 128-wide GPT with an 8k vocabulary on tp=2 x dp=4. (With a
+// 32k vocabulary it kept 10.1 GB resident over its 8 steps, estimated 9.8 GB: over the process
+// budget, Note [Bytes per process].)
 Config Realistic() {
   Config c;
   c.model.layers = 4;
   c.model.hidden = 128;
   c.model.heads = c.model.kv_heads = 4;
   c.model.ffn = 512;
-  c.model.vocab = 32000;
+  c.model.vocab = 8192;
   c.model.seq_len = 256;
   c.batch.micro_batch = 4;
   c.batch.accumulation_steps = 2;
@@ -97,9 +99,39 @@ TEST(Budget, EachDimensionRejects) {
                c.model.layers = 8;
              }),
              "model.parameters", "max_params");
+  ExpectOver(With([](Config& c) { c.zero.align_elems = 1 << 17; }), "zero.align_elems",
+             "max_align_elems");
   ResourceBudget small;
   small.max_bytes_per_rank = 1 << 20;
   ExpectOver(Realistic(), "bytes_per_rank", "max_bytes_per_rank", small);
+  // Within the per-rank limit, but 32 ranks in one process with 64 steps of records each.
+  ExpectOver(With([](Config& c) {
+               c.model.hidden = 1024;
+               c.model.ffn = 4096;
+               c.model.layers = 1;
+               c.model.vocab = 8192;
+               c.parallel.dp = c.parallel.world = 32;
+               c.steps = 64;
+             }),
+             "bytes_per_process", "max_bytes_per_process");
+}
+
+// Note [Bytes per process]: the whole check grows with the ranks, the steps recorded and the
+// padding; a huge alignment is priced without overflowing anything.
+TEST(Budget, BytesPerProcessEstimate) {
+  const Config base = Realistic();
+  const double bytes = EstimateBytesPerProcess(base);
+  EXPECT_GT(bytes, EstimateBytesPerRank(base));
+  Config more_steps = base;
+  more_steps.steps = base.steps * 4;
+  EXPECT_GT(EstimateBytesPerProcess(more_steps), bytes);
+  Config aligned = base;
+  aligned.zero.align_elems = int64_t{1} << 62;
+  EXPECT_TRUE(std::isfinite(EstimateBytesPerProcess(aligned)));
+  EXPECT_GT(EstimateBytesPerRank(aligned), 1e18);
+  const Status st = CheckBudget(aligned, ResourceBudget{});
+  EXPECT_NE(st.ToString().find("zero.align_elems"), std::string::npos) << st.ToString();
+  EXPECT_NE(st.ToString().find("bytes_per_process"), std::string::npos) << st.ToString();
 }
 
 TEST(Budget, LimitsAreInclusive) {

@@ -76,6 +76,12 @@ TEST(Validate, LossScaleParameters) {
   ExpectInvalid(ls([](LossScaleConfig& l) { l.min = 0; }), p + "min", "must be > 0");
   ExpectInvalid(ls([](LossScaleConfig& l) { l.init = 2, l.min = 4; }), p + "init",
                 "must be >= precision.loss_scale.min=4");
+  // 1 / scale must be a normal float32 (the engine unscales with it).
+  ExpectValid(ls([](LossScaleConfig& l) { l.init = l.min = 0x1p-24; }));
+  ExpectInvalid(ls([](LossScaleConfig& l) { l.init = 1e-39, l.min = 1e-40; }), p + "min",
+                "must be >= 2^-24");
+  ExpectInvalid(ls([](LossScaleConfig& l) { l.init = 1e-39, l.min = 1e-40; }), p + "init",
+                "must be >= 2^-24");
 }
 
 TEST(Validate, DoublesAreFinite) {
