@@ -36,6 +36,7 @@ constexpr double kOverflowThenRecoverShare = 0.25;  // of dynamic loss scaling (
 constexpr int kRecoverMinLog2 = 28;  // overflow-then-recover starts at 2^28 .. 2^40
 constexpr double kClimbShare = 0.35;  // of dynamic loss scaling: Note [Climbing loss scale]
 constexpr double kInexactScaleShare = 0.15;  // Note [Inexact loss scales]
+constexpr double kFineTuningLrShare = 0.15;  // of Adam learning rates: 1e-6..1e-3
 constexpr double kClimbGrowth = 4;    // two octaves a step: never jumps the partial-overflow band
 // Clipping (gpt only), more often with loss scaling, where a first applied scale above the
 // applied band is lowered into it at this share (Note [Clipping under loss scaling]).
@@ -450,6 +451,11 @@ void DrawOptimizer(Config& c, SeqRng& rng) {
   if (o.kind == OptimizerKind::kSgd) {
     o.lr = Round2(LogUniform(rng, 0.05, 0.5));
     o.momentum = rng.Chance(0.3) ? 0.0 : 0.9;
+  } else if (rng.Chance(kFineTuningLrShare)) {
+    // Fine-tuning rates: an Adam step below the parameters' rounding, where the run's stored
+    // rounding and not the update decides how far a flipped element moves (Note [Stored rounding
+    // of a flipped element] in oracles/numeric_oracle.cpp; never drawn before session 6).
+    o.lr = Round2(LogUniform(rng, 1e-6, 1e-3));
   } else {
     o.lr = Round2(LogUniform(rng, 1e-3, 2e-2));
   }

@@ -36,8 +36,10 @@ void PrintSummary(const Config& cfg, const CheckResult& res, const std::string& 
                 static_cast<unsigned long long>(cfg.seed), res.comparisons.size(), worst);
     return;
   }
-  std::printf("SUMMARY: paradiff: FINDING kind=%s sig=%s %s seed=%llu step=%lld phase=%s tensor=%s\n",
-              Name(v.kind), v.Signature().c_str(), what.c_str(),
+  // An inconclusive check is not a finding (exit 0): its summary must not read as one.
+  const bool inconclusive = v.kind == VerdictKind::kInconclusive;
+  std::printf("SUMMARY: paradiff: %s kind=%s sig=%s %s seed=%llu step=%lld phase=%s tensor=%s\n",
+              inconclusive ? "INCONCLUSIVE" : "FINDING", Name(v.kind), v.Signature().c_str(), what.c_str(),
               static_cast<unsigned long long>(cfg.seed), static_cast<long long>(v.where.step),
               v.where.phase.c_str(), v.where.tensor.empty() ? "-" : v.where.tensor.c_str());
 }
@@ -93,7 +95,9 @@ int CmdRun(const Args& args) {
     std::printf("INFO: time reference=%.3fs engine=%.3fs compare=%.3fs\n", res.timing.reference_s,
                 res.timing.engine_s, res.timing.compare_s);
   }
-  if (res.verdict.kind != VerdictKind::kPass) std::printf("ERROR: %s\n", res.verdict.message.c_str());
+  if (res.verdict.kind != VerdictKind::kPass)
+    std::printf("%s: %s\n", res.verdict.kind == VerdictKind::kInconclusive ? "WARN" : "ERROR",
+                res.verdict.message.c_str());
   if (!args.report.empty() || !args.html.empty()) {
     const nlohmann::json report = ReportJson(cfg, res);
     Status w;
