@@ -48,9 +48,7 @@ TEST(DivergedReference, IsInconclusiveAtTheStepTheReferenceDiverged) {
 TEST(DivergedReference, ABugBeforeTheDivergenceIsStillAFinding) {
   const Config c = Diverging();
   EngineOutcome e = RunClean(c);
-  for (auto& r : e.obs.ranks)
-    for (auto& piece : r.steps[0].pieces)
-      if (piece.kind == "grad") piece.values.mul_(1.01);
+  testing::ScalePieces(e, 0, "grad", 1.01);
   const testing::Harness h = MakeHarness(c, e);
   testing::ExpectLocalized(h.numeric.verdict);
   EXPECT_EQ(h.numeric.verdict.where.step, 0);
@@ -81,9 +79,7 @@ TEST(StoredRounding, AParameterOffByMoreThanItsRoundingIsFound) {
   const Config c = FineTuning();
   EngineOutcome e = RunClean(c);
   // Four bf16 ulps on every element of one tensor: beyond a step's rounding and 4 lr.
-  for (auto& r : e.obs.ranks)
-    for (auto& piece : r.steps[1].pieces)
-      if (piece.kind == "master" && piece.tensor == "embed.wte") piece.values.mul_(1.0 + 4 * 0x1p-8);
+  testing::ScalePieces(e, 1, "master", 1.0 + 4 * 0x1p-8, "embed.wte");
   const testing::Harness h = MakeHarness(c, e);
   testing::ExpectLocalized(h.numeric.verdict);
   EXPECT_EQ(h.numeric.verdict.where.step, 1) << h.numeric.verdict.message;

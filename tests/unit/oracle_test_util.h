@@ -21,6 +21,15 @@ namespace paradiff::testing {
 
 inline constexpr std::chrono::milliseconds kTestTimeout{20000};
 
+// Plants a bug: multiplies every rank's reported pieces of `kind` at `step` by `factor` (only
+// those of `tensor` when it is not empty).
+inline void ScalePieces(EngineOutcome& e, int64_t step, const std::string& kind, double factor,
+                        const std::string& tensor = "") {
+  for (auto& r : e.obs.ranks)
+    for (auto& piece : r.steps[step].pieces)
+      if (piece.kind == kind && (tensor.empty() || piece.tensor == tensor)) piece.values.mul_(factor);
+}
+
 inline EngineOutcome RunClean(const Config& c) {
   EngineOutcome e = RunEngine(c, kTestTimeout);
   EXPECT_TRUE(e.ok) << e.failure;

@@ -138,9 +138,7 @@ TEST(LocalRestart, AStepOneBugOnAnOrdinaryModelIsFoundWithoutRestarting) {
   Config c = SmallConfig(2, 2);
   c.steps = 3;
   EngineOutcome e = RunClean(c);
-  for (auto& r : e.obs.ranks)
-    for (auto& piece : r.steps[1].pieces)
-      if (piece.kind == "param") piece.values.mul_(1.001);
+  testing::ScalePieces(e, 1, "param", 1.001);
   const testing::Harness h = MakeHarness(c, e);
   testing::ExpectLocalized(h.numeric.verdict);
   EXPECT_EQ(h.numeric.verdict.where.step, 1);
