@@ -61,10 +61,12 @@ double Clip(double max_norm, double norm) {
 
 // The optimizer of docs/CONFIG.md on float64, with magnitudes. `g` is the clipped gradient, `t`
 // the 1-based count of applied updates. Fills the expected slots; returns the new target
-// (master weights, or the parameters themselves).
+// (master weights, or the parameters themselves). `g_floor`: an absolute magnitude added to every
+// gradient element's (Note [Subnormal gradients]).
 Expect Step(const OptimizerConfig& o, int64_t t, const at::Tensor& target, const at::Tensor& g,
-            const std::map<std::string, at::Tensor>& slots, std::map<std::string, Expect>& out) {
-  at::Tensor p = target, gp = g, gmag = g.abs();
+            double g_floor, const std::map<std::string, at::Tensor>& slots,
+            std::map<std::string, Expect>& out) {
+  at::Tensor p = target, gp = g, gmag = g.abs() + g_floor;
   if (o.kind == OptimizerKind::kAdamW) {
     p = target * (1.0 - o.lr * o.weight_decay);
   } else if (o.weight_decay != 0) {  // L2 decay folded into the gradient (SGD, Adam)
@@ -160,7 +162,14 @@ Verdict UpdateOracle::Check(const OracleInput& in) const {
     } else {
       at::Tensor g = Flat(as, spec, "grad");
       if (coef < 1.0) g = g * coef;
-      Expect next = Step(cfg.optimizer, applied, has_master ? prev.master : prev.param, g, prev.slots, e);
+      // Note [Subnormal gradients]: the run clips in float32, so a clipped gradient in float32's
+      // subnormal range carries an absolute rounding of up to 2^-150 instead of u relative, and
+      // Adam divides it by sqrt(v) + eps (as small as eps): a parameter near 0 then moves by that
+      // rounding times lr / eps. Found by a helper at clip_grad_norm 1e-26 (ratio 2.8). Each
+      // gradient's magnitude carries kSubnormalFloor's worth of absolute rounding, so the
+      // bound follows it through the update.
+      Expect next = Step(cfg.optimizer, applied, has_master ? prev.master : prev.param, g,
+                         kSubnormalFloor / unit, prev.slots, e);
       next.mag = next.mag * unit + kSubnormalFloor;
       for (const auto& n : slot_names) e[n].mag = e[n].mag * unit + kSubnormalFloor;
       if (has_master) {

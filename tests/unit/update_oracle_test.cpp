@@ -105,6 +105,20 @@ TEST(UpdateOracle, CatchesAMasterWeightNudgedFarBelowTheNumericBound) {
   EXPECT_EQ(v.Signature(), "mismatch.update." + v.where.tensor_kind + "." + v.where.layer + ".optimizer");
 }
 
+// Note [Subnormal gradients]: clipped to 1e-30, Adam's gradients sit in float32's subnormal range,
+// where rounding is absolute and Adam divides it by ~eps; the bound follows it (it was a false
+// finding at 1e-26), yet a master weight nudged by 1e-5 relative is still caught there.
+TEST(UpdateOracle, TinyClippedGradientsUnderAdam) {
+  Config c = Bf16Master(WithOptimizer(SmallConfig(2, 2), OptimizerKind::kAdamW, 0.05));
+  c.clip_grad_norm = 1e-30;
+  EngineOutcome e = RunClean(c);
+  EXPECT_EQ(CheckUpdate(c, e).kind, VerdictKind::kPass) << CheckUpdate(c, e).message;
+  TensorPiece* p = testing::FindPiece(e, 1, 1, "master");
+  ASSERT_NE(p, nullptr);
+  p->values.reshape({-1}).narrow(0, 0, 1).mul_(1.0 + 1e-5);
+  ExpectFinding(CheckUpdate(c, e), 1, "master");
+}
+
 // Decoupled decay applied to the 16-bit copy only (lost on the master weights): every master
 // weight of the step misses its lr * wd * p.
 TEST(UpdateOracle, CatchesDecoupledDecayLostOnTheMasterWeights) {
