@@ -467,7 +467,8 @@ std::optional<Verdict> StepComparer::Step(int64_t s, const RefPair& ref, int64_t
       const at::Tensor mask = found != ill_.end() ? found->second : at::zeros({ps.numel()}, at::kBool);
       Comparison c;
       if (adam && (kind == "param" || kind == "master")) {
-        c = CompareAdamParam(dv, rv, tv, mask, tol(kind), max_move, cfg.precision.param, rms[kind], age);
+        c = CompareAdamParam(dv, rv, tv, mask, tol(kind), max_move, cfg.precision.param, rms[kind],
+                             age);
       } else if (adam && kind == "exp_avg") {
         // An ill-conditioned element's first moment is its gradient's noise, averaged: compared
         // it would compare two roundings (its sign and size decide nothing but its own step,
