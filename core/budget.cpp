@@ -134,7 +134,8 @@ double BytesPerProcess(const Config& c, double params) {
   const double steps = static_cast<double>(std::max<int64_t>(c.steps, 1));
   const double local = params / static_cast<double>(c.parallel.tp * c.parallel.pp);
   return world * (BytesPerRank(c, params) + steps * local * kReportedKinds * kFp32Bytes) +
-         steps * params * kReportedKinds * 8 * kRecordedRuns + params * kReferenceStateBytes;
+         steps * params * kReportedKinds * Bytes(DType::kFp64) * kRecordedRuns +
+         params * kReferenceStateBytes;
 }
 
 void Limit(Status& st, const std::string& field, double value, int64_t max, const char* name,

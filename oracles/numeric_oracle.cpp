@@ -230,6 +230,17 @@ Verdict OverflowFinding(int64_t s, const std::string& tensor_kind, const std::st
   return v;
 }
 
+// The numeric comparison cannot judge step s or the steps after it (`phase`: "overflow" for a
+// borderline decision, "divergence" for a reference that diverged); the message says why.
+Verdict InconclusiveAt(int64_t s, const std::string& phase) {
+  Verdict v;
+  v.kind = VerdictKind::kInconclusive;
+  v.oracle = "numeric";
+  v.where.step = s;
+  v.where.phase = phase;
+  return v;
+}
+
 // Note [Overflow margin]: the run and the same-precision twin disagree on whether step s
 // overflowed. Near the edge of the dtype's range that is rounding (a value a few ulps below the
 // largest finite number in one run, above it in the other): not a finding by itself. A decision
@@ -263,15 +274,9 @@ Verdict OverflowDecision(const Config& cfg, const Assembly& dist, const RefPair&
   from.scale_factor = run_skipped ? margin : 1.0 / margin;
   const bool twin_at_margin = TwinOverflows(cfg, from);
   const bool borderline = twin_at_margin == run_skipped;  // the twin agrees within the margin
-  Verdict v;
-  if (borderline) {
-    v.kind = VerdictKind::kInconclusive;
-    v.oracle = "numeric";
-    v.where.step = s;
-    v.where.phase = "overflow";
-  } else {
-    v = OverflowFinding(s, "skip", "margin", run_skipped ? 0 : 1, run_skipped ? 1 : 0);
-  }
+  Verdict v = borderline
+                  ? InconclusiveAt(s, "overflow")
+                  : OverflowFinding(s, "skip", "margin", run_skipped ? 0 : 1, run_skipped ? 1 : 0);
   std::ostringstream msg;
   msg << "step " << s << ": the run " << (run_skipped ? "skipped" : "took")
       << " the step for overflow, the same-precision reference " << (run_skipped ? "took" : "skipped")
@@ -324,11 +329,7 @@ std::optional<Verdict> DivergedReference(const Config& cfg, const RefPair& ref, 
       if (finite && (key.rfind("param:", 0) == 0 || key.rfind("master:", 0) == 0))
         finite = value.isfinite().all().item<bool>();
     if (finite) continue;
-    Verdict v;
-    v.kind = VerdictKind::kInconclusive;
-    v.oracle = "numeric";
-    v.where.step = s;
-    v.where.phase = "divergence";
+    Verdict v = InconclusiveAt(s, "divergence");
     std::ostringstream msg;
     msg << "step " << s << ": the " << (step == &ref.same.steps[s] ? "same-precision" : "float64")
         << " reference diverged (its loss or parameters are not finite): the config trains "

@@ -12,10 +12,10 @@
 #include "oracles/exact_oracle.h"
 #include "oracles/memory_oracle.h"
 #include "oracles/metamorphic_oracle.h"
+#include "oracles/mirror_oracle.h"
 #include "oracles/numeric_oracle.h"
 #include "oracles/replica_oracle.h"
 #include "oracles/tiling_oracle.h"
-#include "oracles/mirror_oracle.h"
 #include "oracles/update_oracle.h"
 #include "oracles/validation_oracle.h"
 
