@@ -3,6 +3,7 @@
 // reported twice where the state is partitioned (overlap), and a missing step.
 #include "oracles/tiling_oracle.h"
 
+#include <cmath>
 #include <gtest/gtest.h>
 
 #include "tests/unit/oracle_test_util.h"
@@ -201,6 +202,24 @@ TEST(TilingOracle, PaddedVocabularyRowsStayZeroOnlyWithTheMask) {
   EXPECT_EQ(CheckTiling(c, RunClean(c).obs).kind, VerdictKind::kPass);
   c.faults = {"tp.vocab_padding_in_loss"};
   EXPECT_EQ(CheckTiling(c, RunClean(c).obs).where.detail, "padding");
+}
+
+// Note [Padding after a divergence]: NaN padding beside NaN data is 0 x NaN arithmetic (a
+// diverged run), not judged; NaN padding beside finite data is a write to padding, found.
+TEST(TilingOracle, NanPaddingIsAFindingOnlyWhileTheDataIsFinite) {
+  Config c = SmallConfig(3, 1);
+  c.zero.align_elems = 8;
+  EngineOutcome e = RunClean(c);
+  RankStep& st = e.obs.ranks[1].steps[1];
+  st.padding_max_abs = std::nan("");
+  const Verdict planted = CheckTiling(c, e.obs);
+  EXPECT_EQ(planted.kind, VerdictKind::kInvariant);
+  EXPECT_EQ(planted.where.detail, "padding");
+  ASSERT_FALSE(st.pieces.empty());
+  st.pieces.front().values.view(-1)[0] = std::nan("");
+  EXPECT_EQ(CheckTiling(c, e.obs).kind, VerdictKind::kPass);
+  st.padding_max_abs = 2.0;  // finite: a bug whatever the data holds
+  EXPECT_EQ(CheckTiling(c, e.obs).where.detail, "padding");
 }
 
 }  // namespace
