@@ -85,10 +85,11 @@ Status LoadState(const CampaignOptions& o, const nlohmann::json& j, State& s) {
   return Status();
 }
 
-std::vector<std::string> Signatures(const std::string& workdir) {
+// The signatures stored under DIR/findings (or DIR/inconclusive).
+std::vector<std::string> Signatures(const std::string& workdir, const char* area = "findings") {
   std::vector<std::string> out;
   std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator(workdir + "/findings", ec))
+  for (const auto& e : std::filesystem::directory_iterator(workdir + "/" + area, ec))
     if (std::filesystem::exists(e.path() / "meta.json")) out.push_back(e.path().filename().string());
   std::sort(out.begin(), out.end());
   return out;
@@ -254,21 +255,28 @@ StatusOr<CampaignSummary> RunCampaign(const CampaignOptions& opts, std::ostream&
           : e.kind == PoolEvent::kCrash ? WorkerVerdict("crash", e.detail, cfg)
                                         : WorkerVerdict("hang", e.detail, cfg);
       const std::string kind = verdict.value("kind", "crash");
+      const std::string sig = verdict.value("signature", "?");
+      const nlohmann::json report = e.result.is_object() && e.result.contains("report")
+                                        ? e.result["report"]
+                                        : nlohmann::json{{"verdict", verdict}, {"config", ConfigToJson(cfg)}};
       if (kind == "inconclusive") {
+        // Kept like a finding (Note [Idempotent findings]), so a reason can be read and rerun.
         ++st.inconclusive;
+        StatusOr<bool> rec = wd.RecordInconclusive(verdict, cfg, report, e.index, elapsed());
+        if (!rec.ok()) return rec.status();
+        if (rec.value())
+          log << "INFO: new inconclusive reason sig=" << sig << " index=" << e.index
+              << " dir=" << wd.InconclusiveDir(sig) << std::endl;
       } else if (kind != "pass") {
         ++st.findings;
         found = true;
-        const nlohmann::json report = e.result.is_object() && e.result.contains("report")
-                                          ? e.result["report"]
-                                          : nlohmann::json{{"verdict", verdict}, {"config", ConfigToJson(cfg)}};
         StatusOr<bool> rec = wd.RecordFinding(verdict, cfg, report, e.index, elapsed());
         if (!rec.ok()) return rec.status();
         if (rec.value()) {
           ++sum.new_unique;
-          log << "INFO: new finding sig=" << verdict.value("signature", "?") << " index=" << e.index
-              << " seed=" << cfg.seed << " dir=" << wd.FindingDir(verdict.value("signature", "?"))
-              << "\nINFO:   " << verdict.value("message", "") << std::endl;
+          log << "INFO: new finding sig=" << sig << " index=" << e.index << " seed=" << cfg.seed
+              << " dir=" << wd.FindingDir(sig) << "\nINFO:   " << verdict.value("message", "")
+              << std::endl;
         }
       }
       ++st.execs;
@@ -306,6 +314,7 @@ StatusOr<CampaignSummary> RunCampaign(const CampaignOptions& opts, std::ostream&
   sum.pairs_possible = st.coverage.possible();
   sum.elapsed_s = elapsed();
   sum.signatures = Signatures(opts.workdir);
+  sum.inconclusive_reasons = Signatures(opts.workdir, "inconclusive");
   sum.unique = static_cast<int64_t>(sum.signatures.size());
   return sum;
 }

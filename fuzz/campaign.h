@@ -53,6 +53,7 @@ struct CampaignSummary {
   double elapsed_s = 0;
   bool interrupted = false;
   std::vector<std::string> signatures;  // every signature in the work dir
+  std::vector<std::string> inconclusive_reasons;  // signatures under DIR/inconclusive
 };
 
 // Execution i of a campaign with these options.

@@ -129,7 +129,11 @@ ReplayResult Replay(const ReplayItem& item, const CheckOptions& opts, const Syst
     r.message = res.verdict.message;
     r.report = ReportJson(cfg.value(), res);
     const bool finding = IsFinding(res.verdict.kind);
-    r.got = finding ? res.verdict.Signature() : "pass";
+    // An inconclusive check passes (it fails nothing); replayed from a campaign's stored reason
+    // (DIR/inconclusive/<signature>/) it shows that signature, and matches when it is the same.
+    const bool same_reason = res.verdict.kind == VerdictKind::kInconclusive &&
+                             item.expected == res.verdict.Signature();
+    r.got = finding || same_reason ? res.verdict.Signature() : "pass";
     r.outcome = !finding                 ? ReplayOutcome::kPass
                 : item.expected.empty()  ? ReplayOutcome::kFails
                 : item.expected == r.got ? ReplayOutcome::kSame

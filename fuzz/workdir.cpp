@@ -42,11 +42,25 @@ std::string WorkDir::FindingDir(const std::string& signature) const {
   return root_ + "/findings/" + signature;
 }
 
+std::string WorkDir::InconclusiveDir(const std::string& signature) const {
+  return root_ + "/inconclusive/" + signature;
+}
+
 StatusOr<bool> WorkDir::RecordFinding(const nlohmann::json& v, const Config& cfg,
                                       const nlohmann::json& report, int64_t index,
                                       double elapsed_s) const {
+  return Record(FindingDir(v.value("signature", "unknown")), v, cfg, report, index, elapsed_s);
+}
+
+StatusOr<bool> WorkDir::RecordInconclusive(const nlohmann::json& v, const Config& cfg,
+                                           const nlohmann::json& report, int64_t index,
+                                           double elapsed_s) const {
+  return Record(InconclusiveDir(v.value("signature", "unknown")), v, cfg, report, index, elapsed_s);
+}
+
+StatusOr<bool> WorkDir::Record(const std::string& dir, const nlohmann::json& v, const Config& cfg,
+                               const nlohmann::json& report, int64_t index, double elapsed_s) const {
   const std::string sig = v.value("signature", "unknown");
-  const std::string dir = FindingDir(sig);
   StatusOr<nlohmann::json> loaded = ReadJson(dir + "/meta.json");
   if (!loaded.ok()) return loaded.status();
   nlohmann::json meta = loaded.value();

@@ -7,6 +7,9 @@
 //   DIR/findings/<signature>/report.json    its full report
 //   DIR/findings/<signature>/log            the finding's message
 //   DIR/findings/<signature>/meta.json      kind, count, first/last seen, execution indices
+//   DIR/inconclusive/<signature>/...    the same four files for each reason a check was
+//                                       inconclusive (a borderline overflow, a diverged
+//                                       reference, ...): why, and a config to rerun it with
 //   DIR/corpus/<hash>.json              configs that covered a new feature pair
 //
 // Note [Idempotent findings]: meta.json keeps the set of execution indices that showed the
@@ -38,12 +41,18 @@ class WorkDir {
   // oracle, message) on `cfg`. Returns true when the signature is new to this work dir.
   StatusOr<bool> RecordFinding(const nlohmann::json& verdict, const Config& cfg,
                                const nlohmann::json& report, int64_t index, double elapsed_s) const;
+  // The same for an inconclusive verdict, under DIR/inconclusive/ (never minimized or gated on).
+  StatusOr<bool> RecordInconclusive(const nlohmann::json& verdict, const Config& cfg,
+                                    const nlohmann::json& report, int64_t index, double elapsed_s) const;
   // Saves an interesting config to DIR/corpus/ (named by its content hash).
   Status SaveCorpus(const Config& cfg) const;
 
   std::string FindingDir(const std::string& signature) const;
+  std::string InconclusiveDir(const std::string& signature) const;
 
  private:
+  StatusOr<bool> Record(const std::string& dir, const nlohmann::json& verdict, const Config& cfg,
+                        const nlohmann::json& report, int64_t index, double elapsed_s) const;
   std::string root_;
 };
 

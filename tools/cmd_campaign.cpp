@@ -97,6 +97,8 @@ int RunAndSummarize(const CampaignOptions& o) {
   }
   const CampaignSummary& s = r.value();
   for (const auto& sig : s.signatures) std::printf("INFO: finding %s/findings/%s\n", o.workdir.c_str(), sig.c_str());
+  for (const auto& sig : s.inconclusive_reasons)
+    std::printf("INFO: inconclusive %s/inconclusive/%s\n", o.workdir.c_str(), sig.c_str());
   std::printf("SUMMARY: paradiff: campaign %s seed=%llu execs=%lld findings=%lld unique=%lld new=%lld "
               "inconclusive=%lld rejected=%lld pairs=%lld/%lld elapsed=%.0fs%s\n",
               s.unique ? "FINDINGS" : "CLEAN", static_cast<unsigned long long>(o.seed),

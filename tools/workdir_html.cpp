@@ -122,6 +122,27 @@ std::string FindingsHtml(const std::string& workdir) {
   return table + "</table>" + sections;
 }
 
+// Inconclusive checks by reason (DIR/inconclusive/<signature>/, fuzz/workdir.h): a table, no
+// sections; each row names the config that reruns it.
+std::string InconclusiveHtml(const std::string& workdir) {
+  std::vector<fs::path> dirs;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(fs::path(workdir) / "inconclusive", ec))
+    if (fs::exists(e.path() / "meta.json")) dirs.push_back(e.path());
+  std::sort(dirs.begin(), dirs.end());
+  std::string table =
+      "<h2 id=\"inconclusive\">Inconclusive (" + std::to_string(dirs.size()) + " reasons)</h2>";
+  if (dirs.empty()) return table + "<p>none</p>";
+  table += "<table><tr><th>signature</th><th>count</th><th>first seen</th><th>config</th></tr>";
+  for (const fs::path& dir : dirs) {
+    const nlohmann::json meta = ReadJsonOrNull((dir / "meta.json").string());
+    table += "<tr>" + Td(dir.filename().string()) + Td(Text(meta, "count")) +
+             Td("execution " + Text(meta, "first_seen_index")) +
+             Td((dir / "config.json").string()) + "</tr>";
+  }
+  return table + "</table>";
+}
+
 StatusOr<std::string> WorkDirHtml(const std::string& workdir) {
   const fs::path root(workdir);
   if (!fs::exists(root / "stats.json") && !fs::is_directory(root / "findings"))
@@ -135,9 +156,9 @@ StatusOr<std::string> WorkDirHtml(const std::string& workdir) {
       Td(Text(stats, "findings")) + Td(Text(stats, "inconclusive")) + Td(Text(stats, "rejected")) +
       Td(Text(stats, "elapsed_s")) + "</tr></table>";
   const std::string history = CampaignHistoryHtml(stats);
-  body += "<p><a href=\"#findings\">findings</a>" +
+  body += "<p><a href=\"#findings\">findings</a> &middot; <a href=\"#inconclusive\">inconclusive</a>" +
           std::string(history.empty() ? "" : " &middot; <a href=\"#history\">history</a>") + "</p>";
-  body += FindingsHtml(workdir) + history;
+  body += FindingsHtml(workdir) + InconclusiveHtml(workdir) + history;
   return html::Page("paradiff campaign " + workdir, body);
 }
 

@@ -64,6 +64,32 @@ case $CASE in
     [ "$(findings_of "$TMP/w")" = "$(findings_of "$TMP/ref")" ] ||
       fail "resumed findings '$(findings_of "$TMP/w")' != uninterrupted '$(findings_of "$TMP/ref")'"
     ;;
+  inconclusive_kept)
+    # A seed corpus of one config whose training diverges (SGD at lr 1e30): its checks are
+    # inconclusive, never findings, and each reason is kept like a finding and replays the same.
+    # Seed 9 is one whose first family starts from the seed corpus (ConfigAt).
+    mkdir "$TMP/seeds"
+    python3 - "$(dirname "$0")/../../corpus/seed/dp4_zero2.json" "$TMP/seeds/diverging.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c["optimizer"].update(kind="sgd", lr=1e30, momentum=0.0)
+c["steps"], c["clip_grad_norm"] = 4, 0.0
+json.dump(c, open(sys.argv[2], "w"))
+PY
+    expect 0 "$P" campaign --workdir "$TMP/w" --runs 8 --jobs 2 --seed 9 --corpus "$TMP/seeds" \
+      --minimize-budget-s 0
+    has "SUMMARY: paradiff: campaign CLEAN seed=9 execs=8 findings=0 .*inconclusive=[1-9]"
+    d="$TMP/w/inconclusive/inconclusive.numeric.-.-.divergence"
+    has "INFO: inconclusive $d"
+    for f in config.json report.json log meta.json; do [ -f "$d/$f" ] || fail "reason lacks $f"; done
+    [ "$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['count'])" "$d/meta.json")" \
+      = "$(stat_of "$TMP/w" inconclusive)" ] || fail "meta.json count != stats.json inconclusive"
+    grep -q "diverged" "$d/log" || fail "the reason's log does not say why"
+    expect 0 "$P" replay "$d"
+    has "^pass +yes .*inconclusive.numeric.-.-.divergence"
+    expect 0 "$P" report "$TMP/w" --html "$TMP/w.html"
+    grep -q "Inconclusive (1 reasons)" "$TMP/w.html" || fail "the HTML report lacks the reason"
+    ;;
   bad_options)
     expect 2 "$P" campaign --workdir "$TMP/w"; has "--budget"
     expect 2 "$P" campaign --workdir "$TMP/w" --budget 5parsecs; has "--budget=5parsecs"
