@@ -165,6 +165,11 @@ std::string StripExceptionId(const std::string& what) {
 }  // namespace
 
 StatusOr<Config> ParseConfig(const std::string& text) {
+  // nlohmann's lexer reads a NUL as the end of input, so "{...}\0garbage" would parse as its
+  // prefix; JSON allows no raw NUL anywhere (inside strings it is written \u0000).
+  if (const size_t nul = text.find('\0'); nul != std::string::npos)
+    return Status::Error("", "config: malformed JSON: at byte " + std::to_string(nul + 1) +
+                                 ": a NUL character (JSON text holds none)");
   Status dups;
   json j;
   try {

@@ -179,8 +179,12 @@ void CheckParallel(const Config& c, Status& st) {
   const bool pp_ok = AtLeast(st, "parallel.pp", p.pp, 1);
   const bool dp_ok = AtLeast(st, "parallel.dp", p.dp, 1);
   if (tp_ok && pp_ok && dp_ok) {
-    const int64_t product = SaturatingMul(SaturatingMul(p.tp, p.pp), p.dp);
-    if (p.world != product)
+    int64_t tp_pp = 0, product = 0;
+    if (__builtin_mul_overflow(p.tp, p.pp, &tp_pp) || __builtin_mul_overflow(tp_pp, p.dp, &product))
+      st.Add("parallel.dp", "parallel.dp=" + Str(p.dp) + ": parallel.tp*parallel.pp*parallel.dp (" +
+                                Str(p.tp) + "*" + Str(p.pp) + "*" + Str(p.dp) +
+                                ") overflows a 64-bit integer: no such world");
+    else if (p.world != product)
       st.Add("parallel.world",
              "parallel.world=" + Str(p.world) + " must equal parallel.tp*parallel.pp*parallel.dp=" +
                  Str(product) + " (" + Str(p.tp) + "*" + Str(p.pp) + "*" + Str(p.dp) + ")");

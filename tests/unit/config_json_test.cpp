@@ -272,6 +272,14 @@ TEST(ConfigJson, MalformedJsonNamesTheBytePosition) {
   }
 }
 
+// nlohmann reads a NUL as the end of input: what follows one must not be dropped silently.
+TEST(ConfigJson, ANulByteIsMalformedNotTheEnd) {
+  const std::string text("{\"steps\": 2}\0{{{ garbage", 24);
+  FieldError e = OnlyError(text);
+  EXPECT_EQ(e.field, "");
+  EXPECT_EQ(e.message, "config: malformed JSON: at byte 13: a NUL character (JSON text holds none)");
+}
+
 TEST(ConfigJson, DuplicateKeysAreErrors) {
   FieldError e = OnlyError(R"({"model": {"layers": 2, "layers": 3}})");
   EXPECT_EQ(e.field, "model.layers");

@@ -94,8 +94,9 @@ TEST(Validate, WorldIsTpTimesPpTimesDp) {
   }));
   ExpectInvalid(Tp(2, [](Config& c) { c.parallel.world = 4; }), "parallel.world",
                 "must equal parallel.tp*parallel.pp*parallel.dp=2");
+  // An overflowing product: no UB, rejected as such (not as a mismatch with a saturated product).
   ExpectInvalid(With([](Config& c) { c.parallel.tp = c.parallel.pp = c.parallel.dp = 1LL << 40; }),
-                "parallel.world");  // overflowing product: no UB, still rejected
+                "parallel.dp", "overflows a 64-bit integer");
 }
 
 TEST(Validate, WorldSizeIsNotLimitedHere) {
