@@ -24,7 +24,8 @@
 // for both, bound_A and bound_B still measure rounding only). The variant must also pass the
 // numeric oracle against its own reference. Under Adam only the loss, the gradients and the
 // gradient norm are compared directly (Note [Adam sensitivity] in numeric_oracle.cpp: parameters
-// near zero gradient may legitimately move apart by about lr).
+// near zero gradient may legitimately move apart by about lr), and only the steps before the two
+// runs' overflow decisions part (Note [Different overflow decisions] in the .cpp).
 #pragma once
 
 #include <optional>

@@ -26,10 +26,42 @@ constexpr double kTinyNorm = 1e-30;
 // element whose true gradient is within kNoiseMultiple times its rounding noise (the larger of the
 // two runs' gradient errors there) may legitimately move the other way in the distributed run.
 // Such elements are "ill-conditioned" from that step on: they leave the norm-based comparison of
-// parameters and master weights, and must instead stay within kAdamStepBound * lr per step of the
-// truth (two runs moving in opposite directions by at most ~lr each, with margin).
+// parameters and master weights, and must instead stay within AdamStepBound(...) * lr per step of
+// the truth: two runs moving in opposite directions by at most R lr each, where R bounds
+// |m_hat| / sqrt(v_hat) (AdamRatioBound), with a margin of 2 (R is at most 2 for the default
+// betas over 64 steps, so the bound is 4 lr there).
 constexpr double kNoiseMultiple = 8.0;
-constexpr double kAdamStepBound = 4.0;
+constexpr double kAdamMoveMargin = 2.0;
+
+// Note [Adam ratio bound]: "about lr" holds only while beta1^2 < beta2. By Cauchy-Schwarz over
+// m_t = sum_k (1-b1) b1^k g_(t-k) against v_t = sum_k (1-b2) b2^k g_(t-k)^2,
+//   |m_t| / sqrt(v_t) <= (1-b1) / sqrt(1-b2) * sqrt(sum_(k<t) (b1^2/b2)^k),
+// times sqrt(1 - b2^t) / (1 - b1^t) after bias correction (eps only lowers it). For the
+// default betas it stays below 2 (1.8 at step 64); for beta2 = 0 (v is the last gradient
+// squared) it is unbounded from the second step: a rounding-level change of a vanishing
+// gradient then moves an element by any amount (a probe's betas (0.9, 0): a move of 600, ratio
+// 149), and ill-conditioned elements are not bounded at all. The max over the run's steps.
+double AdamRatioBound(double b1, double b2, int64_t steps) {
+  double worst = 1.0;
+  for (int64_t t = 2; t <= steps; ++t) {
+    if (b1 == 0) {
+      if (b2 > 0) worst = std::max(worst, std::sqrt((1 - std::pow(b2, t)) / (1 - b2)));
+      continue;
+    }
+    if (b2 == 0) return INFINITY;
+    double sum = 0;
+    for (int64_t k = 0; k < t; ++k) sum += std::pow(b1 * b1 / b2, static_cast<double>(k));
+    const double r = (1 - b1) / std::sqrt(1 - b2) * std::sqrt(sum) * std::sqrt(1 - std::pow(b2, t)) /
+                     (1 - std::pow(b1, t));
+    worst = std::max(worst, r);
+  }
+  return worst;
+}
+
+// The most an ill-conditioned element may move per step away from the truth, in units of lr.
+double AdamStepBound(const OptimizerConfig& o, int64_t steps) {
+  return kAdamMoveMargin * std::max(2.0, AdamRatioBound(o.beta1, o.beta2, steps));
+}
 
 // Note [Floor scale]: rounding errors scale with the magnitude of the summands, not of the result,
 // so a tensor whose values nearly cancel (a norm bias's gradient) carries errors far above its own
@@ -458,7 +490,9 @@ std::optional<Verdict> StepComparer::Step(int64_t s, const RefPair& ref, int64_t
     auto it = ill_.find(ps.name);
     ill_[ps.name] = it == ill_.end() ? now : it->second.logical_or(now);
   }
-  const double max_move = kAdamStepBound * cfg.optimizer.lr * static_cast<double>(age + 1);
+  const double lr = cfg.optimizer.lr;  // lr 0 moves nothing, whatever the ratio (inf x 0)
+  const double max_move =
+      lr == 0 ? 0.0 : AdamStepBound(cfg.optimizer, cfg.steps) * lr * static_cast<double>(age + 1);
   for (const auto& kind : kinds_) {
     if (kind == "grad") continue;
     for (const auto& ps : spec.params) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <sstream>
 #include <vector>
@@ -26,6 +27,20 @@ constexpr double kFp32Unit = 0x1p-24;
 // Below 2^-126 float32 rounds to a fixed spacing of 2^-149 instead of u relative (Adam's second
 // moment of a tiny gradient lives there): the same number of roundings, absolute.
 constexpr double kSubnormalFloor = kUpdateRoundings * 0x1p-149;
+
+// The largest finite value of the dtype the run's optimizer computes in.
+double MaxFinite(DType d) {
+  switch (d) {
+    case DType::kFp16:
+      return 65504.0;
+    case DType::kBf16:
+      return 0x1.fep127;
+    case DType::kFp32:
+      return 0x1.fffffep127;
+    default:
+      return std::numeric_limits<double>::max();
+  }
+}
 
 // An expected value and the magnitude its rounding error scales with (Note [Update bound]).
 struct Expect {
@@ -61,12 +76,15 @@ double Clip(double max_norm, double norm) {
 
 // The optimizer of docs/CONFIG.md on float64, with magnitudes. `g` is the clipped gradient, `t`
 // the 1-based count of applied updates. Fills the expected slots; returns the new target
-// (master weights, or the parameters themselves). `g_floor`: an absolute magnitude added to every
-// gradient element's (Note [Subnormal gradients]).
+// (master weights, or the parameters themselves). `unit`: the relative rounding the returned
+// magnitudes are scaled by; kSubnormalFloor / unit is added to every gradient element's magnitude
+// (Note [Subnormal gradients]).
+// `held_max`: the largest finite value of the dtype the run computes the update in (Note
+// [Quotient overflow]).
 Expect Step(const OptimizerConfig& o, int64_t t, const at::Tensor& target, const at::Tensor& g,
-            double g_floor, const std::map<std::string, at::Tensor>& slots,
+            double unit, double held_max, const std::map<std::string, at::Tensor>& slots,
             std::map<std::string, Expect>& out) {
-  at::Tensor p = target, gp = g, gmag = g.abs() + g_floor;
+  at::Tensor p = target, gp = g, gmag = g.abs() + kSubnormalFloor / unit;
   if (o.kind == OptimizerKind::kAdamW) {
     p = target * (1.0 - o.lr * o.weight_decay);
   } else if (o.weight_decay != 0) {  // L2 decay folded into the gradient (SGD, Adam)
@@ -87,7 +105,28 @@ Expect Step(const OptimizerConfig& o, int64_t t, const at::Tensor& target, const
   const double bc1 = 1.0 - std::pow(o.beta1, static_cast<double>(t));
   const double bc2 = 1.0 - std::pow(o.beta2, static_cast<double>(t));
   at::Tensor denom = v.value.sqrt() / std::sqrt(bc2) + o.eps;
-  return {p - m.value / denom * (o.lr / bc1), p.abs() + m.mag / denom * (o.lr / bc1)};
+  // Note [Quotient overflow]: the run forms m / denom before scaling it by lr; where that
+  // quotient exceeds its dtype's range (a second moment near 0 with an eps as small as 1e-45, or
+  // beta2 = 0 and a vanishing gradient) the run holds inf from there on: its arithmetic, not a
+  // finding. Such elements are expected inf, which is not judged (Ratios). Found by a probe:
+  // bf16 dp 2, betas (0.9, 0), eps 1e-45: expected -1.6e38, actual -inf.
+  at::Tensor q = m.value / denom;
+  q = at::where(q.abs() > held_max, at::full_like(q, INFINITY), q);
+  // Note [Rounded second moment]: the bound above treats denom as exact, but the run's second
+  // moment carries its own rounding (v.mag * unit, absolute kSubnormalFloor where it is
+  // subnormal), and sqrt turns a subnormal v's absolute error into a large relative one; the sum
+  // sqrt(v) + eps rounds absolutely in the subnormal range as well (an eps of 1e-45 is 2^-149 in
+  // float32, 1.4 times larger). With a denominator that small the quotient m / denom can move
+  // by orders of magnitude. The smallest denominator those roundings allow bounds the quotient's
+  // error (none where it can reach 0: not judged); an absolute term, so divided by unit here as
+  // the caller scales it back. Found by a probe: bf16 dp 2, betas (0.9, 0), eps 1e-45, a zero
+  // gradient: expected -4.66e36, actual -3.32e36 (the ratio of 2^-149 to 1e-45), bound 4.4e30.
+  at::Tensor v_err = v.mag * unit + kSubnormalFloor;
+  at::Tensor denom_lo =
+      ((v.value - v_err).clamp_min(0).sqrt() / std::sqrt(bc2) + (o.eps - kSubnormalFloor)).clamp_min(0);
+  at::Tensor q_err = at::where(m.value.eq(0), at::zeros_like(denom),
+                               m.value.abs() * (denom_lo.reciprocal() - denom.reciprocal()) / unit);
+  return {p - q * (o.lr / bc1), p.abs() + (m.mag / denom + q_err) * (o.lr / bc1)};
 }
 
 // |actual - expected| / bound per element; 0 where the expectation is not finite (not judged)
@@ -169,7 +208,8 @@ Verdict UpdateOracle::Check(const OracleInput& in) const {
       // gradient's magnitude carries kSubnormalFloor's worth of absolute rounding, so the
       // bound follows it through the update.
       Expect next = Step(cfg.optimizer, applied, has_master ? prev.master : prev.param, g,
-                         kSubnormalFloor / unit, prev.slots, e);
+                         unit, MaxFinite(has_master ? DType::kFp32 : pr.param),
+                         prev.slots, e);
       next.mag = next.mag * unit + kSubnormalFloor;
       for (const auto& n : slot_names) e[n].mag = e[n].mag * unit + kSubnormalFloor;
       if (has_master) {
