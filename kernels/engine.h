@@ -21,6 +21,9 @@ struct Reporting {
   bool optimizer = true;                 // master weights and optimizer slots
   DType grad_norm_dtype = DType::kFp64;  // the precision the reported gradient norm was computed in
   bool loss_scale = true;                // the loss scale each step used (external targets: not reported)
+  // The data-parallel gradient sum adds ranks 0, 1, ... in order, in the reduce dtype (the
+  // built-in engine; an external target only when its file says "dp_sum_order": "rank").
+  bool dp_sum_in_rank_order = true;
   // Everything, as the built-in engine reports it.
   bool everything() const { return grad && optimizer && grad_norm_dtype == DType::kFp64; }
 };

@@ -159,13 +159,16 @@ std::string Substitute(std::string a, const std::string& ph, const std::string& 
 }  // namespace
 
 StatusOr<TargetSpec> ParseTargetSpec(const std::string& text, const std::string& path) {
-  const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  // A NUL would end nlohmann's input early (Note in core/config_text.cpp ParseConfig).
+  const json j = text.find('\0') == std::string::npos
+                     ? json::parse(text, nullptr, /*allow_exceptions=*/false)
+                     : json(json::value_t::discarded);
   if (j.is_discarded() || !j.is_object())
     return Status::Error("", path + ": the target file is not a JSON object");
   Status st;
   Reader r(j, "", &st);
   r.Unknown({"protocol", "name", "command", "launcher", "timeout_s", "supports", "reports", "grad_norm_dtype",
-             "description"});
+             "dp_sum_order", "description"});
   TargetSpec t;
   t.path = path;
   t.dir = std::filesystem::absolute(path).parent_path().string();
@@ -212,6 +215,13 @@ StatusOr<TargetSpec> ParseTargetSpec(const std::string& text, const std::string&
         known = true;
       }
     if (!known) r.Error("grad_norm_dtype", "must be one of fp64, fp32, bf16, fp16");
+  }
+  // A ring or tree all-reduce (gloo, NCCL) adds more than two ranks in another order than the
+  // mirror oracle's twin: bitwise equality is promised only where the file says so.
+  t.reporting.dp_sum_in_rank_order = false;
+  if (j.contains("dp_sum_order")) {
+    if (j["dp_sum_order"] == "rank") t.reporting.dp_sum_in_rank_order = true;
+    else if (j["dp_sum_order"] != "unknown") r.Error("dp_sum_order", "must be \"rank\" or \"unknown\"");
   }
   if (j.contains("supports")) ParseSupports(j["supports"], t, &st);
   else r.Error("supports", "required: the config features the target can run");

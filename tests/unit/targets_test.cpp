@@ -110,6 +110,26 @@ TEST(TargetFile, ReportsAndNormPrecision) {
   ASSERT_TRUE(torch.ok()) << torch.status().ToString();
   EXPECT_TRUE(torch.value().reporting.grad && torch.value().reporting.optimizer);
   EXPECT_EQ(torch.value().reporting.grad_norm_dtype, DType::kFp32);
+  EXPECT_FALSE(torch.value().reporting.dp_sum_in_rank_order);  // gloo's ring
+}
+
+// "dp_sum_order": the mirror oracle's bitwise twin is promised only where the file says "rank".
+TEST(TargetFile, DpSumOrderIsUnknownUnlessTheFileSaysRank) {
+  const std::string head =
+      R"({"protocol": 1, "name": "x", "command": ["/bin/true"], "supports": {})";
+  StatusOr<TargetSpec> def = ParseTargetSpec(head + "}", "t.json");
+  ASSERT_TRUE(def.ok()) << def.status().ToString();
+  EXPECT_FALSE(def.value().reporting.dp_sum_in_rank_order);
+  StatusOr<TargetSpec> rank = ParseTargetSpec(head + R"(, "dp_sum_order": "rank"})", "t.json");
+  ASSERT_TRUE(rank.ok()) << rank.status().ToString();
+  EXPECT_TRUE(rank.value().reporting.dp_sum_in_rank_order);
+  StatusOr<TargetSpec> ring = ParseTargetSpec(head + R"(, "dp_sum_order": "ring"})", "t.json");
+  ASSERT_FALSE(ring.ok());
+  EXPECT_NE(ring.status().ToString().find("dp_sum_order: must be \"rank\" or \"unknown\""),
+            std::string::npos)
+      << ring.status().ToString();
+  StatusOr<TargetSpec> nul = ParseTargetSpec(head + std::string(1, '\0') + "}", "t.json");
+  EXPECT_FALSE(nul.ok());  // a NUL ends nothing early: the text is not JSON
 }
 
 // Note [Reported norm precision]: u * (n + 2), and the float64 bound the constant it always was.
