@@ -21,6 +21,9 @@ struct DomainOptions {
   int64_t max_layers = 4;       // largest model.layers
   int64_t max_hidden = 64;      // largest model.hidden
   int64_t max_steps = 3;        // largest steps
+  // Largest model.vocab: the embedding-heavy draws (Note [Embedding-heavy models] in
+  // config_generate.cpp) reach it; the rest stay at 17..97.
+  int64_t max_vocab = 512;
   // Largest steps of a config with dynamic loss scaling, in place of max_steps: the scaler's state
   // machine (hysteresis, backoff, growth) needs several steps to show (Note [Climbing loss scale]
   // in config_generate.cpp).

@@ -151,7 +151,8 @@ bool MutateSize(Config& c, SeqRng& rng, const DomainOptions& opts) {
   }
   switch (rng.Below(6)) {
     case 0:
-      m.vocab = std::clamp<int64_t>(m.vocab + step * rng.Range(1, 3), 2, kMaxVocab);
+      m.vocab = std::clamp<int64_t>(m.vocab + step * rng.Range(1, 3), 2,
+                                    std::max(kMaxVocab, opts.max_vocab));
       break;
     case 1:
       m.ffn = std::max(tp, m.ffn + step * tp);

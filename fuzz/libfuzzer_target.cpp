@@ -320,6 +320,7 @@ extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
   st.domain.max_world = FuzzSizeBudget::kMaxWorld;
   st.domain.max_layers = FuzzSizeBudget::kMaxLayers;
   st.domain.max_hidden = FuzzSizeBudget::kMaxHidden;
+  st.domain.max_vocab = FuzzSizeBudget::kMaxVocab;
   st.domain.max_steps = FuzzSizeBudget::kMaxSteps;
   st.domain.max_scaler_steps = FuzzSizeBudget::kMaxSteps;
   st.domain.faults = st.inject;

@@ -15,6 +15,7 @@
 
 #include "core/budget.h"
 #include "core/config_json.h"
+#include "fuzz/config_domain_internal.h"
 #include "core/model_spec.h"
 #include "core/validate.h"
 #include "kernels/engine.h"
@@ -217,6 +218,37 @@ TEST(ConfigDomain, KvHeadsPerTpRankAreCommon) {
   // Not at the cost of the other kv layouts under tp (measured: 40% mha, 23% mqa).
   EXPECT_GE(tp_mha * 10, tp_gpt * 3) << tp_mha << " of " << tp_gpt;
   EXPECT_GE(tp_mqa * 100, tp_gpt * 15) << tp_mqa << " of " << tp_gpt;
+}
+
+// Note [Embedding-heavy models] in config_generate.cpp: some sharded layouts (ZeRO >= 1 or
+// pp > 1) without fp16 compute get a vocabulary beyond the small range, up to max_vocab; a pipeline
+// with tied embeddings over dp among them (Megatron-LM issue 844's layout); the libFuzzer
+// target's budget (max_vocab at the small range) never does; the main draw stream is unchanged.
+TEST(ConfigDomain, SomeShardedLayoutsAreEmbeddingHeavy) {
+  constexpr int kDraws = 3000;
+  const DomainOptions opts = EngineOptions();
+  int large = 0, tied_pipeline = 0;
+  for (const Config& c : Generate(Mix64(25), opts, kDraws)) {
+    if (c.model.vocab <= domain_internal::kMaxVocab) continue;
+    ++large;
+    EXPECT_LE(c.model.vocab, opts.max_vocab);
+    EXPECT_NE(c.precision.compute, DType::kFp16) << WriteConfig(c);
+    EXPECT_TRUE(c.parallel.pp > 1 || c.zero.stage >= 1) << WriteConfig(c);
+    tied_pipeline += c.parallel.pp > 1 && c.parallel.dp > 1 && c.model.tied_embeddings;
+  }
+  EXPECT_GE(large * 100, kDraws * 3) << large;
+  EXPECT_GE(tied_pipeline, 5) << tied_pipeline;
+  DomainOptions small = opts;
+  small.max_vocab = domain_internal::kMaxVocab;
+  const std::vector<Config> a = Generate(Mix64(25), opts, 200), b = Generate(Mix64(25), small, 200);
+  int same_but_vocab = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    Config x = a[i];
+    x.model.vocab = b[i].model.vocab;
+    EXPECT_LE(b[i].model.vocab, domain_internal::kMaxVocab);
+    same_but_vocab += x == b[i];
+  }
+  EXPECT_EQ(same_but_vocab, 200);
 }
 
 // Clipping under loss scaling shows (unscale, then clip) only on steps that apply (Note [Clipping
