@@ -4,6 +4,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/json_text.h"
+
 namespace paradiff {
 
 StatusOr<nlohmann::json> ReadJsonFile(const std::string& path) {
@@ -18,11 +20,7 @@ StatusOr<nlohmann::json> ReadJsonFile(const std::string& path) {
   if (!in) return Status::Error(path, path + ": cannot read");
   std::stringstream ss;
   ss << in.rdbuf();
-  const std::string text = ss.str();
-  // A NUL would end nlohmann's input early (core/config_text.cpp ParseConfig): malformed too.
-  nlohmann::json j = text.find('\0') == std::string::npos
-                         ? nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false)
-                         : nlohmann::json(nlohmann::json::value_t::discarded);
+  nlohmann::json j = ParseJsonText(ss.str());
   if (j.is_discarded()) return Status::Error(path, path + ": malformed JSON");
   return j;
 }

@@ -1,5 +1,6 @@
 #include "fuzz/workdir.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -7,6 +8,7 @@
 
 #include "core/atomic_file.h"
 #include "core/config_json.h"
+#include "core/json_text.h"
 #include "core/rng.h"
 
 namespace paradiff {
@@ -18,12 +20,21 @@ StatusOr<nlohmann::json> ReadJson(const std::string& path) {
   if (!in) return nlohmann::json::object();
   std::stringstream ss;
   ss << in.rdbuf();
-  nlohmann::json j = nlohmann::json::parse(ss.str(), nullptr, /*allow_exceptions=*/false);
+  nlohmann::json j = ParseJsonText(ss.str());
   if (j.is_discarded()) return Status::Error(path, path + ": corrupt JSON (delete it to start over)");
   return j;
 }
 
 }  // namespace
+
+std::vector<std::string> RecordedSignatures(const std::string& workdir, const std::string& area) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(workdir + "/" + area, ec))
+    if (std::filesystem::exists(e.path() / "meta.json")) out.push_back(e.path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
 
 std::string ConfigHash(const Config& cfg) {
   char buf[17];

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "core/config_json.h"
+#include "core/json_text.h"
 #include "fuzz/campaign.h"
 
 namespace paradiff {
@@ -47,7 +48,7 @@ nlohmann::json ReadJson(const std::string& path) {
   if (!in) return nlohmann::json();
   std::stringstream ss;
   ss << in.rdbuf();
-  return nlohmann::json::parse(ss.str(), nullptr, false);
+  return ParseJsonText(ss.str());
 }
 
 // Fills the detection columns of `row` from a finished campaign's work dir.

@@ -9,6 +9,7 @@
 
 #include "core/atomic_file.h"
 #include "core/config_json.h"
+#include "core/json_text.h"
 #include "core/model_spec.h"
 #include "core/rng.h"
 
@@ -85,7 +86,7 @@ CheckpointReader::CheckpointReader(const std::string& dir) : dir_(dir) {
   if (!in) throw CheckpointError(mpath + ": missing (not a checkpoint, or its save did not finish)");
   std::stringstream ss;
   ss << in.rdbuf();
-  manifest_ = nlohmann::json::parse(ss.str(), nullptr, false);
+  manifest_ = ParseJsonText(ss.str());
   if (manifest_.is_discarded() || !manifest_.is_object())
     throw CheckpointError(mpath + ": corrupt JSON");
   if (manifest_.value("paradiff_checkpoint", 0) != kFormat)

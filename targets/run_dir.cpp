@@ -11,6 +11,7 @@
 
 #include "core/atomic_file.h"
 #include "core/config_json.h"
+#include "core/json_text.h"
 #include "core/model_spec.h"
 #include "kernels/data.h"
 #include "kernels/numerics.h"
@@ -93,7 +94,7 @@ bool ReadObservations(const Config& cfg, const std::string& dir, const std::vect
     if (!f) return Fail(err, "no_output", r, "rank " + std::to_string(r) + " wrote no observations (" + stem + ".json is missing)");
     std::stringstream ss;
     ss << f.rdbuf();
-    const json j = json::parse(ss.str(), nullptr, false);
+    const json j = ParseJsonText(ss.str());
     if (j.is_discarded() || !j.is_object() || !j.contains("steps") || !j["steps"].is_array())
       return Fail(err, "bad_output", r, stem + ".json is not a JSON object with a \"steps\" array");
     if (static_cast<int64_t>(j["steps"].size()) != cfg.steps)

@@ -10,6 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/json_text.h"
+
 
 namespace paradiff {
 
@@ -159,10 +161,7 @@ std::string Substitute(std::string a, const std::string& ph, const std::string& 
 }  // namespace
 
 StatusOr<TargetSpec> ParseTargetSpec(const std::string& text, const std::string& path) {
-  // A NUL would end nlohmann's input early (Note in core/config_text.cpp ParseConfig).
-  const json j = text.find('\0') == std::string::npos
-                     ? json::parse(text, nullptr, /*allow_exceptions=*/false)
-                     : json(json::value_t::discarded);
+  const json j = ParseJsonText(text);
   if (j.is_discarded() || !j.is_object())
     return Status::Error("", path + ": the target file is not a JSON object");
   Status st;

@@ -9,6 +9,7 @@
 #include "core/budget.h"
 #include "core/config_json.h"
 #include "core/exit_codes.h"
+#include "core/json_text.h"
 #include "targets/translate.h"
 #include "tools/cli.h"
 #include "tools/load_config.h"
@@ -24,7 +25,7 @@ int CmdImport(const Args& args) {
   std::ifstream f(path);
   std::stringstream ss;
   ss << f.rdbuf();
-  const nlohmann::json ds = nlohmann::json::parse(ss.str(), nullptr, false);
+  const nlohmann::json ds = ParseJsonText(ss.str());
   if (!f || ds.is_discarded()) {
     std::cerr << "ERROR: " << path << ": not a readable JSON file\n";
     return kExitBadInput;

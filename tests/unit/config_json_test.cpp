@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "core/json_text.h"
 #include "core/rng.h"
 
 namespace paradiff {
@@ -278,6 +279,14 @@ TEST(ConfigJson, ANulByteIsMalformedNotTheEnd) {
   FieldError e = OnlyError(text);
   EXPECT_EQ(e.field, "");
   EXPECT_EQ(e.message, "config: malformed JSON: at byte 13: a NUL character (JSON text holds none)");
+}
+
+// The same rule for every other JSON file paradiff reads (work dirs, target files and outputs,
+// checkpoint manifests, DeepSpeed configs): core/json_text.h.
+TEST(JsonText, ANulByteIsMalformedNotTheEnd) {
+  EXPECT_TRUE(ParseJsonText(std::string("{\"a\": 1}\0{{{", 12)).is_discarded());
+  EXPECT_TRUE(ParseJsonText("{\"a\": ").is_discarded());
+  EXPECT_EQ(ParseJsonText("{\"a\": 1}").value("a", 0), 1);
 }
 
 TEST(ConfigJson, DuplicateKeysAreErrors) {
