@@ -85,14 +85,9 @@ Status LoadState(const CampaignOptions& o, const nlohmann::json& j, State& s) {
   return Status();
 }
 
-// The signatures stored under DIR/findings (or DIR/inconclusive).
-std::vector<std::string> Signatures(const std::string& workdir, const char* area = "findings") {
-  std::vector<std::string> out;
-  std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator(workdir + "/" + area, ec))
-    if (std::filesystem::exists(e.path() / "meta.json")) out.push_back(e.path().filename().string());
-  std::sort(out.begin(), out.end());
-  return out;
+// The signatures stored under DIR/findings.
+std::vector<std::string> Signatures(const std::string& workdir) {
+  return RecordedSignatures(workdir, "findings");
 }
 
 }  // namespace
@@ -314,7 +309,7 @@ StatusOr<CampaignSummary> RunCampaign(const CampaignOptions& opts, std::ostream&
   sum.pairs_possible = st.coverage.possible();
   sum.elapsed_s = elapsed();
   sum.signatures = Signatures(opts.workdir);
-  sum.inconclusive_reasons = Signatures(opts.workdir, "inconclusive");
+  sum.inconclusive_reasons = RecordedSignatures(opts.workdir, "inconclusive");
   sum.unique = static_cast<int64_t>(sum.signatures.size());
   return sum;
 }

@@ -88,11 +88,10 @@ nlohmann::json MinimizeOne(const fs::path& dir, const std::string& sig,
 int MinimizeStoredFindings(const WorkDir& wd, const FindingMinimizeOptions& opts,
                            std::ostream& log) {
   std::vector<fs::path> dirs;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(fs::path(wd.root()) / "findings", ec))
-    if (fs::exists(e.path() / "meta.json") && !fs::exists(e.path() / "minimize.json"))
-      dirs.push_back(e.path());
-  std::sort(dirs.begin(), dirs.end());
+  for (const auto& sig : RecordedSignatures(wd.root(), "findings")) {
+    const fs::path dir = fs::path(wd.root()) / "findings" / sig;
+    if (!fs::exists(dir / "minimize.json")) dirs.push_back(dir);
+  }
   ReferenceCache cache;
   int minimized = 0;
   for (const fs::path& dir : dirs) {

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <set>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -55,6 +56,10 @@ class WorkDir {
                         const nlohmann::json& report, int64_t index, double elapsed_s) const;
   std::string root_;
 };
+
+// The signatures recorded under DIR/<area> ("findings" or "inconclusive"): its sub-directories
+// that hold a meta.json, sorted. An absent area gives none.
+std::vector<std::string> RecordedSignatures(const std::string& workdir, const std::string& area);
 
 // Content hash of a config's stable JSON bytes (16 hex digits).
 std::string ConfigHash(const Config& cfg);

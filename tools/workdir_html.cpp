@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "fuzz/json_file.h"
+#include "fuzz/workdir.h"
 #include "tools/html_report.h"
 #include "tools/svg_plot.h"
 
@@ -97,10 +98,8 @@ std::string CampaignHistoryHtml(const nlohmann::json& stats) {
 
 std::string FindingsHtml(const std::string& workdir) {
   std::vector<fs::path> dirs;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(fs::path(workdir) / "findings", ec))
-    if (fs::exists(e.path() / "meta.json")) dirs.push_back(e.path());
-  std::sort(dirs.begin(), dirs.end());
+  for (const auto& sig : RecordedSignatures(workdir, "findings"))
+    dirs.push_back(fs::path(workdir) / "findings" / sig);
   std::string table = "<h2 id=\"findings\">Findings (" + std::to_string(dirs.size()) + ")</h2>";
   if (dirs.empty()) return table + "<p>none</p>";
   table +=
@@ -126,10 +125,8 @@ std::string FindingsHtml(const std::string& workdir) {
 // sections; each row names the config that reruns it.
 std::string InconclusiveHtml(const std::string& workdir) {
   std::vector<fs::path> dirs;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(fs::path(workdir) / "inconclusive", ec))
-    if (fs::exists(e.path() / "meta.json")) dirs.push_back(e.path());
-  std::sort(dirs.begin(), dirs.end());
+  for (const auto& sig : RecordedSignatures(workdir, "inconclusive"))
+    dirs.push_back(fs::path(workdir) / "inconclusive" / sig);
   std::string table =
       "<h2 id=\"inconclusive\">Inconclusive (" + std::to_string(dirs.size()) + " reasons)</h2>";
   if (dirs.empty()) return table + "<p>none</p>";
