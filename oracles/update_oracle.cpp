@@ -32,11 +32,11 @@ constexpr double kSubnormalFloor = kUpdateRoundings * 0x1p-149;
 double MaxFinite(DType d) {
   switch (d) {
     case DType::kFp16:
-      return 65504.0;
+      return static_cast<double>(std::numeric_limits<c10::Half>::max());
     case DType::kBf16:
-      return 0x1.fep127;
+      return static_cast<double>(std::numeric_limits<c10::BFloat16>::max());
     case DType::kFp32:
-      return 0x1.fffffep127;
+      return std::numeric_limits<float>::max();
     default:
       return std::numeric_limits<double>::max();
   }
