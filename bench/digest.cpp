@@ -49,7 +49,7 @@ int main(int argc, char** argv) {
         assembly = Fnv(Fnv(assembly, s.loss), s.grad_norm);
         for (const auto& [key, t] : s.tensors) assembly = Fnv(Fnv(assembly, key.data(), key.size()), t);
       }
-    const paradiff::RefPair ref = paradiff::RunReferencePair(cfg);
+    const paradiff::RefPair ref = paradiff::RunReferencePair(cfg, paradiff::BuiltInReduction());
     for (const auto* run : {&ref.truth, &ref.same})
       for (const auto& s : run->steps) {
         reference = Fnv(Fnv(reference, s.loss), s.grad_norm);

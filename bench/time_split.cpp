@@ -43,9 +43,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 std::atomic<int64_t> g_ops{0}, g_outer_ops{0};  // operator calls: all, outermost
-// Outermost calls by phase of CheckRun (CheckOptions::on_phase: reference, engine — the rank
-// threads and the thread that waits on them —, assemble, numeric, then each oracle). Phase names
-// are registered on the checking thread; rank threads only read the current index.
+// Outermost calls by phase of CheckRun (CheckOptions::on_phase: engine — the rank
+// threads and the thread that waits on them —, reference, assemble, numeric, then each oracle).
+// Phase names are registered on the checking thread; rank threads only read the current index.
 constexpr int kMaxPhases = 32;
 std::atomic<int> g_phase{0};
 std::atomic<int64_t> g_outer_by_phase[kMaxPhases];

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/config.h"
+#include "core/grad_reduction.h"
 #include "core/status.h"
 #include "kernels/observations.h"
 
@@ -21,9 +22,18 @@ struct Reporting {
   bool optimizer = true;                 // master weights and optimizer slots
   DType grad_norm_dtype = DType::kFp64;  // the precision the reported gradient norm was computed in
   bool loss_scale = true;                // the loss scale each step used (external targets: not reported)
-  // The data-parallel gradient sum adds ranks 0, 1, ... in order, in the reduce dtype (the
-  // built-in engine; an external target only when its file says "dp_sum_order": "rank").
-  bool dp_sum_in_rank_order = true;
+  // How the ranks' gradients are reduced (Note [Declared reduction structure]): the built-in
+  // engine's own; an external target's file declares its own ("grad_reduction", unknown if absent).
+  GradReduction reduction = BuiltInReduction();
+  // Every ZeRO stage computes bit-identical results at equal dp (the built-in engine: Note
+  // [Layer-wise execution] in kernels/rank_engine.h); an external target only when its file says
+  // "zero_stages_bitwise": true. Else the metamorphic zero_stage relation is judged within bounds.
+  bool zero_stages_bitwise = true;
+  // Each rank's forward and backward of a micro-batch compute bit for bit what the reference does
+  // for it, the loss multiplied by 1 / accumulation_steps before backward (the built-in engine; an
+  // external target only when its file says "model_arithmetic": "paradiff", which its world-1
+  // parity test checks). Else the mirror oracle has nothing it can mirror.
+  bool same_model_arithmetic = true;
   // Everything, as the built-in engine reports it.
   bool everything() const { return grad && optimizer && grad_norm_dtype == DType::kFp64; }
 };

@@ -1,10 +1,10 @@
 // CheckRun: one config end to end. Asks the validation gate (a config the validator rejects or
-// this engine build does not support never starts a rank), runs the reference pair (cached) and
-// the engine, assembles the observations, compares them numerically, and applies the selected
-// oracles in canonical order (oracles/oracle_registry.h); the first finding is the verdict (else
-// the first inconclusive one, else pass), and a failed run no oracle claimed is a crash. Returns
-// the verdict, a per-step summary, every comparison, what each oracle said, and where the time
-// went.
+// this engine build does not support never starts a rank), runs the engine and then the reference
+// pair (cached) under the reduction structure the run declares, assembles the observations,
+// compares them numerically, and applies the selected oracles in canonical order
+// (oracles/oracle_registry.h); the first finding is the verdict (else the first inconclusive one,
+// else pass), and a failed run no oracle claimed is a crash. Returns the verdict, a per-step
+// summary, every comparison, what each oracle said, and where the time went.
 #pragma once
 
 #include <chrono>
@@ -32,7 +32,7 @@ struct CheckOptions {
   // Runs the engine; empty = RunEngine(cfg, timeout) (the local backend). Tests plant bugs here.
   EngineRunner run_engine;
   // Profiling (bench/time_split.cpp): called on the checking thread as each phase starts, with
-  // "reference", "engine", "assemble", "numeric", then each oracle's name; empty = not called.
+  // "engine", "reference", "assemble", "numeric", then each oracle's name; empty = not called.
   std::function<void(const std::string& phase)> on_phase;
 };
 

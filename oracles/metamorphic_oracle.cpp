@@ -83,7 +83,7 @@ int64_t FirstDifferentDecision(const RefPair& a, const RefPair& b, const Observa
 Verdict WithinBounds(const OracleInput& in, const std::string& relation, const Config& variant,
                      const EngineOutcome& e) {
   const Assembly other = AssembleTensors(variant, e.obs, e.reporting);
-  const std::shared_ptr<const RefPair> ref = GetReference(variant, in.cache);
+  const std::shared_ptr<const RefPair> ref = GetReference(variant, e.reporting.reduction, in.cache);
   NumericResult own = CheckNumerics(variant, other, *ref);
   if (IsFinding(own.verdict.kind)) {
     Verdict v = own.verdict;
@@ -207,8 +207,11 @@ Verdict MetamorphicOracle::Check(const OracleInput& in) const {
       continue;
     }
     if (!e.ok) return Failed(in.cfg, r.name, *r.variant, e);
-    const Verdict v = std::string(r.name) == "zero_stage" ? ZeroStageRelation(in, *r.variant, e)
-                                                          : WithinBounds(in, r.name, *r.variant, e);
+    // Bitwise only where the system promises its stages compute alike (Reporting).
+    const bool bitwise =
+        std::string(r.name) == "zero_stage" && in.outcome.reporting.zero_stages_bitwise;
+    const Verdict v =
+        bitwise ? ZeroStageRelation(in, *r.variant, e) : WithinBounds(in, r.name, *r.variant, e);
     if (IsFinding(v.kind)) return v;
   }
   if (applied == 0) return SkipVerdict(name(), skipped);

@@ -4,8 +4,11 @@
 // OracleInput::run_engine) and applies only when the variant passes ValidationGate (valid and
 // supported by this engine build); otherwise it is skipped.
 // - zero_stage: ZeRO stage k vs stage 0 at equal dp (stage 0 vs stage 3 when the config is at 0)
-//   must agree bitwise in every reported quantity (Note [Layer-wise execution] in
-//   kernels/rank_engine.h: all stages share one compute path and one norm partition).
+//   must agree bitwise in every reported quantity where the system promises it
+//   (Reporting::zero_stages_bitwise: the built-in engine, Note [Layer-wise execution] in
+//   kernels/rank_engine.h: all stages share one compute path and one norm partition); elsewhere
+//   (a framework whose stages reduce and take norms in other orders) within the sum of the two
+//   runs' bounds, like split.
 // - split: the same global batch split differently (Note [Split variant]) is the same data
 //   (kernels/data.h: samples are a function of the global sample index), so the two runs agree
 //   within the sum of their own numeric bounds (Note [Cross-run bound]).

@@ -1,7 +1,5 @@
 #include "oracles/mirror_oracle.h"
 
-#include <algorithm>
-
 #include "kernels/engine.h"
 #include "oracles/bitwise.h"
 #include "oracles/quantities.h"
@@ -17,24 +15,27 @@ std::string MirrorPreconditions(const Config& cfg) {
   return "";
 }
 
-namespace {
-
-int64_t MaxDp(const Config& cfg) {
-  const int64_t save = cfg.checkpoint.save_at;
-  return std::max(cfg.parallel.dp, save > 0 ? LayoutAtStep(cfg, save).parallel.dp : int64_t{1});
-}
-
-}  // namespace
-
 Verdict MirrorOracle::Check(const OracleInput& in) const {
   const std::string why = MirrorPreconditions(in.cfg);
   if (!why.empty()) return SkipVerdict(name(), why);
-  // Two addends round alike in either order; more in another order do not (gloo's ring).
-  if (!in.outcome.reporting.dp_sum_in_rank_order && MaxDp(in.cfg) > 2)
-    return SkipVerdict(name(), "the run's data-parallel sum order over more than two ranks is unknown");
+  if (!in.outcome.reporting.same_model_arithmetic)
+    return SkipVerdict(
+        name(),
+        "the run does not declare the reference's per-micro-batch arithmetic (model_arithmetic)");
+  // The twin mirrors the structure the run declares; where a structure the layout makes matter is
+  // undeclared, the orders may differ (Note [Declared reduction structure]).
+  for (int64_t step :
+       {int64_t{0}, in.cfg.checkpoint.save_at > 0 ? in.cfg.checkpoint.save_at : int64_t{0}}) {
+    const std::string undeclared =
+        MirrorUndeclared(in.outcome.reporting.reduction, LayoutAtStep(in.cfg, step));
+    if (!undeclared.empty()) return SkipVerdict(name(), undeclared);
+  }
   if (in.assembly == nullptr || in.ref == nullptr)
     return SkipVerdict(name(), "the engine failed; nothing to compare");
   if (!in.outcome.reporting.grad) return SkipVerdict(name(), "the run does not report its gradients");
+  if (!(in.ref->reduction == in.outcome.reporting.reduction))
+    return SkipVerdict(name(),
+                       "the reference mirrors another reduction structure than the run declares");
   const RefRun& twin = in.ref->same;
   const Assembly& run = *in.assembly;
   int64_t step = -1;

@@ -304,7 +304,7 @@ Verdict OverflowDecision(const Config& cfg, const Assembly& dist, const RefPair&
   from.skips = SkippedSteps(ref.same);
   const double margin = OverflowMargin(LayoutAtStep(cfg, s));
   from.scale_factor = run_skipped ? margin : 1.0 / margin;
-  const bool twin_at_margin = TwinOverflows(cfg, from);
+  const bool twin_at_margin = TwinOverflows(cfg, ref.reduction, from);
   const bool borderline = twin_at_margin == run_skipped;  // the twin agrees within the margin
   Verdict v = borderline
                   ? InconclusiveAt(s, "overflow")

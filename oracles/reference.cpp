@@ -64,14 +64,18 @@ class ScaleSchedule {
 };
 
 // Note [Mirrored reduction order]: the twin adds its micro-batch gradients (each already in the
-// accumulate dtype, as a rank's gradient buffer holds them) in the order a run does. Without
-// pipelining, every micro-step's gradients are reduced over dp (in rank order, in the reduce
-// dtype: comm/local_communicator.h), averaged, and accumulated over the micro-steps; with
-// pipelining each rank first accumulates all its micro-batches (in its schedule's backward order,
-// docs/CONFIG.md `parallel.schedule`) and the flush reduces once. So its
-// float32 sums round like the run's (the exact oracle relies on that: one exact order does not
-// make another exact), and the float64 truth follows the same order at no cost. `passes` is in
-// global micro-batch order, rank-major (rank r's micro-step m is r * accumulation_steps + m).
+// accumulate dtype, as a rank's gradient buffer holds them) in the order the run declares
+// (Note [Declared reduction structure] in core/grad_reduction.h). Reduced every micro-step: each
+// micro-step's gradients are summed over dp (in rank order, in the reduce dtype), averaged, and
+// accumulated over the micro-steps (the built-in engine without pipelining,
+// comm/local_communicator.h). Reduced once per step: each rank first accumulates all its
+// micro-batches (in micro-step order, or with pipelining in its schedule's backward order,
+// docs/CONFIG.md `parallel.schedule`) and one sum over dp follows (pipeline flushes, DDP under
+// no_sync). The average divides the sum in the accumulate dtype, or multiplies each rank's part by
+// 1/dp in the reduce dtype before the sum, as declared. So its float32 sums round like the run's
+// (the exact oracle relies on that: one exact order does not make another exact), and the float64
+// truth follows the same order at no cost. `passes` is in global micro-batch order, rank-major
+// (rank r's micro-step m is r * accumulation_steps + m).
 // The order a pipeline stage runs its micro-batches' backward passes in (docs/CONFIG.md
 // `parallel.schedule`): GPipe last micro-batch first, 1F1B and interleaved 1F1B (per chunk) first
 // micro-batch first; "none" without pipelining. Part of the reference's cache key.
@@ -81,19 +85,25 @@ const char* StageOrder(const Config& cfg) {
 }
 
 std::vector<at::Tensor> CombinePasses(const std::vector<std::vector<at::Tensor>>& passes,
-                                      const Config& cfg, at::ScalarType rdt, at::ScalarType adt) {
+                                      const Config& cfg, const GradReduction& red,
+                                      at::ScalarType rdt, at::ScalarType adt) {
   const int64_t A = cfg.batch.accumulation_steps, dp = static_cast<int64_t>(passes.size()) / A;
   const double average = 1.0 / static_cast<double>(dp);
+  const bool before = red.TwinAveragesBeforeSum();
   // Sum over ranks of part(r) in the reduce dtype, back in the accumulate dtype, averaged.
   auto reduce = [&](const std::function<at::Tensor(int64_t)>& part) {
-    at::Tensor sum = part(0).to(rdt);
-    for (int64_t r = 1; r < dp; ++r) sum = sum.add(part(r).to(rdt));
-    return sum.to(adt).mul_(average);
+    auto term = [&](int64_t r) {
+      at::Tensor t = part(r).to(rdt);
+      return before ? t.mul(average) : t;
+    };
+    at::Tensor sum = term(0);
+    for (int64_t r = 1; r < dp; ++r) sum = sum.add(term(r));
+    return before ? sum.to(adt) : sum.to(adt).mul_(average);
   };
+  const bool reverse = std::string(StageOrder(cfg)) == "last_first";
   std::vector<at::Tensor> acc(passes[0].size());
   for (size_t i = 0; i < acc.size(); ++i) {
-    if (cfg.parallel.pp > 1) {
-      const bool reverse = std::string(StageOrder(cfg)) == "last_first";
+    if (red.TwinReducesOncePerStep(cfg)) {
       acc[i] = reduce([&](int64_t r) {
         auto pass = [&](int64_t k) { return passes[r * A + (reverse ? A - 1 - k : k)][i]; };
         at::Tensor local = pass(0);
@@ -118,8 +128,8 @@ struct RefState {
 
 }  // namespace
 
-RefRun RunReference(const Config& cfg, bool truth, const std::vector<bool>* skips,
-                    const RefOrigin* origin) {
+RefRun RunReference(const Config& cfg, const GradReduction& red, bool truth,
+                    const std::vector<bool>* skips, const RefOrigin* origin) {
   const ModelSpec spec = BuildModelSpec(cfg.model);
   const std::vector<Unit> units = BuildUnits(spec, cfg.model);
   const Numerics num = MakeNumerics(truth ? DType::kFp64 : cfg.precision.compute);
@@ -215,7 +225,8 @@ RefRun RunReference(const Config& cfg, bool truth, const std::vector<bool>* skip
       }
     }
     rs.loss = loss_sum / static_cast<double>(passes);
-    std::vector<at::Tensor> acc = batched ? pass_grads[0] : CombinePasses(pass_grads, layout, rdt, adt);
+    std::vector<at::Tensor> acc =
+        batched ? pass_grads[0] : CombinePasses(pass_grads, layout, red, rdt, adt);
     // Overflow: the twin decides from its own gradients; the truth (float64 never overflows)
     // follows the twin's decisions so both skip the same steps.
     bool overflow = false;
@@ -259,7 +270,7 @@ RefRun RunReference(const Config& cfg, bool truth, const std::vector<bool>* skip
   return run;
 }
 
-std::string ReferenceKey(const Config& cfg) {
+std::string ReferenceKey(const Config& cfg, const GradReduction& red) {
   nlohmann::json j = ConfigToJson(cfg);
   nlohmann::json key;
   for (const char* k : {"seed", "steps", "model", "precision", "optimizer", "clip_grad_norm"})
@@ -272,9 +283,12 @@ std::string ReferenceKey(const Config& cfg) {
   // the same micro-batches rounds like another split, not like this one.
   key["accumulation_steps"] = cfg.batch.accumulation_steps;
   key["stage_order"] = StageOrder(cfg);
+  // ... and the declared reduction structure (Note [Declared reduction structure]).
+  key["reduction"] = {red.TwinReducesOncePerStep(cfg), red.TwinAveragesBeforeSum()};
   if (cfg.checkpoint.save_at > 0) {  // from the save on, the reload layout's (LayoutAtStep)
     const Config reload = LayoutAtStep(cfg, cfg.checkpoint.save_at);
-    key["reload"] = {cfg.checkpoint.save_at, reload.batch.accumulation_steps, StageOrder(reload)};
+    key["reload"] = {cfg.checkpoint.save_at, reload.batch.accumulation_steps, StageOrder(reload),
+                     red.TwinReducesOncePerStep(reload)};
   }
   return key.dump();
 }
@@ -294,11 +308,12 @@ std::string ReferenceKey(const Config& cfg) {
 // is the same that runs from the initial parameters.
 RefPair RestartReferencePair(const Config& cfg, const RefPair& base, const RefOrigin& origin) {
   RefPair pair;
-  pair.same = RunReference(cfg, false, nullptr, &origin);
+  pair.reduction = base.reduction;
+  pair.same = RunReference(cfg, pair.reduction, false, nullptr, &origin);
   std::vector<bool> skips = origin.skips;
   skips.resize(static_cast<size_t>(origin.step) + 1);
   for (const bool s : SkippedSteps(pair.same)) skips.push_back(s);
-  pair.truth = RunReference(cfg, true, &skips, &origin);
+  pair.truth = RunReference(cfg, pair.reduction, true, &skips, &origin);
   const bool master = cfg.precision.keeps_master();
   auto splice = [&](const RefRun& before, RefRun& after, bool truth) {
     std::vector<RefStep> steps(before.steps.begin(), before.steps.begin() + origin.step + 1);
@@ -317,9 +332,9 @@ RefPair RestartReferencePair(const Config& cfg, const RefPair& base, const RefOr
   return pair;
 }
 
-bool TwinOverflows(const Config& cfg, RefOrigin origin) {
+bool TwinOverflows(const Config& cfg, const GradReduction& red, RefOrigin origin) {
   origin.steps = 1;
-  const RefRun run = RunReference(cfg, false, nullptr, &origin);
+  const RefRun run = RunReference(cfg, red, false, nullptr, &origin);
   return run.steps.at(0).skipped;
 }
 
@@ -329,16 +344,17 @@ std::vector<bool> SkippedSteps(const RefRun& run) {
   return out;
 }
 
-RefPair RunReferencePair(const Config& cfg) {
+RefPair RunReferencePair(const Config& cfg, const GradReduction& red) {
   RefPair pair;
-  pair.same = RunReference(cfg, false);
+  pair.reduction = red;
+  pair.same = RunReference(cfg, red, false);
   const std::vector<bool> skips = SkippedSteps(pair.same);
-  pair.truth = RunReference(cfg, true, &skips);
+  pair.truth = RunReference(cfg, red, true, &skips);
   return pair;
 }
 
-std::shared_ptr<const RefPair> ReferenceCache::Get(const Config& cfg) {
-  const std::string key = ReferenceKey(cfg);
+std::shared_ptr<const RefPair> ReferenceCache::Get(const Config& cfg, const GradReduction& red) {
+  const std::string key = ReferenceKey(cfg, red);
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = map_.find(key);
@@ -348,7 +364,7 @@ std::shared_ptr<const RefPair> ReferenceCache::Get(const Config& cfg) {
     }
     ++misses_;
   }
-  auto pair = std::make_shared<RefPair>(RunReferencePair(cfg));
+  auto pair = std::make_shared<RefPair>(RunReferencePair(cfg, red));
   std::lock_guard<std::mutex> lock(mu_);
   map_[key] = pair;
   order_.push_back(key);
@@ -359,9 +375,10 @@ std::shared_ptr<const RefPair> ReferenceCache::Get(const Config& cfg) {
   return pair;
 }
 
-std::shared_ptr<const RefPair> GetReference(const Config& cfg, ReferenceCache* cache) {
-  if (cache != nullptr) return cache->Get(cfg);
-  return std::make_shared<RefPair>(RunReferencePair(cfg));
+std::shared_ptr<const RefPair> GetReference(const Config& cfg, const GradReduction& red,
+                                            ReferenceCache* cache) {
+  if (cache != nullptr) return cache->Get(cfg, red);
+  return std::make_shared<RefPair>(RunReferencePair(cfg, red));
 }
 
 }  // namespace paradiff

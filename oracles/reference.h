@@ -2,8 +2,9 @@
 // engine, on one device, with plain autograd over the whole model. It runs twice: in float64 (the
 // truth) and in the config's own precision (the same-precision twin, whose own error against the
 // truth calibrates the tolerance). It mirrors the run's micro-batch structure (Note [Micro-batch
-// order] in kernels/data.h): micro-batch g = 0 .. dp * accumulation_steps - 1, in order,
-// accumulated in the configured accumulate dtype after a round trip through the reduce dtype.
+// order] in kernels/data.h): micro-batch g = 0 .. dp * accumulation_steps - 1, accumulated in the
+// configured accumulate dtype after a round trip through the reduce dtype, in the order the run
+// declares (Note [Mirrored reduction order] in reference.cpp).
 //
 // The float64 truth takes each step's micro-batches as one batch (Note [Batched truth] in
 // reference.cpp).
@@ -23,6 +24,7 @@
 #include <vector>
 
 #include "core/config.h"
+#include "core/grad_reduction.h"
 
 namespace paradiff {
 
@@ -43,6 +45,7 @@ struct RefRun {
 struct RefPair {
   RefRun truth;  // float64 everywhere
   RefRun same;   // the config's precision
+  GradReduction reduction;  // the declared structure both mirror (restarts keep it)
 };
 
 // A run's own state after one of its steps, from which the reference can restart
@@ -60,30 +63,32 @@ struct RefOrigin {
 // Runs the reference in float64 (truth = true) or in the config's precision, from the initial
 // parameters, or from `origin` (then its steps are origin->step + 1 .. cfg.steps - 1 only).
 // `skips` (truth only): the steps to skip as overflowed, taken from the same-precision twin.
-RefRun RunReference(const Config& cfg, bool truth, const std::vector<bool>* skips = nullptr,
-                    const RefOrigin* origin = nullptr);
+// `red`: the run's declared reduction structure, mirrored.
+RefRun RunReference(const Config& cfg, const GradReduction& red, bool truth,
+                    const std::vector<bool>* skips = nullptr, const RefOrigin* origin = nullptr);
 // The twin, then the truth following the twin's overflow decisions.
-RefPair RunReferencePair(const Config& cfg);
+RefPair RunReferencePair(const Config& cfg, const GradReduction& red);
 // `base` up to origin.step, whose state there is replaced by the run's (both twin and truth), then
 // the pair restarted from that state (Note [Local restart]).
 RefPair RestartReferencePair(const Config& cfg, const RefPair& base, const RefOrigin& origin);
 // Whether the same-precision twin overflows in the one step after `origin` (its loss scale times
 // origin.scale_factor); Note [Overflow margin] in numeric_oracle.cpp.
-bool TwinOverflows(const Config& cfg, RefOrigin origin);
+bool TwinOverflows(const Config& cfg, const GradReduction& red, RefOrigin origin);
 // Skipped-step pattern of a run.
 std::vector<bool> SkippedSteps(const RefRun& run);
 
 // The fields that determine a reference (model, data, optimizer, precision, steps, seed, the
-// number and size of micro-batches, how they split into accumulation steps, and with pipelining
-// the schedule's backward order) and nothing else of the layout; equal keys share one reference.
-std::string ReferenceKey(const Config& cfg);
+// number and size of micro-batches, how they split into accumulation steps, with pipelining the
+// schedule's backward order, and the reduction structure the twin mirrors) and nothing else of the
+// layout; equal keys share one reference.
+std::string ReferenceKey(const Config& cfg, const GradReduction& red);
 
 // Thread-safe cache of reference pairs by ReferenceKey, bounded to `capacity` entries (oldest
 // evicted first).
 class ReferenceCache {
  public:
   explicit ReferenceCache(size_t capacity = 64) : capacity_(capacity) {}
-  std::shared_ptr<const RefPair> Get(const Config& cfg);
+  std::shared_ptr<const RefPair> Get(const Config& cfg, const GradReduction& red);
   int64_t hits() const { return hits_; }
   int64_t misses() const { return misses_; }
 
@@ -95,7 +100,9 @@ class ReferenceCache {
   int64_t hits_ = 0, misses_ = 0;
 };
 
-// The pair for cfg: from `cache` when there is one, else computed now.
-std::shared_ptr<const RefPair> GetReference(const Config& cfg, ReferenceCache* cache);
+// The pair for cfg under the declared reduction `red`: from `cache` when there is one, else
+// computed now.
+std::shared_ptr<const RefPair> GetReference(const Config& cfg, const GradReduction& red,
+                                            ReferenceCache* cache);
 
 }  // namespace paradiff

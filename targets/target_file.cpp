@@ -158,6 +158,34 @@ std::string Substitute(std::string a, const std::string& ph, const std::string& 
   return a;
 }
 
+// "grad_reduction": {"when", "when_pipelined", "order", "average"} (docs/TARGETS.md), each
+// optional and "unknown" when absent; when_pipelined defaults to when.
+void ParseGradReduction(const json& g, GradReduction& out, Status* st) {
+  if (!g.is_object()) {
+    st->Merge(
+        Status::Error("grad_reduction",
+                      "grad_reduction: must be an object {when, when_pipelined, order, average}"));
+    return;
+  }
+  Reader r(g, "grad_reduction.", st);
+  r.Unknown({"when", "when_pipelined", "order", "average"});
+  auto text = [&](const char* key, const char* rule, auto parse) {
+    if (!g.contains(key)) return;
+    if (!g[key].is_string() || !parse(g[key].get<std::string>())) r.Error(key, rule);
+  };
+  text("when", "must be \"micro_step\", \"step\" or \"unknown\"",
+       [&](const std::string& v) { return ParseWhen(v, &out.when); });
+  out.when_pipelined = out.when;
+  text("when_pipelined", "must be \"micro_step\", \"step\" or \"unknown\"",
+       [&](const std::string& v) { return ParseWhen(v, &out.when_pipelined); });
+  text("order", "must be \"rank\" or \"unknown\"", [&](const std::string& v) {
+    out.rank_order = v == "rank";
+    return v == "rank" || v == "unknown";
+  });
+  text("average", "must be \"after_sum\", \"before_sum\" or \"unknown\"",
+       [&](const std::string& v) { return ParseAverage(v, &out.average); });
+}
+
 }  // namespace
 
 StatusOr<TargetSpec> ParseTargetSpec(const std::string& text, const std::string& path) {
@@ -166,8 +194,9 @@ StatusOr<TargetSpec> ParseTargetSpec(const std::string& text, const std::string&
     return Status::Error("", path + ": the target file is not a JSON object");
   Status st;
   Reader r(j, "", &st);
-  r.Unknown({"protocol", "name", "command", "launcher", "timeout_s", "supports", "reports", "grad_norm_dtype",
-             "dp_sum_order", "description"});
+  r.Unknown({"protocol", "name", "command", "launcher", "timeout_s", "supports", "reports",
+             "grad_norm_dtype", "grad_reduction", "zero_stages_bitwise", "model_arithmetic",
+             "description"});
   TargetSpec t;
   t.path = path;
   t.dir = std::filesystem::absolute(path).parent_path().string();
@@ -215,12 +244,23 @@ StatusOr<TargetSpec> ParseTargetSpec(const std::string& text, const std::string&
       }
     if (!known) r.Error("grad_norm_dtype", "must be one of fp64, fp32, bf16, fp16");
   }
-  // A ring or tree all-reduce (gloo, NCCL) adds more than two ranks in another order than the
-  // mirror oracle's twin: bitwise equality is promised only where the file says so.
-  t.reporting.dp_sum_in_rank_order = false;
-  if (j.contains("dp_sum_order")) {
-    if (j["dp_sum_order"] == "rank") t.reporting.dp_sum_in_rank_order = true;
-    else if (j["dp_sum_order"] != "unknown") r.Error("dp_sum_order", "must be \"rank\" or \"unknown\"");
+  // Nothing about the reduction is assumed that the file does not declare.
+  t.reporting.reduction = GradReduction{};
+  if (j.contains("grad_reduction"))
+    ParseGradReduction(j["grad_reduction"], t.reporting.reduction, &st);
+  t.reporting.same_model_arithmetic = false;
+  if (j.contains("model_arithmetic")) {
+    if (j["model_arithmetic"] == "paradiff")
+      t.reporting.same_model_arithmetic = true;
+    else if (j["model_arithmetic"] != "own")
+      r.Error("model_arithmetic", "must be \"paradiff\" or \"own\"");
+  }
+  t.reporting.zero_stages_bitwise = false;
+  if (j.contains("zero_stages_bitwise")) {
+    if (j["zero_stages_bitwise"].is_boolean())
+      t.reporting.zero_stages_bitwise = j["zero_stages_bitwise"];
+    else
+      r.Error("zero_stages_bitwise", "must be true or false");
   }
   if (j.contains("supports")) ParseSupports(j["supports"], t, &st);
   else r.Error("supports", "required: the config features the target can run");

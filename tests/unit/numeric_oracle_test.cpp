@@ -122,11 +122,12 @@ TEST(ReferenceKey, SplitAndPipelineOrderCountLayoutDoesNot) {
   Config zero = a;
   zero.zero.stage = 3;
   zero.zero.bucket_elems = 77;
-  EXPECT_EQ(ReferenceKey(a), ReferenceKey(zero)) << "ZeRO stage and buckets do not change the reference";
+  EXPECT_EQ(ReferenceKey(a, BuiltInReduction()), ReferenceKey(zero, BuiltInReduction()))
+      << "ZeRO stage and buckets do not change the reference";
   Config split = a;  // the same 4 micro-batches per step, split 4 x 1 instead of 2 x 2
   split.parallel.dp = split.parallel.world = 4;
   split.batch.accumulation_steps = 1;
-  EXPECT_NE(ReferenceKey(a), ReferenceKey(split));
+  EXPECT_NE(ReferenceKey(a, BuiltInReduction()), ReferenceKey(split, BuiltInReduction()));
   Config gpipe = a;
   gpipe.parallel.dp = 1;
   gpipe.parallel.pp = gpipe.parallel.world = 2;
@@ -134,7 +135,7 @@ TEST(ReferenceKey, SplitAndPipelineOrderCountLayoutDoesNot) {
   gpipe.parallel.schedule = Schedule::kGpipe;
   Config one_f_one_b = gpipe;
   one_f_one_b.parallel.schedule = Schedule::k1F1B;
-  EXPECT_NE(ReferenceKey(gpipe), ReferenceKey(one_f_one_b));
+  EXPECT_NE(ReferenceKey(gpipe, BuiltInReduction()), ReferenceKey(one_f_one_b, BuiltInReduction()));
   // After a checkpoint's reload the twin mirrors the reload layout's split (LayoutAtStep).
   Config steps3 = a;
   steps3.steps = 3;
@@ -143,8 +144,9 @@ TEST(ReferenceKey, SplitAndPipelineOrderCountLayoutDoesNot) {
   reload_dp1.checkpoint.reload.dp = 1;  // 2 x 2 micro-batches become 1 x 4
   Config reload_dp2 = reload_dp1;
   reload_dp2.checkpoint.reload.dp = 2;
-  EXPECT_NE(ReferenceKey(reload_dp1), ReferenceKey(reload_dp2));
-  EXPECT_NE(ReferenceKey(reload_dp1), ReferenceKey(steps3));
+  EXPECT_NE(ReferenceKey(reload_dp1, BuiltInReduction()),
+            ReferenceKey(reload_dp2, BuiltInReduction()));
+  EXPECT_NE(ReferenceKey(reload_dp1, BuiltInReduction()), ReferenceKey(steps3, BuiltInReduction()));
 }
 
 }  // namespace

@@ -65,7 +65,7 @@ inline Harness MakeHarness(const Config& c, EngineOutcome e, EngineRunner runner
   Harness h;
   h.cfg = c;
   h.outcome = std::move(e);
-  h.ref = GetReference(c, cache);
+  h.ref = GetReference(c, h.outcome.reporting.reduction, cache);
   h.cache = cache;
   h.runner = runner ? runner : [](const Config& x) { return RunEngine(x, kTestTimeout); };
   if (h.outcome.ok) {

@@ -42,7 +42,7 @@ double FirstOverflowingScale(const Config& c) {
   for (int k = 0; k < 60; ++k) {
     Config at = c;
     at.precision.loss_scale.init = std::ldexp(1.0, k);
-    if (TwinOverflows(at, from)) return at.precision.loss_scale.init;
+    if (TwinOverflows(at, BuiltInReduction(), from)) return at.precision.loss_scale.init;
   }
   ADD_FAILURE() << "the twin never overflows";
   return 0;
@@ -80,7 +80,7 @@ TEST(OverflowDecision, ASkipFarFromTheEdgeIsAFinding) {
 Assembly SkippingRun(const Config& c) {
   std::vector<bool> forced(static_cast<size_t>(c.steps), false);
   forced[0] = true;
-  const RefRun run = RunReference(c, false, &forced);
+  const RefRun run = RunReference(c, BuiltInReduction(), false, &forced);
   Assembly a;
   for (const RefStep& r : run.steps) {
     AssembledStep d;
@@ -100,7 +100,7 @@ TEST(OverflowDecision, ABorderlineSkipIsInconclusiveAndTheRunsDecisionIsFollowed
   // reference replays the run's decision.
   Config c = Fp16Dynamic(FirstOverflowingScale(Fp16Dynamic(1)) / 2);
   c.precision.loss_scale.hysteresis = 1;
-  const RefPair ref = RunReferencePair(c);
+  const RefPair ref = RunReferencePair(c, BuiltInReduction());
   ASSERT_FALSE(ref.same.steps[0].skipped);
   Assembly run = SkippingRun(c);
   {

@@ -154,7 +154,7 @@ TEST(LossScaler, ReferenceScheduleWrittenApartAgrees) {
     ls.growth_factor = rng() % 2 ? 2.0 : 4.0;
     std::vector<bool> skips;
     for (int64_t s = 0; s < c.steps; ++s) skips.push_back(rng() % 3 == 0);
-    const RefRun ref = RunReference(c, /*truth=*/true, &skips);
+    const RefRun ref = RunReference(c, BuiltInReduction(), /*truth=*/true, &skips);
     LossScaler engine(ls);
     for (int64_t s = 0; s < c.steps; ++s) {
       EXPECT_EQ(ref.steps[s].loss_scale, engine.scale()) << "case " << k << " step " << s;

@@ -53,7 +53,7 @@ Config Stateful() {
 
 TEST(LocalRestart, FromTheTwinsOwnStateContinuesTheTwinBitForBit) {
   const Config c = Stateful();
-  const RefPair base = RunReferencePair(c);
+  const RefPair base = RunReferencePair(c, BuiltInReduction());
   const std::vector<bool> skips = SkippedSteps(base.same);
   ASSERT_TRUE(skips[0]) << "the test wants an overflowed step before a restart";
   for (int64_t k = 0; k + 1 < c.steps; ++k) {

@@ -110,26 +110,56 @@ TEST(TargetFile, ReportsAndNormPrecision) {
   ASSERT_TRUE(torch.ok()) << torch.status().ToString();
   EXPECT_TRUE(torch.value().reporting.grad && torch.value().reporting.optimizer);
   EXPECT_EQ(torch.value().reporting.grad_norm_dtype, DType::kFp32);
-  EXPECT_FALSE(torch.value().reporting.dp_sum_in_rank_order);  // gloo's ring
+  // DDP: accumulated under no_sync, pre-divided by the reducer, summed by gloo's ring.
+  const GradReduction& ddp = torch.value().reporting.reduction;
+  EXPECT_EQ(ddp.when, GradReduction::When::kStep);
+  EXPECT_EQ(ddp.average, GradReduction::Average::kBeforeSum);
+  EXPECT_FALSE(ddp.rank_order);
 }
 
-// "dp_sum_order": the mirror oracle's bitwise twin is promised only where the file says "rank".
-TEST(TargetFile, DpSumOrderIsUnknownUnlessTheFileSaysRank) {
+// "grad_reduction", "model_arithmetic", "zero_stages_bitwise": the twin mirrors and the oracles
+// judge bitwise only what the file declares (Note [Declared reduction structure]); nothing is
+// assumed where it says nothing.
+TEST(TargetFile, NothingIsAssumedThatTheFileDoesNotDeclare) {
   const std::string head =
       R"({"protocol": 1, "name": "x", "command": ["/bin/true"], "supports": {})";
   StatusOr<TargetSpec> def = ParseTargetSpec(head + "}", "t.json");
   ASSERT_TRUE(def.ok()) << def.status().ToString();
-  EXPECT_FALSE(def.value().reporting.dp_sum_in_rank_order);
-  StatusOr<TargetSpec> rank = ParseTargetSpec(head + R"(, "dp_sum_order": "rank"})", "t.json");
-  ASSERT_TRUE(rank.ok()) << rank.status().ToString();
-  EXPECT_TRUE(rank.value().reporting.dp_sum_in_rank_order);
-  StatusOr<TargetSpec> ring = ParseTargetSpec(head + R"(, "dp_sum_order": "ring"})", "t.json");
-  ASSERT_FALSE(ring.ok());
-  EXPECT_NE(ring.status().ToString().find("dp_sum_order: must be \"rank\" or \"unknown\""),
-            std::string::npos)
-      << ring.status().ToString();
-  StatusOr<TargetSpec> nul = ParseTargetSpec(head + std::string(1, '\0') + "}", "t.json");
-  EXPECT_FALSE(nul.ok());  // a NUL ends nothing early: the text is not JSON
+  const GradReduction& none = def.value().reporting.reduction;
+  EXPECT_EQ(none.when, GradReduction::When::kUnknown);
+  EXPECT_EQ(none.when_pipelined, GradReduction::When::kUnknown);
+  EXPECT_FALSE(none.rank_order);
+  EXPECT_EQ(none.average, GradReduction::Average::kUnknown);
+  EXPECT_FALSE(def.value().reporting.same_model_arithmetic);
+  EXPECT_FALSE(def.value().reporting.zero_stages_bitwise);
+  StatusOr<TargetSpec> promised = ParseTargetSpec(
+      head + R"(, "model_arithmetic": "paradiff", "zero_stages_bitwise": true})", "t.json");
+  ASSERT_TRUE(promised.ok()) << promised.status().ToString();
+  EXPECT_TRUE(promised.value().reporting.same_model_arithmetic);
+  EXPECT_TRUE(promised.value().reporting.zero_stages_bitwise);
+  StatusOr<TargetSpec> ddp = ParseTargetSpec(
+      head + R"(, "grad_reduction": {"when": "step", "order": "rank", "average": "before_sum"}})",
+      "t.json");
+  ASSERT_TRUE(ddp.ok()) << ddp.status().ToString();
+  const GradReduction& r = ddp.value().reporting.reduction;
+  EXPECT_EQ(r.when, GradReduction::When::kStep);
+  EXPECT_EQ(r.when_pipelined, GradReduction::When::kStep) << "when_pipelined defaults to when";
+  EXPECT_TRUE(r.rank_order);
+  EXPECT_EQ(r.average, GradReduction::Average::kBeforeSum);
+  StatusOr<TargetSpec> bad = ParseTargetSpec(
+      head +
+          R"(, "grad_reduction": {"when": "ring", "average": 2, "size": 1}, "model_arithmetic": "x",)"
+          R"( "zero_stages_bitwise": "yes"})",
+      "t.json");
+  ASSERT_FALSE(bad.ok());
+  const std::string msg = bad.status().ToString();
+  for (const char* want : {"grad_reduction.when: must be \"micro_step\", \"step\" or \"unknown\"",
+                           "grad_reduction.average: must be", "grad_reduction.size: unknown field",
+                           "model_arithmetic: must be \"paradiff\" or \"own\"",
+                           "zero_stages_bitwise: must be true or false"})
+    EXPECT_NE(msg.find(want), std::string::npos) << want << " in " << msg;
+  StatusOr<TargetSpec> old = ParseTargetSpec(head + R"(, "dp_sum_order": "rank"})", "t.json");
+  EXPECT_FALSE(old.ok()) << "dp_sum_order is now grad_reduction.order";
 }
 
 // Note [Reported norm precision]: u * (n + 2), and the float64 bound the constant it always was.
