@@ -1,8 +1,8 @@
 #include "fuzz/campaign.h"
 
 #include <algorithm>
-#include <csignal>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -14,10 +14,11 @@
 #include "core/rng.h"
 #include "fuzz/coverage.h"
 #include "fuzz/finding_minimizer.h"
-#include "targets/system_under_test.h"
-#include "fuzz/worker_pool.h"
 #include "fuzz/workdir.h"
+#include "fuzz/workdir_lock.h"
+#include "fuzz/worker_pool.h"
 #include "kernels/engine.h"
+#include "targets/system_under_test.h"
 
 namespace paradiff {
 
@@ -151,6 +152,10 @@ StatusOr<CampaignSummary> RunCampaign(const CampaignOptions& opts, std::ostream&
     if (!IsKnownFault(f)) return Status::Error("--inject", "--inject=" + f + ": unknown fault switch");
   StatusOr<std::vector<Config>> seeds = LoadCorpus(opts.corpus_dir);
   if (!seeds.ok()) return seeds.status();
+  std::string stale;
+  const StatusOr<std::shared_ptr<WorkDirLock>> lock = WorkDirLock::Acquire(opts.workdir, &stale);
+  if (!lock.ok()) return lock.status();
+  if (!stale.empty()) log << "INFO: campaign: took over the stale lock of " << stale << std::endl;
   WorkDir wd(opts.workdir);
   StatusOr<nlohmann::json> stats = wd.LoadStats();
   if (!stats.ok()) return stats.status();

@@ -8,6 +8,7 @@
 #include "core/config_json.h"
 #include "core/json_text.h"
 #include "fuzz/campaign.h"
+#include "fuzz/workdir_lock.h"
 
 namespace paradiff {
 
@@ -93,6 +94,10 @@ nlohmann::json ZooReport::ToJson() const {
 
 StatusOr<ZooReport> RunZoo(const ZooOptions& opts, std::ostream& log) {
   if (opts.workdir.empty()) return Status::Error("--workdir", "--workdir is required");
+  // Each switch's campaign locks its own sub-directory; this lock keeps a second zoo from
+  // removing them under the first.
+  const StatusOr<std::shared_ptr<WorkDirLock>> lock = WorkDirLock::Acquire(opts.workdir);
+  if (!lock.ok()) return lock.status();
   ZooReport report;
   auto campaign = [&](const std::string& name, const std::vector<std::string>& inject) -> StatusOr<std::string> {
     CampaignOptions c;

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # End-to-end tests of `paradiff campaign`: clean runs, injected bugs found and replayed, worker
-# crashes and hangs recorded, kill-and-resume losing and double-counting nothing.
+# crashes and hangs recorded, kill-and-resume losing and double-counting nothing, one process per
+# work dir.
 # Usage: campaign_test.sh PARADIFF_BINARY CASE
 set -u
 P=$1
@@ -47,6 +48,20 @@ case $CASE in
     [ -f "$TMP/w/findings/crash.worker.-.-.worker-died/meta.json" ] || fail "crash not recorded"
     [ -f "$TMP/w/findings/hang.worker.-.-.timeout/meta.json" ] || fail "hang not recorded"
     ;;
+  workdir_locked)
+    # One process per work dir: a second campaign (or a zoo) on it exits 2 naming the holder.
+    "$P" campaign --workdir "$TMP/w" --budget 60s --jobs 1 --seed 5 >"$TMP/first" 2>&1 &
+    pid=$!
+    for _ in $(seq 1 100); do grep -q '"pid"' "$TMP/w/lock" 2>/dev/null && break; sleep 0.1; done
+    expect 2 "$P" campaign --workdir "$TMP/w" --runs 4 --seed 5
+    has "ERROR: .*--workdir $TMP/w is in use by pid $pid on host .* since 20"
+    expect 2 "$P" zoo run --workdir "$TMP/w" --runs 1
+    has "is in use by pid $pid"
+    kill -INT "$pid"; wait "$pid"
+    expect 0 "$P" campaign --workdir "$TMP/w" --runs 2 --seed 5
+    has "SUMMARY: paradiff: campaign CLEAN"
+    grep -q "took over" "$TMP/out" && fail "a lock released on exit was reported stale"
+    ;;
   kill_and_resume)
     args=(campaign --runs 64 --jobs 2 --seed 11 --inject comm.rank_dependent_bucket_order)
     expect 3 "$P" "${args[@]}" --workdir "$TMP/ref"
@@ -60,6 +75,7 @@ case $CASE in
     [ "$(stat_of "$TMP/w" done_below)" -lt 64 ] || fail "the campaign finished before the kill"
     expect 3 "$P" "${args[@]}" --workdir "$TMP/w"
     has "resume_from=[1-9]"
+    has "took over the stale lock of pid $pid on host "
     [ "$(stat_of "$TMP/w" execs)" = 64 ] || fail "resumed execs $(stat_of "$TMP/w" execs) != 64"
     [ "$(findings_of "$TMP/w")" = "$(findings_of "$TMP/ref")" ] ||
       fail "resumed findings '$(findings_of "$TMP/w")' != uninterrupted '$(findings_of "$TMP/ref")'"

@@ -8,8 +8,8 @@ foreach(case help usage_errors validate_examples validate_invalid run_pass_and_r
   set_tests_properties(e2e.cli.${case} PROPERTIES LABELS "e2e" TIMEOUT 120)
 endforeach()
 
-foreach(case clean injected_found_and_replayed crash_and_hang_recorded kill_and_resume bad_options
-        inconclusive_kept)
+foreach(case clean injected_found_and_replayed crash_and_hang_recorded kill_and_resume workdir_locked
+        bad_options inconclusive_kept)
   add_test(NAME e2e.campaign.${case}
            COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/campaign_test.sh $<TARGET_FILE:paradiff> ${case})
   set_tests_properties(e2e.campaign.${case} PROPERTIES LABELS "e2e;campaign" TIMEOUT 300)
