@@ -12,6 +12,7 @@
 #include <cstdlib>
 
 #include "bench/bench_common.h"
+#include "core/watchdog.h"
 #include "kernels/engine.h"
 #include "oracles/assemble.h"
 #include "oracles/check.h"
@@ -42,7 +43,7 @@ int main(int argc, char** argv) {
   const auto list = paradiff::bench::GeneratedConfigs(paradiff::bench::kSmallListSeed, n);
   for (size_t i = 0; i < list.size(); ++i) {
     const paradiff::Config& cfg = list[i];
-    const auto eng = paradiff::RunEngine(cfg, std::chrono::milliseconds(20000));
+    const auto eng = paradiff::RunEngine(cfg, paradiff::kDefaultCollectiveTimeout);
     uint64_t assembly = kFnvOffset, reference = kFnvOffset, compare = kFnvOffset;
     if (eng.ok)
       for (const auto& s : paradiff::AssembleTensors(cfg, eng.obs).steps) {

@@ -12,6 +12,7 @@
 #include "core/config_json.h"
 #include "core/fault_names.h"
 #include "core/rng.h"
+#include "core/watchdog.h"
 #include "fuzz/coverage.h"
 #include "fuzz/finding_minimizer.h"
 #include "fuzz/workdir.h"
@@ -305,7 +306,9 @@ StatusOr<CampaignSummary> RunCampaign(const CampaignOptions& opts, std::ostream&
   const Status s = wd.SaveStats(StatsJson(opts, st, elapsed()));
   if (!s.ok()) return s;
   if (!sum.interrupted && opts.minimize_budget_s > 0)
-    MinimizeStoredFindings(wd, {opts.minimize_budget_s, 20000, opts.oracles, opts.target}, log);
+    MinimizeStoredFindings(
+        wd, {opts.minimize_budget_s, kDefaultCollectiveTimeout.count(), opts.oracles, opts.target},
+        log);
   sum.execs = st.execs;
   sum.findings = st.findings;
   sum.inconclusive = st.inconclusive;

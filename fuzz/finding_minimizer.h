@@ -17,15 +17,16 @@
 #include <string>
 #include <vector>
 
+#include "core/watchdog.h"
 #include "fuzz/workdir.h"
 
 namespace paradiff {
 
 struct FindingMinimizeOptions {
-  double budget_s = 20;        // wall-time cap per finding (> 0)
-  int64_t timeout_ms = 20000;  // collective watchdog of every check
-  std::vector<std::string> oracles;  // the campaign's oracle selection
-  std::string target;                // the campaign's external target file ("" = built-in engine)
+  double budget_s = 20;                                    // wall-time cap per finding (> 0)
+  int64_t timeout_ms = kDefaultCollectiveTimeout.count();  // collective watchdog of every check
+  std::vector<std::string> oracles;                        // the campaign's oracle selection
+  std::string target;  // the campaign's external target file ("" = built-in engine)
 };
 
 // Returns the number of findings minimized. INFO / WARNING lines go to `log`.

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "core/watchdog.h"
 #include "fuzz/campaign.h"
 #include "targets/system_under_test.h"
 
@@ -42,7 +43,8 @@ struct GateOptions {
   double budget_s = 0;             // fuzzing budget (0 = no campaign)
   CampaignOptions campaign;        // workdir (default: a new temporary dir), seed, jobs, exe
   std::set<std::string> baseline;  // known signatures
-  std::chrono::milliseconds timeout{20000};  // collective watchdog of every suite / corpus check
+  std::chrono::milliseconds timeout =
+      kDefaultCollectiveTimeout;             // collective watchdog of every suite / corpus check
   std::vector<std::string> oracles;          // oracle selection (suite, corpus and campaign)
   SystemUnderTest system;                    // the built-in engine or an external target (--target)
 };

@@ -23,6 +23,7 @@
 
 #include "core/config.h"
 #include "core/verdict.h"
+#include "core/watchdog.h"
 #include "oracles/check.h"
 #include "oracles/reference.h"
 
@@ -34,7 +35,8 @@ struct MinimizeStep {
 };
 
 struct MinimizeOptions {
-  std::chrono::milliseconds timeout{20000};         // collective watchdog of every check
+  std::chrono::milliseconds timeout =
+      kDefaultCollectiveTimeout;                    // collective watchdog of every check
   double budget_s = 0;                              // wall-time cap of the search (0 = none)
   ReferenceCache* cache = nullptr;                  // shared reference cache (optional)
   std::vector<std::string> oracles;                 // oracle selection of every check ("" = default)

@@ -2,13 +2,13 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 
-#include <nlohmann/json.hpp>
-
 #include "core/budget.h"
 #include "core/config_json.h"
+#include "core/watchdog.h"
 #include "kernels/engine.h"
 #include "oracles/check.h"
 #include "oracles/report.h"
@@ -19,7 +19,7 @@ namespace paradiff {
 namespace {
 
 // Collective watchdog inside a worker; the campaign's per-task timeout is the outer one.
-constexpr std::chrono::milliseconds kCollectiveTimeout{20000};
+constexpr std::chrono::milliseconds kCollectiveTimeout = kDefaultCollectiveTimeout;
 
 nlohmann::json Rejected(const std::string& why) {
   Verdict v;

@@ -9,6 +9,7 @@
 #include "core/config.h"
 #include "core/grad_reduction.h"
 #include "core/status.h"
+#include "core/watchdog.h"
 #include "kernels/observations.h"
 
 namespace paradiff {
@@ -21,7 +22,7 @@ struct Reporting {
   bool grad = true;                      // the reduced gradients ("grad")
   bool optimizer = true;                 // master weights and optimizer slots
   DType grad_norm_dtype = DType::kFp64;  // the precision the reported gradient norm was computed in
-  bool loss_scale = true;                // the loss scale each step used (external targets: not reported)
+  bool loss_scale = true;  // the loss scale each step used (external targets: not reported)
   // How the ranks' gradients are reduced (Note [Declared reduction structure]): the built-in
   // engine's own; an external target's file declares its own ("grad_reduction", unknown if absent).
   GradReduction reduction = BuiltInReduction();
@@ -57,7 +58,7 @@ struct EngineOutcome {
 Status EngineSupports(const Config& cfg);
 
 struct EngineOptions {
-  std::chrono::milliseconds timeout{20000};  // bounds every collective wait
+  std::chrono::milliseconds timeout = kDefaultCollectiveTimeout;  // bounds every collective wait
   // Keep the checkpoint here (written after checkpoint.save_at steps, or after the last step when
   // save_at is 0); empty: a temporary directory, removed after the run.
   std::string checkpoint_dir;

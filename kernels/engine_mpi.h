@@ -31,12 +31,14 @@
 #include <vector>
 
 #include "core/config.h"
+#include "core/watchdog.h"
 #include "kernels/engine.h"
 
 namespace paradiff {
 
 struct MpiRunOptions {
-  std::chrono::milliseconds timeout{20000};     // no rank progress for this long: a hang
+  std::chrono::milliseconds timeout =
+      kDefaultCollectiveTimeout;                // no rank progress for this long: a hang
   std::chrono::milliseconds total_timeout{0};   // the whole job (0: no limit)
   std::string exe;                              // paradiff binary ("": ParadiffExecutable(), core/self_exe.h)
   std::string mpirun = "mpirun";                // looked up in PATH unless it contains a '/'

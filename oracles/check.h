@@ -16,6 +16,7 @@
 #include "core/budget.h"
 #include "core/config.h"
 #include "core/verdict.h"
+#include "core/watchdog.h"
 #include "oracles/numeric_oracle.h"
 #include "oracles/oracle.h"
 #include "oracles/reference.h"
@@ -23,8 +24,9 @@
 namespace paradiff {
 
 struct CheckOptions {
-  std::chrono::milliseconds timeout{20000};  // watchdog for every collective wait
-  ReferenceCache* cache = nullptr;           // shared reference cache (optional)
+  std::chrono::milliseconds timeout =
+      kDefaultCollectiveTimeout;    // watchdog for every collective wait
+  ReferenceCache* cache = nullptr;  // shared reference cache (optional)
   // Oracle selection (names and sets, oracles/oracle_registry.h); empty = "default". An unknown
   // name makes CheckRun throw std::invalid_argument: resolve user input with ResolveOracleNames.
   std::vector<std::string> oracles;

@@ -1,5 +1,6 @@
 #include "oracles/cross_backend_oracle.h"
 
+#include "core/watchdog.h"
 #include "oracles/determinism_oracle.h"
 
 namespace paradiff {
@@ -15,7 +16,7 @@ Verdict CrossBackendOracle::Check(const OracleInput& in) const {
     const Status s = EngineSupports(other);
     if (!s.ok()) return SkipVerdict(name(), s.ToString());
   }
-  const EngineOutcome again = other_ ? other_(other) : RunEngine(other, std::chrono::milliseconds(20000));
+  const EngineOutcome again = other_ ? other_(other) : RunEngine(other, kDefaultCollectiveTimeout);
   return CompareSecondRun(in, again, name(), here, there);
 }
 

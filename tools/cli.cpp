@@ -1,9 +1,9 @@
 #include "tools/cli.h"
 
 #include <boost/program_options.hpp>
-
 #include <sstream>
 
+#include "core/watchdog.h"
 #include "oracles/oracle_registry.h"
 
 namespace paradiff {
@@ -21,7 +21,8 @@ const std::vector<Subcommand>& Subcommands() {
        "fuzz: generate configs, check them in worker processes, store findings; resumable",
        CmdCampaign},
       {"ckpt", "paradiff ckpt save CONFIG DIR | inspect DIR | consolidate DIR OUT",
-       "sharded checkpoints: save a run, verify and print a manifest, write one unsharded fp32 state",
+       "sharded checkpoints: save a run, verify and print a manifest, write one unsharded fp32 "
+       "state",
        CmdCkpt},
       {"zoo", "paradiff zoo list | zoo run [--budget 60s] [--jobs N] [--seed S] [--json FILE]",
        "the bug zoo: list the fault switches, or prove each is found by a campaign", CmdZoo},
@@ -36,8 +37,9 @@ const std::vector<Subcommand>& Subcommands() {
       {"replay", "paradiff replay PATH...",
        "re-check configs, finding dirs, work dirs or corpora: same / different / pass / invalid",
        CmdReplay},
-      {"gate", "paradiff gate --suite DIR [--regression DIR] [--budget 10m] [--baseline FILE] "
-               "--junit FILE --json FILE --html FILE",
+      {"gate",
+       "paradiff gate --suite DIR [--regression DIR] [--budget 10m] [--baseline FILE] "
+       "--junit FILE --json FILE --html FILE",
        "pre-release gate: a config suite, the regression corpus, an optional short campaign",
        CmdGate},
       {"report", "paradiff report (WORKDIR | REPORT.json) --html FILE",
@@ -45,7 +47,8 @@ const std::vector<Subcommand>& Subcommands() {
       {"import", "paradiff import deepspeed DS_CONFIG.json [--out CONFIG.json]",
        "a paradiff config from a DeepSpeed config (docs/TARGETS.md)", CmdImport},
       {"export", "paradiff export deepspeed|megatron CONFIG [--out FILE]",
-       "a DeepSpeed config or Megatron-LM arguments for a paradiff config (docs/TARGETS.md)", CmdExport},
+       "a DeepSpeed config or Megatron-LM arguments for a paradiff config (docs/TARGETS.md)",
+       CmdExport},
   };
   return kSubcommands;
 }
@@ -78,18 +81,20 @@ po::options_description Options(const std::string& sub, Args& a) {
       ("debug-hang-rank", po::value<int>(&a.debug_hang_rank), "testing: this rank sleeps forever")
       ("debug-crash-rank", po::value<int>(&a.debug_crash_rank), "testing: this rank aborts");
   if (sub == "run") {
-    d.add_options()
-      ("inject", po::value<std::vector<std::string>>(&a.inject)->composing(),
-       "turn on a bug-zoo fault switch (repeatable; see docs/BUGZOO.md)")
-      ("report", po::value<std::string>(&a.report), "write the JSON report to this file (atomically)")
-      ("timeout-ms", po::value<int64_t>(&a.timeout_ms)->default_value(20000),
-       "watchdog: a rank waiting longer than this in one collective is a hang")
-      ("html", po::value<std::string>(&a.html), "write a self-contained HTML report to this file");
+    d.add_options()("inject", po::value<std::vector<std::string>>(&a.inject)->composing(),
+                    "turn on a bug-zoo fault switch (repeatable; see docs/BUGZOO.md)")(
+        "report", po::value<std::string>(&a.report),
+        "write the JSON report to this file (atomically)")(
+        "timeout-ms",
+        po::value<int64_t>(&a.timeout_ms)->default_value(kDefaultCollectiveTimeout.count()),
+        "watchdog: a rank waiting longer than this in one collective is a hang")(
+        "html", po::value<std::string>(&a.html), "write a self-contained HTML report to this file");
   }
   if (sub == "minimize" || sub == "replay" || sub == "gate")
-    d.add_options()
-      ("timeout-ms", po::value<int64_t>(&a.timeout_ms)->default_value(20000),
-       "watchdog of every check: a rank waiting longer than this in one collective is a hang");
+    d.add_options()(
+        "timeout-ms",
+        po::value<int64_t>(&a.timeout_ms)->default_value(kDefaultCollectiveTimeout.count()),
+        "watchdog of every check: a rank waiting longer than this in one collective is a hang");
   if (sub == "minimize")
     d.add_options()
       ("inject", po::value<std::vector<std::string>>(&a.inject)->composing(),

@@ -1,35 +1,37 @@
 // The `paradiff` command line: one options table (cli.cpp) shared by every subcommand, parsed with
-// Boost.Program_options into a plain Args value. Subcommands live in cmd_*.cpp and return exit codes
-// (core/exit_codes.h); only main() returns them to the shell.
+// Boost.Program_options into a plain Args value. Subcommands live in cmd_*.cpp and return exit
+// codes (core/exit_codes.h); only main() returns them to the shell.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "core/watchdog.h"
+
 namespace paradiff {
 
 struct Args {
   std::string subcommand;
-  std::vector<std::string> positional;  // CONFIG... for validate / run
-  std::vector<std::string> inject;      // --inject NAME (repeatable)
-  std::string report;                   // --report FILE.json
-  int64_t timeout_ms = 20000;           // --timeout-ms
-  bool quiet = false;                   // --quiet
+  std::vector<std::string> positional;                     // CONFIG... for validate / run
+  std::vector<std::string> inject;                         // --inject NAME (repeatable)
+  std::string report;                                      // --report FILE.json
+  int64_t timeout_ms = kDefaultCollectiveTimeout.count();  // --timeout-ms
+  bool quiet = false;                                      // --quiet
   bool help = false;
   // campaign
-  std::string workdir;                  // --workdir DIR
-  std::string budget;                   // --budget 90s | 10m | 8h
-  int64_t runs = 0;                     // --runs N
-  int jobs = 1;                         // --jobs N
-  uint64_t seed = 1;                    // --seed S
-  std::string corpus;                   // --corpus DIR
-  bool stop_on_first = false;           // --stop-on-first
-  double task_timeout_s = 120;          // --task-timeout-s
-  int64_t worker_mem_mb = 8192;         // --worker-mem-mb
-  int64_t debug_crash_at = -1;          // --debug-crash-at N (tests)
-  int64_t debug_hang_at = -1;           // --debug-hang-at N (tests)
-  double minimize_budget_s = 20;        // --minimize-budget-s (campaign, gate; 0 = off)
+  std::string workdir;            // --workdir DIR
+  std::string budget;             // --budget 90s | 10m | 8h
+  int64_t runs = 0;               // --runs N
+  int jobs = 1;                   // --jobs N
+  uint64_t seed = 1;              // --seed S
+  std::string corpus;             // --corpus DIR
+  bool stop_on_first = false;     // --stop-on-first
+  double task_timeout_s = 120;    // --task-timeout-s
+  int64_t worker_mem_mb = 8192;   // --worker-mem-mb
+  int64_t debug_crash_at = -1;    // --debug-crash-at N (tests)
+  int64_t debug_hang_at = -1;     // --debug-hang-at N (tests)
+  double minimize_budget_s = 20;  // --minimize-budget-s (campaign, gate; 0 = off)
   // minimize, replay, gate, report
   std::string out;                      // --out MIN.json
   std::string html;                     // --html FILE

@@ -2,6 +2,8 @@
 // with the uninterrupted reference), bitwise continuation in the same layout, consolidation equal
 // to the gathered parameters, corrupt checkpoints rejected with the file named, and the
 // ckpt.reshard_drops_tail switch caught where it triggers.
+#include "kernels/checkpoint.h"
+
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
@@ -9,7 +11,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "kernels/checkpoint.h"
+#include "core/watchdog.h"
 #include "kernels/engine.h"
 #include "oracles/assemble.h"
 #include "tests/unit/engine_test_util.h"
@@ -36,8 +38,8 @@ std::string Describe(const Config& c) {
   const auto& r = c.checkpoint.reload;
   return "save tp=" + std::to_string(c.parallel.tp) + " pp=" + std::to_string(c.parallel.pp) +
          " dp=" + std::to_string(c.parallel.dp) + " zero=" + std::to_string(c.zero.stage) +
-         " -> reload tp=" + std::to_string(r.tp) + " pp=" + std::to_string(r.pp) + " dp=" +
-         std::to_string(r.dp) + " zero=" + std::to_string(r.zero_stage);
+         " -> reload tp=" + std::to_string(r.tp) + " pp=" + std::to_string(r.pp) +
+         " dp=" + std::to_string(r.dp) + " zero=" + std::to_string(r.zero_stage);
 }
 
 TEST(CheckpointReshard, EveryStageIntoEveryOtherStageAndDp) {
@@ -75,8 +77,8 @@ TEST(CheckpointReshard, SameLayoutContinuesBitwise) {
   c.precision.param = c.precision.compute = DType::kBf16;
   Config plain = c;
   plain.checkpoint.save_at = 0;
-  EngineOutcome a = RunEngine(c, std::chrono::milliseconds(20000));
-  EngineOutcome b = RunEngine(plain, std::chrono::milliseconds(20000));
+  EngineOutcome a = RunEngine(c, kDefaultCollectiveTimeout);
+  EngineOutcome b = RunEngine(plain, kDefaultCollectiveTimeout);
   ASSERT_TRUE(a.ok && b.ok) << a.failure << b.failure;
   Assembly x = Assemble(c, a.obs), y = Assemble(plain, b.obs);
   ASSERT_EQ(x.steps.size(), y.steps.size());

@@ -12,12 +12,13 @@
 
 #include "comm/communicator.h"
 #include "comm/local_communicator.h"
+#include "core/watchdog.h"
 
 namespace paradiff {
 namespace testing_util {
 
-constexpr auto kTimeout = std::chrono::milliseconds(20000);  // never reached by passing tests
-constexpr int kLargeWorld = 37;                              // prime, > 32
+constexpr auto kTimeout = kDefaultCollectiveTimeout;  // never reached by passing tests
+constexpr int kLargeWorld = 37;                       // prime, > 32
 
 inline std::vector<int> WorldSizes() { return {1, 2, 3, 4, 5, 6, 7, 8, kLargeWorld}; }
 

@@ -3,8 +3,13 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
-#include "kernels/engine.h"
+#include <set>
+#include <string>
+#include <vector>
+
 #include "core/model_spec.h"
+#include "core/watchdog.h"
+#include "kernels/engine.h"
 #include "oracles/assemble.h"
 #include "tests/unit/engine_test_util.h"
 
@@ -16,17 +21,21 @@ using testing::SmallConfig;
 
 std::string Describe(const Config& c) {
   return "dp=" + std::to_string(c.parallel.dp) + " zero=" + std::to_string(c.zero.stage) +
-         " accum=" + std::to_string(c.batch.accumulation_steps) + " bucket=" +
-         std::to_string(c.zero.bucket_elems) + " align=" + std::to_string(c.zero.align_elems) +
-         " opt=" + Name(c.optimizer.kind) + " param=" + Name(c.precision.param) +
-         " clip=" + std::to_string(c.clip_grad_norm) + " model=" + Name(c.model.kind);
+         " accum=" + std::to_string(c.batch.accumulation_steps) +
+         " bucket=" + std::to_string(c.zero.bucket_elems) +
+         " align=" + std::to_string(c.zero.align_elems) + " opt=" + Name(c.optimizer.kind) +
+         " param=" + Name(c.precision.param) + " clip=" + std::to_string(c.clip_grad_norm) +
+         " model=" + Name(c.model.kind);
 }
 
 // Every dp x stage, with the other dimensions cycled so each value of each appears many times.
+// Each config must really be compared (not rejected, numeric comparisons made), and the cycle must
+// reach every value of every dimension it claims to cover.
 TEST(EngineParity, MatrixDpZeroAccumBucketsOptimizerPrecision) {
   ReferenceCache cache;
   const int64_t dps[] = {1, 2, 3, 4, 5, 7, 8};
-  int i = 0, checked = 0;
+  std::set<std::string> covered;
+  int i = 0;
   for (int64_t dp : dps) {
     for (int64_t stage = 0; stage <= 3; ++stage, ++i) {
       Config c = SmallConfig(dp, stage);
@@ -45,10 +54,35 @@ TEST(EngineParity, MatrixDpZeroAccumBucketsOptimizerPrecision) {
       }
       CheckResult r = Check(c, &cache);
       EXPECT_EQ(r.verdict.kind, VerdictKind::kPass) << Describe(c) << "\n" << r.verdict.message;
-      ++checked;
+      EXPECT_FALSE(r.rejected) << Describe(c);
+      EXPECT_FALSE(r.comparisons.empty()) << Describe(c) << ": nothing was compared";
+      for (const std::string& v :
+           {"dp" + std::to_string(dp) + "stage" + std::to_string(stage),
+            "accum" + std::to_string(c.batch.accumulation_steps),
+            "bucket" + std::to_string(c.zero.bucket_elems),
+            "align" + std::to_string(c.zero.align_elems),
+            std::string("opt") + Name(c.optimizer.kind),
+            std::string("wd") + (c.optimizer.weight_decay > 0 ? "1" : "0"),
+            std::string("tied") + (c.model.tied_embeddings ? "1" : "0"),
+            std::string("act") + Name(c.model.activation), "kv" + std::to_string(c.model.kv_heads),
+            std::string("clip") + (c.clip_grad_norm > 0 ? "1" : "0"),
+            std::string("param") + Name(c.precision.param) +
+                (c.precision.keeps_master() ? "+master" : "")})
+        covered.insert(v);
     }
   }
-  EXPECT_EQ(checked, 28);
+  std::vector<std::string> want;
+  for (int64_t dp : dps)
+    for (int64_t stage = 0; stage <= 3; ++stage)
+      want.push_back("dp" + std::to_string(dp) + "stage" + std::to_string(stage));
+  for (const char* v :
+       {"accum1",        "accum2", "accum3", "accum4",    "bucket100", "bucket1000",
+        "bucket1048576", "align1", "align8", "optsgd",    "optadamw",  "wd0",
+        "wd1",           "tied0",  "tied1",  "actgelu",   "actswiglu", "kv2",
+        "kv4",           "clip0",  "clip1",  "paramfp32", "parambf16", "parambf16+master"})
+    want.push_back(v);
+  for (const std::string& v : want)
+    EXPECT_TRUE(covered.count(v)) << "the matrix never reaches " << v;
 }
 
 TEST(EngineParity, ExactLinearAcrossDp) {
@@ -77,7 +111,7 @@ TEST(EngineParity, UnevenShardsAllStages) {
 }
 
 Assembly Observe(const Config& c) {
-  EngineOutcome e = RunEngine(c, std::chrono::milliseconds(20000));
+  EngineOutcome e = RunEngine(c, kDefaultCollectiveTimeout);
   EXPECT_TRUE(e.ok) << e.failure;
   Assembly a = Assemble(c, e.obs);
   EXPECT_EQ(a.verdict.kind, VerdictKind::kPass) << a.verdict.message;

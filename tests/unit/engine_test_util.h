@@ -41,4 +41,29 @@ inline CheckResult Check(const Config& c, ReferenceCache* cache = nullptr) {
   return CheckRun(c, opts);
 }
 
+// A bug-zoo switch caught where it should be: under two seeds, as a finding whose signature starts
+// with `signature` (the oracle and the quantity the mechanism corrupts first), the same signature
+// for both seeds.
+inline void ExpectCaught(const Config& c, const std::string& what, const std::string& signature) {
+  std::string first;
+  for (uint64_t seed : {c.seed, c.seed + 7919}) {
+    Config s = c;
+    s.seed = seed;
+    const CheckResult r = Check(s);
+    const std::string sig = r.verdict.Signature();
+    EXPECT_TRUE(IsFinding(r.verdict.kind)) << what << " seed " << seed << " not caught";
+    EXPECT_EQ(sig.rfind(signature, 0), 0u)
+        << what << " seed " << seed << ": caught as " << sig << ", expected " << signature
+        << "*: " << r.verdict.message;
+    if (first.empty()) first = sig;
+    EXPECT_EQ(sig, first) << what << ": the signature changed with the seed";
+  }
+}
+
+// A switch that must stay silent: the config passes.
+inline void ExpectSilent(const Config& c, const std::string& what) {
+  const CheckResult r = Check(c);
+  EXPECT_EQ(r.verdict.kind, VerdictKind::kPass) << what << ": " << r.verdict.message;
+}
+
 }  // namespace paradiff::testing

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/watchdog.h"
 #include "kernels/engine.h"
 #include "oracles/check.h"
 #include "oracles/oracle.h"
@@ -19,7 +20,7 @@
 
 namespace paradiff::testing {
 
-inline constexpr std::chrono::milliseconds kTestTimeout{20000};
+inline constexpr std::chrono::milliseconds kTestTimeout = kDefaultCollectiveTimeout;
 
 // Plants a bug: multiplies every rank's reported pieces of `kind` at `step` by `factor` (only
 // those of `tensor` when it is not empty).
@@ -27,7 +28,8 @@ inline void ScalePieces(EngineOutcome& e, int64_t step, const std::string& kind,
                         const std::string& tensor = "") {
   for (auto& r : e.obs.ranks)
     for (auto& piece : r.steps[step].pieces)
-      if (piece.kind == kind && (tensor.empty() || piece.tensor == tensor)) piece.values.mul_(factor);
+      if (piece.kind == kind && (tensor.empty() || piece.tensor == tensor))
+        piece.values.mul_(factor);
 }
 
 inline EngineOutcome RunClean(const Config& c) {

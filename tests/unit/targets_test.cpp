@@ -11,6 +11,7 @@
 #include <fstream>
 #include <set>
 
+#include "core/watchdog.h"
 #include "kernels/engine.h"
 #include "oracles/check.h"
 #include "oracles/tolerance.h"
@@ -178,7 +179,7 @@ TEST(Tolerance, NormRoundingBound) {
 // A clean built-in run, reshaped into what a target reporting `r` would hand back: pieces of the
 // kinds it does not report removed, the gradient norm rounded to r.grad_norm_dtype.
 EngineOutcome AsReported(const Config& c, const Reporting& r) {
-  EngineOutcome e = RunEngine(c, std::chrono::milliseconds(20000));
+  EngineOutcome e = RunEngine(c, kDefaultCollectiveTimeout);
   EXPECT_TRUE(e.ok) << e.failure;
   e.reporting = r;
   e.target = "fake";
