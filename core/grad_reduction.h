@@ -11,8 +11,10 @@
 //   locally and reduces once per step (PyTorch DDP under no_sync, pipeline flushes);
 // - order: the dp sum adds ranks 0, 1, 2, ... in order (the built-in engine's local and MPI
 //   communicators), or in an order nobody promised (gloo's ring, NCCL's trees);
-// - average: the sum is divided by dp afterwards, in the accumulate dtype (the built-in engine), or
-//   each rank's gradient is multiplied by 1/dp in the reduce dtype before the sum (DDP's reducer).
+// - average: the sum is multiplied by 1/dp afterwards, in the accumulate dtype (the built-in
+//   engine), or each rank's gradient is multiplied by 1/dp in the reduce dtype before the sum
+//   (DDP's reducer). A division by dp rounds otherwise than a multiplication by 1/dp: a system
+//   that divides declares "unknown".
 // Whatever a system leaves unknown the twin computes as the built-in engine does, and the mirror
 // oracle skips the layouts where that choice can change a rounding (MirrorUndeclared); the
 // numeric oracle, whose bounds cover any order, still judges them.
@@ -47,8 +49,8 @@ struct GradReduction {
 };
 
 // The built-in engine's structure (kernels/grad_reducer.h, pipeline flushes in pipeline_exec.cpp):
-// reduce every micro-step without pipelining, once per step with it; rank order; divided after
-// the sum.
+// reduce every micro-step without pipelining, once per step with it; rank order; multiplied by 1/dp
+// after the sum.
 GradReduction BuiltInReduction();
 
 // "" when the twin's reduction under `layout` (one phase of a run) adds what the run adds in the

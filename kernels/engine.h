@@ -35,6 +35,13 @@ struct Reporting {
   // external target only when its file says "model_arithmetic": "paradiff", which its world-1
   // parity test checks). Else the mirror oracle has nothing it can mirror.
   bool same_model_arithmetic = true;
+  // The ZeRO stage from which each kind is partitioned over dp rather than replicated (Note
+  // [Expected holders] in oracles/tiling_oracle.h): ZeRO's own 3 / 2 / 1 (the built-in engine); a
+  // target whose stage k shards something earlier says so ("partitioned_from"; DeepSpeed's ZeRO-1
+  // reduces each gradient slice to its owner only).
+  struct PartitionedFrom {
+    int64_t param = 3, grad = 2, optimizer = 1;  // optimizer: master weights and slots
+  } partitioned_from;
   // Everything, as the built-in engine reports it.
   bool everything() const { return grad && optimizer && grad_norm_dtype == DType::kFp64; }
 };

@@ -54,11 +54,13 @@ bool NonFinitePropagated(const RankStep& step) {
 
 }  // namespace
 
-int64_t ExpectedHolders(const Config& cfg, const std::string& kind, const ParamSpec& p) {
+int64_t ExpectedHolders(const Config& cfg, const std::string& kind, const ParamSpec& p,
+                        const Reporting::PartitionedFrom& from) {
   const int64_t dp = cfg.parallel.dp, stage = cfg.zero.stage;
-  const int64_t dp_holders = kind == "param" ? (stage >= 3 ? 1 : dp)
-                             : kind == "grad" ? (stage >= 2 ? 1 : dp)
-                                              : (stage >= 1 ? 1 : dp);  // master weights, slots
+  const int64_t dp_holders = kind == "param" ? (stage >= from.param ? 1 : dp)
+                             : kind == "grad"
+                                 ? (stage >= from.grad ? 1 : dp)
+                                 : (stage >= from.optimizer ? 1 : dp);  // master weights, slots
   return dp_holders * TpHolders(cfg.model, p, cfg.parallel.tp) * PpHolders(cfg, p);
 }
 
@@ -117,7 +119,7 @@ Verdict CheckTilingOf(const Config& cfg, const Observations& obs, const Reportin
     for (const auto& kind : kinds) {
       const Config layout = LayoutAtStep(cfg, step);  // the reload layout after a checkpoint
       for (const auto& ps : spec.params) {
-        const int64_t want = ExpectedHolders(layout, kind, ps);
+        const int64_t want = ExpectedHolders(layout, kind, ps, r.partitioned_from);
         const std::string key = kind + ":" + ps.name;
         const std::vector<int32_t>& count = holders[key];
         const auto gap = std::find(count.begin(), count.end(), 0);

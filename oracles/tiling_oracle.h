@@ -27,11 +27,14 @@ namespace paradiff {
 // Note [Expected holders]: the product of three factors. Data parallel with ZeRO: parameters are
 // replicated on all dp ranks up to stage 2 and partitioned at stage 3; reduced gradients are
 // replicated at stages 0 and 1 and partitioned from stage 2; master weights and optimizer slots are
-// replicated at stage 0 and partitioned from stage 1. Tensor and pipeline parallel: the tp and pp
+// replicated at stage 0 and partitioned from stage 1 (a system may declare earlier stages:
+// Reporting::partitioned_from). Tensor and pipeline parallel: the tp and pp
 // holders of oracles/layout_expectation.h (split tensors 1, kv heads shared by tp / kv_heads ranks,
 // replicated tensors tp; a tied embedding on two stages). Partitioned means exactly one holder: a
 // shard overlap (two ranks updating the same element) is as much a bug as a gap.
-int64_t ExpectedHolders(const Config& cfg, const std::string& kind, const ParamSpec& p);
+// `from`: the stages from which the system partitions each kind (ZeRO's own by default).
+int64_t ExpectedHolders(const Config& cfg, const std::string& kind, const ParamSpec& p,
+                        const Reporting::PartitionedFrom& from = {});
 
 // kPass, or the first kInvariant (oracle "tiling") in localization order: step, then kind
 // (ExpectedKinds order), then tensor (model order). Out-of-bounds pieces come first in a step.

@@ -147,15 +147,20 @@ void ParseSupports(const json& s, TargetSpec& t, Status* st) {
   }
 }
 
-// False when argv[0] is a path (it contains '/') that is not an executable file; names without a
-// '/' are looked up in PATH by execvp at launch (a failure then is the run's crash finding).
-bool Executable(const std::string& prog) {
-  return prog.find('/') == std::string::npos || ::access(prog.c_str(), X_OK) == 0;
-}
-
 std::string Substitute(std::string a, const std::string& ph, const std::string& value) {
   for (size_t p = a.find(ph); p != std::string::npos; p = a.find(ph, p + value.size())) a.replace(p, ph.size(), value);
   return a;
+}
+
+// False when argv[0], with {target_dir} (known now) substituted, is a path (it contains '/') that
+// is not an executable file; names without a '/' are looked up in PATH by execvp at launch, and a
+// program named by {run_dir} or {world} is known only then (a failure then is the run's crash
+// finding).
+bool Executable(const std::string& prog, const std::string& target_dir) {
+  const std::string p = Substitute(prog, "{target_dir}", target_dir);
+  if (p.find("{run_dir}") != std::string::npos || p.find("{world}") != std::string::npos)
+    return true;
+  return p.find('/') == std::string::npos || ::access(p.c_str(), X_OK) == 0;
 }
 
 // "grad_reduction": {"when", "when_pipelined", "order", "average"} (docs/TARGETS.md), each
@@ -196,7 +201,7 @@ StatusOr<TargetSpec> ParseTargetSpec(const std::string& text, const std::string&
   Reader r(j, "", &st);
   r.Unknown({"protocol", "name", "command", "launcher", "timeout_s", "supports", "reports",
              "grad_norm_dtype", "grad_reduction", "zero_stages_bitwise", "model_arithmetic",
-             "description"});
+             "partitioned_from", "description"});
   TargetSpec t;
   t.path = path;
   t.dir = std::filesystem::absolute(path).parent_path().string();
@@ -211,7 +216,9 @@ StatusOr<TargetSpec> ParseTargetSpec(const std::string& text, const std::string&
     r.Error("command", "required, a non-empty array of strings (argv; never run through a shell)");
   } else {
     CheckTemplate(r, "command", t.command);
-    if (!Executable(t.command[0])) r.Error("command", "'" + t.command[0] + "' is not an executable file (nor in PATH)");
+    if (!Executable(t.command[0], t.dir))
+      r.Error("command", "'" + Substitute(t.command[0], "{target_dir}", t.dir) +
+                             "' is not an executable file (nor in PATH)");
   }
   if (j.contains("launcher")) {
     const json& l = j["launcher"];
@@ -224,7 +231,9 @@ StatusOr<TargetSpec> ParseTargetSpec(const std::string& text, const std::string&
       std::vector<std::string> argv;
       if (!lr.Strings(k, argv, {})) continue;
       CheckTemplate(lr, k, argv);
-      if (!argv.empty() && !Executable(argv[0])) lr.Error(k, "'" + argv[0] + "' is not an executable file");
+      if (!argv.empty() && !Executable(argv[0], t.dir))
+        lr.Error(k,
+                 "'" + Substitute(argv[0], "{target_dir}", t.dir) + "' is not an executable file");
       t.launcher[k] = argv;
     }
   }
@@ -248,6 +257,19 @@ StatusOr<TargetSpec> ParseTargetSpec(const std::string& text, const std::string&
   t.reporting.reduction = GradReduction{};
   if (j.contains("grad_reduction"))
     ParseGradReduction(j["grad_reduction"], t.reporting.reduction, &st);
+  if (j.contains("partitioned_from")) {
+    const json& pf = j["partitioned_from"];
+    if (!pf.is_object()) {
+      r.Error("partitioned_from",
+              "must be an object {param, grad, optimizer}: ZeRO stages 0-4 (4: never)");
+    } else {
+      Reader pr(pf, "partitioned_from.", &st);
+      pr.Unknown({"param", "grad", "optimizer"});
+      pr.Int("param", t.reporting.partitioned_from.param, 0, 4);
+      pr.Int("grad", t.reporting.partitioned_from.grad, 0, 4);
+      pr.Int("optimizer", t.reporting.partitioned_from.optimizer, 0, 4);
+    }
+  }
   t.reporting.same_model_arithmetic = false;
   if (j.contains("model_arithmetic")) {
     if (j["model_arithmetic"] == "paradiff")

@@ -118,6 +118,24 @@ TEST(TargetFile, ReportsAndNormPrecision) {
   EXPECT_FALSE(ddp.rank_order);
 }
 
+// A command may start with {target_dir} (a venv beside the target file): the program is checked
+// with the placeholder substituted, and a missing one is named as it would run.
+TEST(TargetFile, CommandMayStartWithTargetDir) {
+  const std::string dir = ::testing::TempDir() + "/target_dir_cmd";
+  std::filesystem::create_directories(dir);
+  const std::string text =
+      R"({"protocol": 1, "name": "x", "command": ["{target_dir}/run", "{run_dir}"], "supports": {}})";
+  StatusOr<TargetSpec> missing = ParseTargetSpec(text, dir + "/t.json");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().ToString().find("'" + dir + "/run' is not an executable file"),
+            std::string::npos)
+      << missing.status().ToString();
+  std::ofstream(dir + "/run") << "#!/bin/sh\n";
+  std::filesystem::permissions(dir + "/run", std::filesystem::perms::owner_all);
+  StatusOr<TargetSpec> present = ParseTargetSpec(text, dir + "/t.json");
+  EXPECT_TRUE(present.ok()) << present.status().ToString();
+}
+
 // "grad_reduction", "model_arithmetic", "zero_stages_bitwise": the twin mirrors and the oracles
 // judge bitwise only what the file declares (Note [Declared reduction structure]); nothing is
 // assumed where it says nothing.
@@ -138,6 +156,15 @@ TEST(TargetFile, NothingIsAssumedThatTheFileDoesNotDeclare) {
   ASSERT_TRUE(promised.ok()) << promised.status().ToString();
   EXPECT_TRUE(promised.value().reporting.same_model_arithmetic);
   EXPECT_TRUE(promised.value().reporting.zero_stages_bitwise);
+  EXPECT_EQ(def.value().reporting.partitioned_from.grad, 2) << "ZeRO's own stages unless declared";
+  StatusOr<TargetSpec> early =
+      ParseTargetSpec(head + R"(, "partitioned_from": {"grad": 1}})", "t.json");
+  ASSERT_TRUE(early.ok()) << early.status().ToString();
+  EXPECT_EQ(early.value().reporting.partitioned_from.grad, 1);
+  EXPECT_EQ(early.value().reporting.partitioned_from.param, 3);
+  StatusOr<TargetSpec> bad_stage =
+      ParseTargetSpec(head + R"(, "partitioned_from": {"grad": 7}})", "t.json");
+  EXPECT_FALSE(bad_stage.ok());
   StatusOr<TargetSpec> ddp = ParseTargetSpec(
       head + R"(, "grad_reduction": {"when": "step", "order": "rank", "average": "before_sum"}})",
       "t.json");

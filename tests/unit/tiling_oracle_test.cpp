@@ -30,6 +30,14 @@ TEST(TilingOracle, ExpectedHoldersFollowZeroStage) {
   EXPECT_EQ(ExpectedHolders(c, "param", q), 4);
   c.zero.stage = 3;
   EXPECT_EQ(ExpectedHolders(c, "param", q), 1);
+  // A system that partitions gradients from stage 1 (DeepSpeed's ZeRO-1 reduces each slice to its
+  // owner) declares it; ZeRO-1 gradients then have one holder, stage 0 still dp.
+  Reporting::PartitionedFrom early;
+  early.grad = 1;
+  c.zero.stage = 1;
+  EXPECT_EQ(ExpectedHolders(c, "grad", q, early), 1);
+  c.zero.stage = 0;
+  EXPECT_EQ(ExpectedHolders(c, "grad", q, early), 4);
 }
 
 TEST(TilingOracle, ExpectedHoldersFollowTensorAndPipelineSplits) {
