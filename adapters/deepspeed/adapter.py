@@ -1,0 +1,363 @@
+#!/usr/bin/env python3
+"""paradiff external target: DeepSpeed (CPU accelerator, gloo), ZeRO 0-3, client torch optimizers.
+
+Usage: adapter.py RUN_DIR [--plant NAME] [--ds JSON]      (protocol: docs/TARGETS.md)
+       adapter.py --print-export CONFIG.json               (export_deepspeed, paradiff export's twin)
+       adapter.py --print-ds-config CONFIG.json [--ds JSON] (what deepspeed.initialize receives)
+
+Run under the torch venv with one pinned DeepSpeed release on PYTHONPATH (target files
+deepspeed*.json, written by make_targets.py; environments: scripts/setup-targets,
+adapters/envs/deepspeed-*.txt; docs/DEEPSPEED.md). Reads RUN_DIR/{config.json, run.json,
+init.safetensors, data/step<S>.safetensors}, forks one process per rank (gloo, file:// rendezvous in
+the run dir, DS_ACCELERATOR=cpu, LOCAL_SIZE=world), builds paradiff's GPT (adapters/torch/model.py,
+imported, not copied; ZeRO 3 registers the same parameters on the root module: FlatGpt), hands it
+and a client torch optimizer to deepspeed.initialize, and trains with engine(...),
+engine.backward(loss), engine.step() per micro-step (DeepSpeed divides the loss gradient by
+gradient_accumulation_steps and steps at the boundary).
+
+The DeepSpeed config is `paradiff export deepspeed CONFIG` (targets/translate.cpp ExportDeepSpeed),
+rebuilt here field for field by export_deepspeed() (the test deepspeed_export_mapping checks the two
+agree), minus its "optimizer" section (the optimizer is a client torch optimizer with exactly those
+parameters), plus "zero_allow_untested_optimizer": true (SGD), then the `--ds JSON` of the target
+file merged in (DeepSpeed-only options: overlap_comm, contiguous_gradients, reduce_scatter, ...).
+
+What each rank reports (the kinds run.json asks for), all read from the rank's own memory, never
+through DeepSpeed's gathers:
+- grad, after the boundary micro-step's engine.backward and before engine.step: ZeRO 0 the reduced
+  param.grad; the bf16 optimizer (ZeRO 1 with bf16 and fp32 accumulation) its all-reduced full fp32
+  buffer param._hp_grad; ZeRO 1/2 the rank's fragment of DeepSpeed's reduced gradient partition
+  (param._hp_mapping.get_lp_grad_fragment, offset lp_fragment_address.start); ZeRO 3
+  safe_get_local_grad (the rank's partition, padding trimmed, offset rank * partition size).
+- param: the module's parameter (ZeRO 0-2, full) or param.ds_tensor (ZeRO 3, the rank's partition).
+- master and the optimizer slots: ZeRO 0 the torch optimizer's own state (keyed by the fp32 copy
+  of FP16_UnfusedOptimizer under bf16); ZeRO 1/2 and the bf16 optimizer
+  _hp_mapping.get_hp_fragment(key); ZeRO 3 safe_get_local_fp32_param / safe_get_local_optimizer_state.
+- grad_norm: engine.get_global_grad_norm() (DeepSpeed's own norm of the unclipped gradients). Where
+  DeepSpeed computes none (ZeRO 0 in fp32: the engine clips with runtime.utils.clip_grad_norm_ and
+  drops its value, or does not clip) the adapter computes the float32 norm of the reduced
+  gradients with torch.nn.utils.get_total_norm.
+- SGD with momentum 0: torch keeps no buffer; the client optimizer (RecordingSGD) stores its update
+  direction grad + weight_decay * param, computed with the op torch's SGD applies, in its state
+  under "direction", so DeepSpeed's own fragment APIs return the rank's piece of it as the momentum
+  slot.
+
+DeepSpeed's CPU TorchBackend JIT-compiles a shared-memory all-reduce op when it starts (g++, ~100 s
+the first time on a machine) that only inference_all_reduce (inference, AutoTP) uses; the adapter
+skips that build (training's collectives are torch.distributed's gloo ones either way).
+
+Planted bugs (never on by default):
+--plant sum_not_average: every rank multiplies its loss by the dp size before engine.backward, so
+DeepSpeed's average of the gradients over ranks becomes their sum.
+"""
+import argparse
+import copy
+import json
+import math
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TORCH_ADAPTER = os.path.join(os.path.dirname(HERE), "torch")
+
+SLOTS = {"sgd": ["momentum"], "adam": ["exp_avg", "exp_avg_sq"], "adamw": ["exp_avg", "exp_avg_sq"]}
+PLANTS = ["", "sum_not_average"]
+
+
+# ---------------------------------------------------------------------------------------------
+# The DeepSpeed config: targets/translate.cpp ExportDeepSpeed, field for field.
+def export_deepspeed(cfg):
+    b, z, p, o = cfg["batch"], cfg["zero"], cfg["precision"], cfg["optimizer"]
+    dp = cfg["parallel"]["dp"]
+    ds = {
+        "train_micro_batch_size_per_gpu": b["micro_batch"],
+        "gradient_accumulation_steps": b["accumulation_steps"],
+        "train_batch_size": b["micro_batch"] * b["accumulation_steps"] * dp,
+        "zero_optimization": {"stage": z["stage"], "reduce_bucket_size": z["bucket_elems"]},
+        "gradient_clipping": float(cfg["clip_grad_norm"]),
+        "communication_data_type": p["reduce"],
+        "data_types": {"grad_accum_dtype": p["accumulate"]},
+    }
+    params = {"lr": o["lr"], "weight_decay": o["weight_decay"]}
+    if o["kind"] == "sgd":
+        params["momentum"] = o["momentum"]
+    else:
+        params["betas"] = list(o["betas"])
+        params["eps"] = o["eps"]
+    ds["optimizer"] = {"type": {"sgd": "SGD", "adam": "Adam", "adamw": "AdamW"}[o["kind"]], "params": params}
+    ds["bf16"] = {"enabled": p["param"] == "bf16"}
+    fp16 = {"enabled": p["param"] == "fp16"}
+    if p["param"] == "fp16":
+        s = p["loss_scale"]
+        fp16["loss_scale"] = s["init"] if s["mode"] == "static" else 0.0
+        fp16["initial_scale_power"] = int(round(math.log2(s["init"])))
+        fp16["loss_scale_window"] = s["growth_interval"]
+        fp16["hysteresis"] = s["hysteresis"]
+        fp16["min_loss_scale"] = s["min"]
+    ds["fp16"] = fp16
+    return ds
+
+
+def merge(dst, src):
+    for k, v in src.items():
+        if isinstance(v, dict) and isinstance(dst.get(k), dict):
+            merge(dst[k], v)
+        else:
+            dst[k] = v
+    return dst
+
+
+def ds_config(cfg, extra):
+    ds = export_deepspeed(cfg)
+    del ds["optimizer"]  # a client torch optimizer with exactly these parameters (make_optimizer)
+    ds["zero_allow_untested_optimizer"] = True  # SGD is not on ZeRO's tested list
+    ds["steps_per_print"] = 1 << 30
+    return merge(ds, copy.deepcopy(extra))
+
+
+# ---------------------------------------------------------------------------------------------
+def make_optimizer(torch, o, params):
+    if o["kind"] == "sgd":
+        if o["momentum"] == 0:
+            return recording_sgd(torch)(params, lr=o["lr"], momentum=0.0, weight_decay=o["weight_decay"])
+        return torch.optim.SGD(params, lr=o["lr"], momentum=o["momentum"], weight_decay=o["weight_decay"])
+    cls = torch.optim.Adam if o["kind"] == "adam" else torch.optim.AdamW
+    return cls(params, lr=o["lr"], betas=tuple(o["betas"]), eps=o["eps"], weight_decay=o["weight_decay"])
+
+
+def recording_sgd(torch):
+    class RecordingSGD(torch.optim.SGD):
+        """torch SGD at momentum 0 that keeps its update direction grad + wd * param (the op torch's
+        _single_tensor_sgd applies) in state["direction"], written in place so that DeepSpeed's
+        fragment views of the state stay valid."""
+
+        @torch.no_grad()
+        def step(self, closure=None):
+            for g in self.param_groups:
+                for p in g["params"]:
+                    if p.grad is None:
+                        continue
+                    d = p.grad.add(p, alpha=g["weight_decay"]) if g["weight_decay"] != 0 else p.grad
+                    st = self.state[p]
+                    if "direction" not in st:
+                        st["direction"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+                    st["direction"].copy_(d)
+            return super().step(closure)
+
+    return RecordingSGD
+
+
+def slot_key(o, slot):
+    if slot == "momentum":
+        return "direction" if o["momentum"] == 0 else "momentum_buffer"
+    return slot
+
+
+# ---------------------------------------------------------------------------------------------
+def train(rank, world, run_dir, plant, extra):
+    import torch
+    import torch.distributed as tdist
+    import deepspeed
+    from deepspeed.utils import safe_get_local_fp32_param, safe_get_local_grad, safe_get_local_optimizer_state
+    sys.path.insert(0, TORCH_ADAPTER)
+    import safetensors_io
+    from model import Gpt
+
+    torch.set_num_threads(1)
+    torch.backends.mkldnn.enabled = False  # as paradiff's reference (kernels/numerics.cpp, Note [No oneDNN])
+    os.environ.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(world))
+    cfg = json.load(open(os.path.join(run_dir, "config.json")))
+    run = json.load(open(os.path.join(run_dir, "run.json")))
+    tdist.init_process_group("gloo", init_method="file://" + os.path.join(os.path.abspath(run_dir), "store"),
+                             rank=rank, world_size=world)
+    deepspeed.init_distributed(dist_backend="gloo")
+    dtypes = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+    prec, o = cfg["precision"], cfg["optimizer"]
+    stage = cfg["zero"]["stage"]
+    init, _ = safetensors_io.read(os.path.join(run_dir, "init.safetensors"))
+    # ZeRO-3 gathers a module's own parameters around its forward. paradiff's GPT keeps them in a
+    # ParameterList whose forward never runs; registered on the root module itself (FlatGpt) they
+    # are gathered for the whole forward and backward, and each gradient is reduced by its own
+    # hook. (A z3 leaf module does not do here: DeepSpeed reduces a leaf module's gradients in a
+    # full backward hook, which fires at the start of backward when no module input requires a
+    # gradient, as token ids do not; it then frees the parameters and backward fails.)
+    model = (flat_gpt(torch, Gpt) if stage == 3 else Gpt)(cfg["model"], run["params"], init, dtypes[prec["compute"]])
+    opt = make_optimizer(torch, o, list(model.parameters()))
+    engine, _, _, _ = deepspeed.initialize(model=model, optimizer=opt, config=ds_config(cfg, extra))
+    dsopt = engine.optimizer
+    base = engine.basic_optimizer if hasattr(engine, "basic_optimizer") else opt
+    named = model.named()  # the engine's module is this model
+    kinds = set(run["kinds"])
+    slots = [s for s in SLOTS[o["kind"]] if s in kinds]
+    A = cfg["batch"]["accumulation_steps"]
+    dp = run["dp"]
+    out_dir = os.path.join(run_dir, run["out_dir"])
+    steps = []
+
+    def piece(tensors, meta, kind, name, flat, offset):
+        tensors[kind + ":" + name] = flat.detach().reshape(-1).clone()
+        meta["offset:%s:%s" % (kind, name)] = str(int(offset))
+
+    def z3_local(name, p, t):
+        """The rank's ZeRO-3 partition of p as (flat values without padding, offset)."""
+        part = p.ds_tensor.numel()
+        off = rank * part
+        n = max(0, min(part, p.ds_numel - off))
+        return t.reshape(-1)[:n], off
+
+    def hp_fragment(p):
+        return getattr(p, "_hp_mapping", None)
+
+    def own_state(p, key):
+        """ZeRO 0: the torch optimizer's state of the module's own parameter (None when absent)."""
+        return base.state.get(p, {}).get(key)
+
+    for s in range(cfg["steps"]):
+        data, _ = safetensors_io.read(os.path.join(run_dir, "data", "step%d.safetensors" % s))
+        loss_sum = 0.0
+        tensors, meta = {}, {}
+        fallback_norm = None
+        for m in range(A):
+            g = rank * A + m
+            loss = engine(data["inputs"][g], data["targets"][g])
+            loss_sum += loss.item()
+            engine.backward(loss * dp if plant == "sum_not_average" else loss)
+            if m == A - 1:
+                grads = []
+                for name, p in named:
+                    if stage == 3:
+                        t, off = z3_local(name, p, safe_get_local_grad(p))
+                        if t.numel():
+                            piece(tensors, meta, "grad", name, t, off)
+                    elif getattr(p, "_hp_grad", None) is not None:
+                        # the bf16 optimizer (ZeRO 1, bf16 with fp32 accumulation): its full fp32
+                        # accumulation buffer, all-reduced on every rank
+                        grads.append(p._hp_grad)
+                        tensors["grad:" + name] = p._hp_grad.detach().reshape(p.shape).clone()
+                    elif hp_fragment(p) is not None and p.grad is None:
+                        h = p._hp_mapping
+                        fr = h.get_lp_grad_fragment(p._index_in_param_group).reshape(-1)
+                        if fr.numel() == p.numel():  # a full accumulation buffer: this rank's fragment
+                            fr = fr.narrow(0, h.lp_fragment_address.start, h.lp_fragment_address.numel)
+                        piece(tensors, meta, "grad", name, fr, h.lp_fragment_address.start)
+                    elif p.grad is not None:
+                        grads.append(p.grad)
+                        tensors["grad:" + name] = p.grad.detach().clone()
+                if stage == 0 and grads:
+                    fallback_norm = float(torch.nn.utils.get_total_norm([x.float() for x in grads]))
+                if "grad" not in kinds:
+                    tensors = {}
+                    meta = {}
+            engine.step()
+        norm = engine.get_global_grad_norm()
+        if norm is None:
+            norm = fallback_norm
+        norm = float(norm) if norm is not None else float("nan")
+        for name, p in named:
+            if stage == 3:
+                t, off = z3_local(name, p, p.ds_tensor)
+                if t.numel():
+                    piece(tensors, meta, "param", name, t, off)
+                if "master" in kinds:
+                    t, off = z3_local(name, p, safe_get_local_fp32_param(p))
+                    if t.numel():
+                        piece(tensors, meta, "master", name, t, off)
+                for slot in slots:
+                    st = safe_get_local_optimizer_state(p, slot_key(o, slot))
+                    t, off = z3_local(name, p, st)
+                    if t.numel():
+                        piece(tensors, meta, slot, name, t, off)
+                continue
+            tensors["param:" + name] = p.detach().clone()
+            h = hp_fragment(p)
+            if h is not None:
+                off = h.lp_fragment_address.start
+                if "master" in kinds:
+                    piece(tensors, meta, "master", name, h.get_hp_fragment(), off)
+                for slot in slots:
+                    piece(tensors, meta, slot, name, h.get_hp_fragment(slot_key(o, slot)), off)
+            elif stage == 0:
+                master = master_of(dsopt, p)
+                if "master" in kinds and master is not None:
+                    tensors["master:" + name] = master.detach().clone()
+                for slot in slots:
+                    st = own_state(master if master is not None else p, slot_key(o, slot))
+                    if st is not None:
+                        tensors[slot + ":" + name] = st.detach().clone()
+        safetensors_io.write(os.path.join(out_dir, "rank%d.step%d.safetensors" % (rank, s)), tensors, meta)
+        steps.append({"loss_sum": loss_sum, "loss_count": A, "grad_norm": norm})
+    with open(os.path.join(out_dir, "rank%d.json" % rank), "w") as f:
+        json.dump({"steps": steps}, f)
+    tdist.barrier()
+    tdist.destroy_process_group()
+
+
+def flat_gpt(torch, Gpt):
+    class FlatGpt(Gpt):
+        """adapters/torch/model.py's Gpt with its parameters registered on the module itself (p0,
+        p1, ... in model order) instead of in a ParameterList: the same forward, op for op."""
+
+        def __init__(self, model_cfg, names, tensors, exec_dtype):
+            super().__init__(model_cfg, names, tensors, exec_dtype)
+            params = list(self.params)
+            del self.params
+            for i, p in enumerate(params):
+                self.register_parameter("p%d" % i, p)
+
+        def named(self):
+            return [(n, getattr(self, "p%d" % i)) for i, n in enumerate(self.names)]
+
+        def p(self, name):
+            return getattr(self, "p%d" % self.index[name])
+
+    return FlatGpt
+
+
+def master_of(dsopt, p):
+    """The fp32 master copy of p under DeepSpeed's ZeRO-0 mixed-precision wrapper
+    (FP16_UnfusedOptimizer, also used for bf16 with bf16 accumulation): fp32_groups[i][j] is the
+    copy of fp16_groups[i][j]; None when there is none."""
+    for lp_group, hp_group in zip(getattr(dsopt, "fp16_groups", []), getattr(dsopt, "fp32_groups", [])):
+        for lp, hp in zip(lp_group, hp_group):
+            if lp is p:
+                return hp
+    return None
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("run_dir", nargs="?")
+    ap.add_argument("--plant", default="", choices=PLANTS)
+    ap.add_argument("--ds", default="{}", help="JSON merged into the exported DeepSpeed config")
+    ap.add_argument("--print-ds-config", metavar="CONFIG", help="print the DeepSpeed config of a paradiff config")
+    ap.add_argument("--print-export", metavar="CONFIG", help="print export_deepspeed(CONFIG) (paradiff export's twin)")
+    a = ap.parse_args()
+    extra = json.loads(a.ds)
+    if a.print_export:
+        print(json.dumps(export_deepspeed(json.load(open(a.print_export))), indent=2, sort_keys=True))
+        return
+    if a.print_ds_config:
+        print(json.dumps(ds_config(json.load(open(a.print_ds_config)), extra), indent=2, sort_keys=True))
+        return
+    run = json.load(open(os.path.join(a.run_dir, "run.json")))
+    world = run["world"]
+    os.environ["DS_ACCELERATOR"] = "cpu"
+    os.environ["LOCAL_SIZE"] = str(world)
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    import torch._dynamo  # noqa: F401  (torch's optimizers import it on construction: once, before the fork)
+    import torch.multiprocessing as mp
+    import deepspeed  # imported once, before the ranks are forked
+    import deepspeed.comm.torch  # noqa: F401
+    ds_torch_comm = sys.modules["deepspeed.comm.torch"]  # (the package's attribute `torch` is torch)
+    # DeepSpeed's CPU TorchBackend JIT-compiles a shared-memory all-reduce (g++, ~100 s on two
+    # cores the first time on a machine) used only by inference_all_reduce (inference / AutoTP);
+    # training's collectives are torch.distributed's (gloo). Not building it changes no training
+    # path (docs/DEEPSPEED.md).
+    ds_torch_comm.build_shm_op = lambda: None
+    if world == 1:
+        train(0, 1, a.run_dir, a.plant, extra)
+    else:
+        mp.start_processes(train, args=(world, a.run_dir, a.plant, extra), nprocs=world, start_method="fork")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,100 @@
+#!/usr/bin/env python3
+"""Writes the DeepSpeed target files of this directory (docs/DEEPSPEED.md explains each choice).
+
+Usage: python3 adapters/deepspeed/make_targets.py     (rewrites *.json here; idempotent)
+
+One adapter, several declarations, because a target file's "supports" cannot tie a precision or a
+report to a ZeRO stage:
+  deepspeed.json            the newest release: ZeRO 0, 2, 3; fp32, and bf16 with bf16 accumulation
+  deepspeed_fp32acc.json    bf16 with fp32 accumulation (ZeRO 1: DeepSpeed's BF16_Optimizer; 2, 3)
+  deepspeed_zero1.json      ZeRO 1 (DeepSpeed's ZeRO optimizer), whose gradients are partitioned
+  deepspeed_planted.json    deepspeed.json's fp32 part with --plant sum_not_average
+  deepspeed-X.json          the same as deepspeed.json for an older pinned release X
+  deepspeed-X_fp32acc.json  the same as deepspeed_fp32acc.json for X
+A release is a line in adapters/envs/deepspeed-X.txt plus its X in RELEASES below.
+"""
+import json
+import os
+
+NEWEST = "0.19.8"
+RELEASES = ["0.18.5", "0.18.6", "0.18.9", "0.19.2"]
+TORCH = "torch-2.15.0"
+
+FP32 = {"param": "fp32", "compute": "fp32", "reduce": "fp32", "accumulate": "fp32"}
+
+
+def bf16(reduce, accumulate):
+    return {"param": "bf16", "compute": "bf16", "reduce": reduce, "accumulate": accumulate, "master_weights": True}
+
+
+BF16 = [bf16("fp32", "bf16"), bf16("bf16", "bf16")]
+BF16_FP32ACC = [bf16("fp32", "fp32"), bf16("bf16", "fp32")]
+# Stages reduce differently (docs/DEEPSPEED.md, "Gradient reduction"): ZeRO 0 and 1 once per
+# step, 2 and 3 every micro-step; ZeRO 0 and the bf16 optimizer scale after the sum, the ZeRO
+# optimizers divide before it; gloo promises no rank order. No single value holds for a file.
+UNKNOWN = {"when": "unknown", "order": "unknown", "average": "unknown"}
+
+
+def target(name, description, version, stages, precision, reports=("grad", "optimizer"), extra_args=(),
+           partitioned_from=None):
+    venv = "{target_dir}/../../work/venv/"
+    t = {
+        "protocol": 1,
+        "name": name,
+        "description": description,
+        "command": ["/usr/bin/env", "PYTHONPATH=" + venv + "deepspeed-" + version,
+                    venv + TORCH + "/bin/python", "{target_dir}/adapter.py", "{run_dir}"] + list(extra_args),
+        "timeout_s": 240,
+        "reports": list(reports),
+        "grad_norm_dtype": "fp32",
+        "grad_reduction": UNKNOWN,
+        "model_arithmetic": "own",
+        "supports": {
+            "max_world": 4, "parallel": ["dp"], "zero_stages": stages, "models": ["gpt"],
+            "activations": ["gelu", "swiglu"], "optimizers": ["sgd", "adam", "adamw"],
+            "precision": precision, "clip_grad_norm": True, "max_steps": 4,
+        },
+    }
+    if partitioned_from:
+        t["partitioned_from"] = partitioned_from
+    return t
+
+
+def files():
+    out = {}
+    for v in [NEWEST] + RELEASES:
+        base = "deepspeed" if v == NEWEST else "deepspeed-" + v
+        out[base + ".json"] = target(
+            "deepspeed-" + v,
+            "DeepSpeed %s (CPU accelerator, gloo): ZeRO 0, 2, 3, fp32 and bf16 with bf16 accumulation, "
+            "client torch optimizers (adapters/deepspeed/adapter.py, docs/DEEPSPEED.md)" % v,
+            v, [0, 2, 3], [FP32] + BF16)
+        out[base + "_fp32acc.json"] = target(
+            "deepspeed-%s-fp32acc" % v,
+            "DeepSpeed %s: bf16 with fp32 gradient accumulation (ZeRO 1 = DeepSpeed's BF16_Optimizer, "
+            "ZeRO 2, 3; DeepSpeed refuses it at ZeRO 0)" % v,
+            v, [1, 2, 3], BF16_FP32ACC)
+    out["deepspeed_zero1.json"] = target(
+        "deepspeed-%s-zero1" % NEWEST,
+        "DeepSpeed %s ZeRO 1 (its ZeRO optimizer): it reduces each gradient slice to its owner only, "
+        "so its gradients are partitioned from stage 1 (docs/DEEPSPEED.md)" % NEWEST,
+        NEWEST, [1], [FP32] + BF16, partitioned_from={"grad": 1})
+    out["deepspeed_planted.json"] = target(
+        "deepspeed-%s-planted" % NEWEST,
+        "deepspeed.json (fp32) with the planted adapter bug sum_not_average (each rank's loss times dp: "
+        "gradients summed, not averaged): the harness self-test",
+        NEWEST, [0, 2, 3], [FP32], extra_args=["--plant", "sum_not_average"])
+    return out
+
+
+def main():
+    here = os.path.dirname(os.path.abspath(__file__))
+    for name, t in files().items():
+        with open(os.path.join(here, name), "w") as f:
+            json.dump(t, f, indent=2)
+            f.write("\n")
+        print(name)
+
+
+if __name__ == "__main__":
+    main()

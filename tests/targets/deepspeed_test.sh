@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# End-to-end tests of the DeepSpeed target (adapters/deepspeed, docs/DEEPSPEED.md) on CPU + gloo:
+# the adapter's DeepSpeed config is paradiff's own export, every ZeRO stage agrees with the
+# reference at world 1 and 2, a short campaign is clean, the planted adapter bug is caught and
+# minimized. Every case but export_mapping needs the pinned environments (scripts/setup-targets)
+# and exits 77 (skipped) without them.
+# Usage: deepspeed_test.sh PARADIFF_BINARY SOURCE_DIR CASE
+set -u
+. "$(dirname "$0")/../e2e/lib.sh"
+e2e_init "$1" "$2" "$3"
+T=$SRC/tests/targets
+DS=$SRC/adapters/deepspeed
+need_deepspeed() {
+  local py=$SRC/work/venv/torch-2.15.0/bin/python
+  [ -x "$py" ] && PYTHONPATH=$SRC/work/venv/deepspeed-0.19.8 DS_ACCELERATOR=cpu "$py" -c 'import deepspeed' \
+    >/dev/null 2>&1 || { echo "SKIP: no DeepSpeed 0.19.8 environment (scripts/setup-targets deepspeed-0.19.8)"; exit 77; }
+}
+# A config derived from $1 with JSON fields set: derive IN OUT 'python statements on c'.
+derive() {
+  /usr/bin/python3 - "$1" "$2" "$3" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+exec(sys.argv[3])
+json.dump(c, open(sys.argv[2], "w"))
+PY
+}
+
+case $CASE in
+  deepspeed_export_mapping)
+    # adapter.py builds DeepSpeed's config from the run dir's config.json itself; it must be
+    # `paradiff export deepspeed` field for field (targets/translate.cpp ExportDeepSpeed), on a
+    # complete config as paradiff writes it (every key, as in a run dir): the import of an export.
+    for f in "$T"/deepspeed_w1.json "$T"/deepspeed_dp2.json "$T"/deepspeed_fp16_export.json "$SRC"/configs/examples/*.json; do
+      expect 0 "$P" export deepspeed "$f" --out "$TMP/ds0.json"
+      expect 0 "$P" import deepspeed "$TMP/ds0.json" --out "$TMP/full.json"
+      expect 0 "$P" export deepspeed "$TMP/full.json" --out "$TMP/ds.json"
+      /usr/bin/python3 "$DS/adapter.py" --print-export "$TMP/full.json" >"$TMP/adapter.json" || fail "$f: --print-export"
+      /usr/bin/python3 - "$TMP/ds.json" "$TMP/adapter.json" <<'PY' || fail "$f: the adapter's DeepSpeed config differs from paradiff export"
+import json, sys
+a, b = (json.load(open(x)) for x in sys.argv[1:])
+if a != b:
+    print("paradiff export:", json.dumps(a, sort_keys=True))
+    print("adapter.py     :", json.dumps(b, sort_keys=True))
+    sys.exit(1)
+PY
+    done
+    ;;
+  deepspeed_parity_world1 | deepspeed_parity_world2)
+    need_deepspeed
+    w=1
+    [ "$CASE" = deepspeed_parity_world2 ] && w=2
+    for st in 0 1 2 3; do
+      derive "$T/deepspeed_w1.json" "$TMP/z$st.json" "c['zero']['stage'] = $st; c['parallel'] = {'world': $w, 'dp': $w}"
+      t=$DS/deepspeed.json
+      [ $st = 1 ] && t=$DS/deepspeed_zero1.json
+      expect 0 "$P" run "$TMP/z$st.json" --target "$t"
+      has "SUMMARY: paradiff: PASS"
+      echo "zero $st world $w: $(grep SUMMARY "$TMP/out")"
+    done
+    ;;
+  deepspeed_campaign_clean)
+    need_deepspeed
+    # fp32 only: bf16 at ZeRO 0 meets a DeepSpeed bug (docs/DEEPSPEED.md, findings).
+    /usr/bin/python3 - "$DS/deepspeed.json" "$TMP/fp32.json" <<'PY'
+import json, os, sys
+t = json.load(open(sys.argv[1]))
+d = os.path.dirname(os.path.abspath(sys.argv[1]))
+t["name"] = "deepspeed-fp32"
+t["command"] = [a.replace("{target_dir}", d) for a in t["command"]]
+t["supports"]["precision"] = [p for p in t["supports"]["precision"] if p["param"] == "fp32"]
+json.dump(t, open(sys.argv[2], "w"))
+PY
+    expect 0 "$P" campaign --workdir "$TMP/w" --budget 60s --jobs 2 --seed 4 --minimize-budget-s 0 \
+      --target "$TMP/fp32.json"
+    has "campaign CLEAN"
+    ;;
+  deepspeed_planted_minimized)
+    need_deepspeed
+    expect 3 "$P" run "$T/deepspeed_dp2.json" --target "$DS/deepspeed_planted.json"
+    has "sig=mismatch.numeric.grad"
+    expect 3 "$P" minimize "$T/deepspeed_dp2.json" --target "$DS/deepspeed_planted.json" \
+      --out "$TMP/min.json" --budget 60s
+    has "minimize FINDING sig=mismatch.numeric.grad"
+    grep -q '"dp": 2' "$TMP/min.json" || fail "the minimized config lost dp=2"
+    ;;
+  *) fail "unknown case" ;;
+esac
+echo "PASS: $CASE"
