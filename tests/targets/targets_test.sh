@@ -7,20 +7,9 @@
 # bug caught. They exit 77 (skipped) when python3-torch is missing.
 # Usage: targets_test.sh PARADIFF_BINARY SOURCE_DIR CASE
 set -u
-P=$1
-SRC=$2
-CASE=$3
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
+. "$(dirname "$0")/../e2e/lib.sh"
+e2e_init "$1" "$2" "$3"
 T=$SRC/tests/targets
-fail() { echo "FAIL: $CASE: $*"; exit 1; }
-expect() {
-  local want=$1; shift
-  "$@" >"$TMP/out" 2>&1
-  local got=$?
-  [ "$got" -eq "$want" ] || { tail -40 "$TMP/out"; fail "'$*' exited $got, expected $want"; }
-}
-has() { grep -qE -- "$1" "$TMP/out" || { tail -40 "$TMP/out"; fail "output lacks /$1/"; }; }
 need_torch() {
   /usr/bin/python3 -c 'import torch' 2>/dev/null || { echo "SKIP: python3-torch is not installed (scripts/setup installs it)"; exit 77; }
 }

@@ -1,0 +1,268 @@
+"""paradiff external target: PyTorch 2.x native parallelisms on CPU + gloo (docs/TORCH2.md).
+
+Usage: adapter.py RUN_DIR --parallel ddp|fsdp2|pp [--static-graph] [--bucket-view]
+                  [--sync-every-micro-step] [--no-reshard] [--nested] [--sync-last-micro-step]
+                  [--plant NAME]
+(protocol 1: docs/TARGETS.md; target files: adapters/torch2/torch2_*.json, one per variant)
+
+Reads RUN_DIR/{config.json, run.json, init.safetensors, data/step<S>.safetensors}, trains the
+config's GPT (adapters/torch/model.py, imported unchanged) on dp ranks and writes
+RUN_DIR/out/rank<R>.json and rank<R>.step<S>.safetensors with the kinds run.json asks for.
+
+--parallel ddp: DistributedDataParallel (bucket_cap_mb = zero.bucket_elems * 4 B, no_sync for all
+  but the last micro-step; --static-graph / --bucket-view set static_graph /
+  gradient_as_bucket_view; --sync-every-micro-step: no no_sync, every backward all-reduces), the
+  torch optimizer at ZeRO 0, ZeroRedundancyOptimizer at ZeRO 1. precision.reduce bf16 registers
+  torch's bf16_compress_hook (the bucket cast to bf16, divided by dp, all-reduced, cast back).
+  Gradients and parameters are replicated: every rank reports them whole; ZeRO 1's slots are
+  reported by the rank whose partition holds the parameter.
+--parallel fsdp2: fully_shard on the whole model on a 1-D dp device mesh (flat wrapping: one
+  parameter group; --nested: one per transformer block, then the root, on nested_model.py's
+  NestedGpt: model.py's arithmetic with each block's parameters in a submodule),
+  reshard_after_forward True (False with --no-reshard), a MixedPrecisionPolicy (param_dtype bf16,
+  reduce_dtype = precision.reduce) for bf16 compute; --sync-last-micro-step:
+  set_requires_gradient_sync(False) for all but the last micro-step (FSDP2's no_sync: unsharded
+  gradients accumulate locally, one reduce-scatter per step). Every kind is a DTensor sharded on dim 0;
+  each rank reports its own local tensor as a flat piece with "offset:KIND:TENSOR" metadata taken
+  from the DTensor's own placement (compute_local_shape_and_global_offset): ZeRO 3's layout.
+--parallel pp: torch.distributed.pipelining over pp ranks (dp = tp = 1): pipeline.py.
+
+The ranks always form a gloo process group, also at world 1, so that the wrappers run there too.
+grad_norm is torch's own: the float32 total norm clip_grad_norm_ returns (for DTensor gradients a
+replicated DTensor, read with full_tensor(): one scalar, no sharded state). Gradients are read
+between backward and the optimizer step, before clipping.
+
+Planted bugs for paradiff's self-test (never on by default):
+--plant sum_not_average: the gradients are summed, not averaged, across dp ranks (ddp: a comm hook
+  that all-reduces without dividing; fsdp2: the sharded gradients multiplied by dp after backward.
+  FSDP2's own set_gradient_divide_factor(1.0) cannot plant it on gloo: it reduces with
+  ReduceOp.PREMUL_SUM, which gloo does not implement; repro/fsdp2_divide_factor_gloo.py).
+--plant shard_offset: fsdp2 reports each local piece at rank * its own size, as if every shard
+  were the same size (a report bug: right for tensors whose rows divide evenly over dp; for the
+  others the last shards overlap their neighbour and the tensor's end is held by no rank).
+"""
+import argparse
+import json
+import math
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "torch"))
+sys.path.insert(0, HERE)
+import safetensors_io  # noqa: E402
+from model import Gpt  # noqa: E402
+from nested_model import NestedGpt  # noqa: E402
+
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
+SLOTS = {"sgd": ["momentum"], "adam": ["exp_avg", "exp_avg_sq"], "adamw": ["exp_avg", "exp_avg_sq"]}
+TORCH_SLOT = {"momentum": "momentum_buffer", "exp_avg": "exp_avg", "exp_avg_sq": "exp_avg_sq"}
+PLANTS = ["", "sum_not_average", "shard_offset"]
+
+
+def optimizer_class(o, lr):
+    kind = o["kind"]
+    if kind == "sgd":
+        return torch.optim.SGD, dict(lr=lr, momentum=o["momentum"], weight_decay=o["weight_decay"])
+    cls = torch.optim.Adam if kind == "adam" else torch.optim.AdamW
+    return cls, dict(lr=lr, betas=tuple(o["betas"]), eps=o["eps"], weight_decay=o["weight_decay"])
+
+
+def sum_not_average(state, bucket):  # the planted bug: no division by the world size
+    fut = dist.all_reduce(bucket.buffer(), async_op=True).get_future()
+    return fut.then(lambda f: f.value()[0])
+
+
+class Reporter:
+    """Collects one rank's tensors of one step: whole tensors, or DTensor local pieces with their
+    flat offsets (docs/TARGETS.md "offset:KIND:TENSOR")."""
+
+    def __init__(self, plant):
+        self.tensors, self.meta, self.plant = {}, {}, plant
+
+    def add(self, kind, name, t):
+        from torch.distributed.tensor import DTensor
+        key = kind + ":" + name
+        if not isinstance(t, DTensor):
+            self.tensors[key] = t.detach()
+            return
+        from torch.distributed.tensor._utils import compute_local_shape_and_global_offset
+        local = t.to_local().detach()
+        shape, offset = compute_local_shape_and_global_offset(t.shape, t.device_mesh, t.placements)
+        if tuple(local.shape) != tuple(shape):
+            raise RuntimeError("%s: local tensor %s, its placement says %s" % (key, tuple(local.shape), tuple(shape)))
+        # A flat piece needs the shard to be whole rows of the logical tensor (dim-0 sharding).
+        if any(o != 0 for o in offset[1:]) or tuple(local.shape[1:]) != tuple(t.shape[1:]):
+            raise RuntimeError("%s: shard %s at %s is not a flat slice of %s" % (key, tuple(shape), tuple(offset), tuple(t.shape)))
+        if local.numel() == 0:
+            return  # this rank holds no element of the tensor
+        row = math.prod(t.shape[1:]) if len(t.shape) > 1 else 1
+        flat = offset[0] * row
+        if self.plant == "shard_offset":
+            flat = dist.get_rank() * local.numel()
+        self.tensors[key] = local.reshape(-1)
+        self.meta["offset:" + key] = str(flat)
+
+    def write(self, path):
+        safetensors_io.write(path, self.tensors, self.meta or None)
+
+
+def local_of(t):
+    from torch.distributed.tensor import DTensor
+    return t.to_local() if isinstance(t, DTensor) else t
+
+
+def train(rank, world, run_dir, a):
+    torch.set_num_threads(1)
+    # paradiff's reference runs without oneDNN (kernels/numerics.cpp, Note [No oneDNN]); so does the
+    # adapter, so that at world 1 it computes exactly what the reference twin computes.
+    torch.backends.mkldnn.enabled = False
+    cfg = json.load(open(os.path.join(run_dir, "config.json")))
+    run = json.load(open(os.path.join(run_dir, "run.json")))
+    dist.init_process_group("gloo", init_method="file://" + os.path.join(run_dir, "store"),
+                            rank=rank, world_size=world)
+    prec, opt_cfg = cfg["precision"], cfg["optimizer"]
+    compute = DTYPES[prec["compute"]]
+    init, _ = safetensors_io.read(os.path.join(run_dir, "init.safetensors"))
+    lr = opt_cfg["lr"]
+    zero_stage = cfg["zero"]["stage"]
+    pipe = net = None
+    if a.parallel == "pp":
+        from pipeline import Pipeline
+        pipe = Pipeline(cfg, run, init, compute, rank, world)
+    elif a.parallel == "ddp":
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        model = Gpt(cfg["model"], run["params"], init, compute)
+        net = DDP(model, bucket_cap_mb=cfg["zero"]["bucket_elems"] * 4 / 2.0 ** 20,
+                  static_graph=a.static_graph, gradient_as_bucket_view=a.bucket_view)
+        if a.plant == "sum_not_average":
+            net.register_comm_hook(None, sum_not_average)
+        elif prec["reduce"] == "bf16":  # the gradient all-reduce in bf16: torch's own compression hook
+            from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import bf16_compress_hook
+            net.register_comm_hook(None, bf16_compress_hook)
+    else:
+        from torch.distributed.device_mesh import init_device_mesh
+        from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+        model = (NestedGpt if a.nested else Gpt)(cfg["model"], run["params"], init, compute)
+        mesh = init_device_mesh("cpu", (world,))
+        mp_policy = MixedPrecisionPolicy()
+        if compute != torch.float32:
+            mp_policy = MixedPrecisionPolicy(param_dtype=compute, reduce_dtype=DTYPES[prec["reduce"]])
+        shard = dict(mesh=mesh, reshard_after_forward=not a.no_reshard, mp_policy=mp_policy)
+        if a.nested:  # one parameter group per block, then the root's (embeddings, head)
+            for blk in model.blocks:
+                fully_shard(blk, **shard)
+        net = fully_shard(model, **shard)
+    if pipe is not None:  # this rank's chunks' parameters, model order
+        held = pipe.named()
+        named = [(n, held[n]) for n in run["params"] if n in held]
+    else:
+        named = model.named()  # the (DTensor, under fsdp2) parameters, model order
+    params = [p for _, p in named]
+    cls, kwargs = optimizer_class(opt_cfg, lr)
+    zero1 = a.parallel == "ddp" and zero_stage == 1
+    if zero1:
+        from torch.distributed.optim import ZeroRedundancyOptimizer
+        opt = ZeroRedundancyOptimizer(params, optimizer_class=cls, **kwargs)
+    else:
+        opt = cls(params, **kwargs)
+    local_opt = opt.optim if zero1 else opt  # the optimizer holding this rank's state
+    owned = {id(p) for g in local_opt.param_groups for p in g["params"]}
+    kinds = set(run["kinds"])
+    A = cfg["batch"]["accumulation_steps"]
+    clip = cfg.get("clip_grad_norm", 0.0)
+    out_dir = os.path.join(run_dir, run["out_dir"])
+    steps = []
+    for s in range(cfg["steps"]):
+        data, _ = safetensors_io.read(os.path.join(run_dir, "data", "step%d.safetensors" % s))
+        opt.zero_grad(set_to_none=True)
+        loss_sum, loss_count = 0.0, A
+        if pipe is not None:
+            loss_sum, loss_count = pipe.run_step(data)
+        for m in range(A if pipe is None else 0):
+            g = rank * A + m
+            last = m == A - 1
+            ctx = net.no_sync() if (a.parallel == "ddp" and not last and not a.sync_every_micro_step) else _null()
+            if a.parallel == "fsdp2" and a.sync_last_micro_step:
+                net.set_requires_gradient_sync(last)
+            with ctx:
+                loss = net(data["inputs"][g], data["targets"][g])
+                loss_sum += loss.item()
+                (loss * (1.0 / A)).backward()
+        if a.plant == "sum_not_average" and a.parallel == "fsdp2":
+            for p in params:  # the planted bug: undo the average (a sum over dp ranks)
+                if p.grad is not None:
+                    p.grad.to_local().mul_(world)
+        rep = Reporter(a.plant)
+        if "grad" in kinds:
+            for n, p in named:
+                rep.add("grad", n, p.grad.detach().clone() if p.grad is not None else torch.zeros_like(p))
+        if pipe is not None:
+            norm = pipe.clip(clip if clip > 0 else math.inf)
+        else:
+            norm = torch.nn.utils.clip_grad_norm_(params, clip if clip > 0 else math.inf)
+        if hasattr(norm, "full_tensor"):
+            norm = norm.full_tensor()
+        derived = {}
+        if opt_cfg["kind"] == "sgd" and opt_cfg["momentum"] == 0:
+            # torch keeps no buffer at momentum 0; the update direction is grad + wd * param.
+            derived = {n: p.grad.detach() + opt_cfg["weight_decay"] * p.detach() for n, p in named}
+        opt.step()
+        for n, p in named:
+            rep.add("param", n, p.detach())
+            if id(p) not in owned:
+                continue
+            for slot in (x for x in SLOTS[opt_cfg["kind"]] if x in kinds):
+                st = local_opt.state.get(p, {})
+                if slot == "momentum" and n in derived:
+                    rep.add(slot, n, derived[n])
+                elif TORCH_SLOT[slot] in st:
+                    rep.add(slot, n, st[TORCH_SLOT[slot]])
+        rep.write(os.path.join(out_dir, "rank%d.step%d.safetensors" % (rank, s)))
+        steps.append({"loss_sum": loss_sum, "loss_count": loss_count, "grad_norm": float(norm)})
+    extra = {"torch": torch.__version__}
+    if pipe is not None:
+        extra["schedule_run"] = pipe.schedule_run
+    with open(os.path.join(out_dir, "rank%d.json" % rank), "w") as f:
+        json.dump(dict(steps=steps, **extra), f)
+    dist.destroy_process_group()
+
+
+class _null:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("run_dir")
+    ap.add_argument("--parallel", required=True, choices=["ddp", "fsdp2", "pp"])
+    ap.add_argument("--static-graph", action="store_true", help="ddp: DDP(static_graph=True)")
+    ap.add_argument("--bucket-view", action="store_true", help="ddp: DDP(gradient_as_bucket_view=True)")
+    ap.add_argument("--sync-every-micro-step", action="store_true",
+                    help="ddp: no no_sync(); every micro-step's backward all-reduces")
+    ap.add_argument("--no-reshard", action="store_true", help="fsdp2: fully_shard(reshard_after_forward=False)")
+    ap.add_argument("--nested", action="store_true",
+                    help="fsdp2: fully_shard each transformer block, then the root (nested_model.py)")
+    ap.add_argument("--sync-last-micro-step", action="store_true",
+                    help="fsdp2: set_requires_gradient_sync(False) for all but the last micro-step")
+    ap.add_argument("--plant", default="", choices=PLANTS)
+    a = ap.parse_args()
+    run = json.load(open(os.path.join(a.run_dir, "run.json")))
+    if "RANK" in os.environ:  # under torchrun
+        train(int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]), a.run_dir, a)
+    elif run["world"] == 1:
+        train(0, 1, a.run_dir, a)
+    else:
+        mp.start_processes(train, args=(run["world"], a.run_dir, a), nprocs=run["world"], start_method="fork")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,156 @@
+"""torch.distributed.pipelining for adapter.py --parallel pp (docs/TORCH2.md, "Pipelining").
+
+paradiff's GPT split into pp * virtual_stages chunks of consecutive layers (parallel.partition: an
+explicit list, else equal counts with the remainder on the first chunks); chunk c runs on rank
+c % pp (one chunk per rank, or round-robin for the interleaved schedule). The first chunk holds the
+embeddings, the last the head; with tied embeddings both hold embed.wte, and their two gradients
+are summed over a two-rank group before the step (the schedule itself knows nothing of tied
+weights), so both copies take the same update. parallel.schedule picks ScheduleGPipe,
+Schedule1F1B (GPipe when accumulation_steps < pp: Schedule1F1B refuses it) or
+ScheduleInterleaved1F1B; the schedule splits the step's micro-batches itself and
+scales the gradients by 1 / accumulation_steps (scale_grads, its default).
+
+The global gradient norm: torch.nn.utils.get_total_norm over the rank's own gradients (the last
+chunk's copy of a tied embedding left out), squared, summed over the ranks, square root, all in
+float32; clip_grads_with_norm_ then clips with it.
+"""
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+
+from model import Gpt
+
+
+def partition(cfg, chunks):
+    """Layers per chunk."""
+    p, layers = cfg["parallel"]["partition"], cfg["model"]["layers"]
+    if isinstance(p, list):
+        return list(p)
+    base, extra = divmod(layers, chunks)
+    return [base + (1 if c < extra else 0) for c in range(chunks)]
+
+
+class Chunk(Gpt):
+    """model.Gpt's arithmetic for layers [lo, hi), with the embeddings when first and the head when
+    last: Gpt's own methods over this chunk's parameters only."""
+
+    def __init__(self, model_cfg, names, tensors, exec_dtype, lo, hi, first, last):
+        torch.nn.Module.__init__(self)
+        self.m, self.exec = model_cfg, exec_dtype
+        self.lo, self.hi, self.first, self.last = lo, hi, first, last
+        own = []
+        for n in names:
+            if n.startswith("blocks."):
+                keep = lo <= int(n.split(".")[1]) < hi
+            elif n.startswith("embed."):
+                keep = first or (last and n == "embed.wte" and model_cfg["tied_embeddings"])
+            else:
+                keep = last
+            if keep:
+                own.append(n)
+        self.names = own
+        self.index = {n: k for k, n in enumerate(own)}
+        self.params = torch.nn.ParameterList([torch.nn.Parameter(tensors[n].clone()) for n in own])
+
+    def forward(self, x):  # Gpt.forward's ops, cut at the chunk's boundaries
+        m = self.m
+        if self.first:
+            inputs = x
+            h = self.inp(self.p("embed.wte")).index_select(0, inputs.reshape(-1))
+            h = h.view(inputs.size(0), inputs.size(1), m["hidden"])
+            if m["position_embeddings"]:
+                h = h + self.inp(self.p("embed.wpe")).unsqueeze(0)
+        else:
+            h = x
+        for i in range(self.lo, self.hi):
+            b = "blocks.%d" % i
+            a = self.attention(b, self.layer_norm(b + ".ln1", h))
+            h = h + (a + self.inp(self.p(b + ".attn.proj.bias")))
+            f = self.mlp(b, self.layer_norm(b + ".ln2", h))
+            h = h + (f + self.inp(self.p(b + ".mlp.fc2.bias")))
+        if not self.last:
+            return h
+        h = self.layer_norm("head.ln_f", h)
+        w = "embed.wte" if m["tied_embeddings"] else "head.lm_head.weight"
+        return self.linear(h, w).to(torch.float32).reshape(-1, m["vocab"])
+
+
+def loss_fn(logits, targets):  # Gpt.forward's loss
+    return F.nll_loss(torch.log_softmax(logits, -1), targets.reshape(-1))
+
+
+class Pipeline:
+    def __init__(self, cfg, run, init, exec_dtype, rank, world):
+        from torch.distributed.pipelining import (PipelineStage, Schedule1F1B, ScheduleGPipe,
+                                                  ScheduleInterleaved1F1B)
+        par = cfg["parallel"]
+        pp, v = par["pp"], par["virtual_stages"]
+        if par["dp"] != 1 or par["tp"] != 1 or pp != world:
+            raise RuntimeError("pipeline: only pp ranks (dp = tp = 1), got %s" % par)
+        C = pp * v
+        sizes = partition(cfg, C)
+        bounds = [sum(sizes[:c]) for c in range(C + 1)]
+        A = cfg["batch"]["accumulation_steps"]
+        self.rank, self.pp, self.A = rank, pp, A
+        self.chunks = [Chunk(cfg["model"], run["params"], init, exec_dtype, bounds[c], bounds[c + 1],
+                             c == 0, c == C - 1) for c in range(rank, C, pp)]
+        stages = [PipelineStage(ch, c, C, torch.device("cpu"))
+                  for ch, c in zip(self.chunks, range(rank, C, pp))]
+        kind = par["schedule"]
+        if kind == "1f1b" and A < C:
+            # Schedule1F1B refuses fewer micro-batches than stages (a ValueError in its constructor;
+            # docs/TORCH2.md T2-3). 1F1B then has no steady state: its order is GPipe's (all
+            # forwards, then the backwards in micro-batch order, as torch's GPipe runs them).
+            kind = "gpipe"
+        self.schedule_run = kind
+        if kind == "interleaved":
+            self.schedule = ScheduleInterleaved1F1B(stages, n_microbatches=A, loss_fn=loss_fn)
+        else:
+            cls = ScheduleGPipe if kind == "gpipe" else Schedule1F1B
+            self.schedule = cls(stages[0], n_microbatches=A, loss_fn=loss_fn)
+        self.first = any(ch.first for ch in self.chunks)
+        self.last = any(ch.last for ch in self.chunks)
+        # The tied embedding's two copies: on rank 0 (first chunk) and rank pp-1 (last chunk).
+        self.tied = cfg["model"]["tied_embeddings"] and pp > 1
+        self.tie_group = dist.new_group([0, pp - 1]) if self.tied else None
+
+    def named(self):
+        """(name, parameter) of every chunk on this rank, each name once, in model order."""
+        out = {}
+        for ch in self.chunks:
+            for n in ch.names:
+                out.setdefault(n, ch.p(n))
+        return out
+
+    def norm_params(self):
+        """The rank's parameters counted in the global norm: the last chunk's copy of a tied
+        embedding is counted by rank 0 only."""
+        named = self.named()
+        if self.tied and self.last and not self.first:
+            named.pop("embed.wte", None)
+        return list(named.values())
+
+    def run_step(self, data):
+        """Forward and backward of the step's micro-batches of dp rank 0; returns (loss_sum, count)."""
+        A = self.A
+        inputs = data["inputs"][:A].reshape(-1, data["inputs"].size(-1))
+        targets = data["targets"][:A].reshape(-1, data["targets"].size(-1))
+        losses = []
+        args = (inputs,) if self.first else ()
+        kwargs = {"target": targets, "losses": losses} if self.last else {}
+        self.schedule.step(*args, **kwargs)
+        if self.tied and (self.first or self.last):
+            dist.all_reduce(self.named()["embed.wte"].grad, group=self.tie_group)
+        if not self.last:
+            return 0.0, 0
+        return sum(float(x) for x in losses), len(losses)
+
+    def clip(self, max_norm):
+        """torch's float32 norm of this rank's gradients, combined over the ranks; clips with it."""
+        grads = [p.grad for p in self.norm_params() if p.grad is not None]
+        local = torch.nn.utils.get_total_norm(grads, 2.0) if grads else torch.zeros(())
+        sq = (local.to(torch.float32) ** 2).reshape(1)
+        dist.all_reduce(sq)
+        total = sq.sqrt()[0]
+        torch.nn.utils.clip_grads_with_norm_(list(self.named().values()), max_norm, total)
+        return total

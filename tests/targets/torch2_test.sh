@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# End-to-end tests of the PyTorch 2.x target (adapters/torch2, docs/TORCH2.md): world-1 parity per
+# parallelism (DDP, FSDP2 flat and nested, pipelining), a short clean campaign per target file, the
+# known torch bug T2-1 still reproducing, planted adapter bugs caught and minimized.
+# Every case needs the torch venv that scripts/setup-targets makes (work/venv/torch-2.15.0) and
+# exits 77 (skipped) without it.
+# Usage: torch2_test.sh PARADIFF_BINARY SOURCE_DIR CASE
+set -u
+. "$(dirname "$0")/../e2e/lib.sh"
+e2e_init "$1" "$2" "$3"
+T=$SRC/tests/targets
+A=$SRC/adapters/torch2
+PY=$SRC/work/venv/torch-2.15.0/bin/python
+"$PY" -c 'import torch' 2>/dev/null ||
+  { echo "SKIP: the torch 2.15.0 venv is missing ($PY; scripts/setup-targets torch-2.15.0 makes it)"; exit 77; }
+
+# World-1 parity: the run passes every oracle within the same-precision bounds, its gradients are
+# compared, and torch's float32 norm is judged under the fp32 bound. Not bitwise: torch 2.15's CPU
+# gelu, layer_norm and log_softmax (forward and backward) round differently from the libtorch 1.13
+# paradiff's reference is built on (adapters/torch2/probe_kernels.py; docs/TORCH2.md), so the
+# target files leave model_arithmetic unset and the mirror oracle skips.
+world1() {  # CONFIG TARGET
+  expect 0 "$P" run "$1" --target "$2" --report "$TMP/r.json"
+  "$PY" - "$TMP/r.json" <<'PY' || fail "$2: the world-1 report is not what parity means"
+import json, sys
+r = json.load(open(sys.argv[1]))
+loss = [c for c in r["comparisons"] if c["step"] == 0 and c["kind"] == "loss"]
+grads = [c for c in r["comparisons"] if c["step"] == 0 and c["kind"] == "grad"]
+cons = [c for c in r["comparisons"] if c.get("detail") == "consistency"]
+print("step-0 loss bitwise:", [c["error"] == c["ref_error"] for c in loss], "grads:", len(grads),
+      "norm consistency:", [(c["error"], c["bound"]) for c in cons])
+ok = loss and len(grads) >= 10 and all(c["ok"] for c in loss + grads)
+ok = ok and cons and all(c["ok"] and c["bound"] > 1e-8 for c in cons)
+sys.exit(0 if ok else 1)
+PY
+}
+
+# A short campaign: RUNS configs (two per round of the two workers), fixed by the seed, no finding.
+campaign() {  # TARGET SEED RUNS
+  expect 0 "$P" campaign --workdir "$TMP/w" --runs "$3" --jobs 2 --seed "$2" --minimize-budget-s 0 --target "$1"
+  has "campaign CLEAN"
+}
+
+case $CASE in
+  ddp_world1) world1 "$T/torch_world1.json" "$A/torch2_ddp.json" ;;
+  pp_world1) world1 "$T/torch_world1.json" "$A/torch2_pp.json" ;;
+  fsdp2_world1)
+    world1 "$T/torch2_world1_zero3.json" "$A/torch2_fsdp2.json"
+    world1 "$T/torch2_world1_zero3.json" "$A/torch2_fsdp2_nested.json"
+    ;;
+  ddp_static_no_sync)
+    # DDP(static_graph=True) under no_sync(): torch's reducer asserts (docs/TORCH2.md T2-1,
+    # pytorch/pytorch issue 143580), minimized to world 1 with accumulation. This test fails once a
+    # torch release fixes it: then torch2_ddp_static.json's status and TORCH2.md change.
+    expect 3 "$P" run "$T/torch2_static_no_sync_min.json" --target "$A/torch2_ddp_static.json"
+    has "sig=crash.target.-.-.run.exit "
+    has "expect_autograd_hooks_ INTERNAL ASSERT FAILED"
+    d=$(sed -n 's/.*(run dir \(.*\) kept).*/\1/p' "$TMP/out" | head -1)
+    case $d in /tmp/paradiff-target-*) rm -rf "$d" ;; esac
+    ;;
+  fsdp2_planted)
+    # Gradients summed, not averaged (multiplied by dp after backward): caught and minimized.
+    expect 3 "$P" run "$T/torch2_dp2_zero3.json" --target "$A/torch2_fsdp2_planted.json"
+    has "sig=mismatch.numeric.grad.embedding.reduction.scale"
+    expect 3 "$P" minimize "$T/torch2_dp2_zero3.json" --target "$A/torch2_fsdp2_planted.json" \
+      --out "$TMP/min.json" --budget 20s
+    has "minimize FINDING sig=mismatch.numeric.grad"
+    grep -q '"dp": 2' "$TMP/min.json" || fail "the minimized config lost dp=2"
+    # Local shards reported at rank x their own size: the tiling oracle judges DTensor pieces.
+    expect 3 "$P" run "$T/torch2_dp2_zero3.json" --target "$A/torch2_fsdp2_offset_planted.json"
+    has "sig=invariant.tiling.grad.embedding.gradient"
+    ;;
+  ddp_campaign) campaign "$A/torch2_ddp.json" 21 4 ;;
+  ddp_static_campaign) campaign "$A/torch2_ddp_static_sync.json" 22 2 ;;
+  ddp_bucket_view_campaign) campaign "$A/torch2_ddp_bucket_view.json" 23 2 ;;
+  ddp_bf16_reduce_campaign) campaign "$A/torch2_ddp_bf16_reduce.json" 28 4 ;;
+  fsdp2_campaign) campaign "$A/torch2_fsdp2.json" 24 4 ;;
+  fsdp2_noreshard_campaign) campaign "$A/torch2_fsdp2_noreshard.json" 25 2 ;;
+  fsdp2_nested_campaign) campaign "$A/torch2_fsdp2_nested.json" 27 2 ;;
+  fsdp2_accum_campaign) campaign "$A/torch2_fsdp2_accum.json" 26 2 ;;
+  pp_campaign) campaign "$A/torch2_pp.json" 29 4 ;;
+  *) fail "unknown case" ;;
+esac
+echo "PASS: $CASE"
