@@ -3,6 +3,7 @@
 // "reports", "grad_norm_dtype").
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -121,7 +122,8 @@ TEST(TargetFile, ReportsAndNormPrecision) {
 // A command may start with {target_dir} (a venv beside the target file): the program is checked
 // with the placeholder substituted, and a missing one is named as it would run.
 TEST(TargetFile, CommandMayStartWithTargetDir) {
-  const std::string dir = ::testing::TempDir() + "/target_dir_cmd";
+  const std::string dir = ::testing::TempDir() + "/target_dir_cmd_" + std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   const std::string text =
       R"({"protocol": 1, "name": "x", "command": ["{target_dir}/run", "{run_dir}"], "supports": {}})";
