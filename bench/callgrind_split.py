@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Model arithmetic vs harness overhead from a callgrind profile, in instructions (Ir).
 
-Note [Callgrind attribution] (docs/PERFORMANCE.md). Every function's exclusive instructions go to
+Note [Callgrind attribution]: (docs/PERFORMANCE.md) every function's exclusive instructions go to
 one side:
   torch     functions in the torch libraries (libtorch*, libc10*, and the libraries only torch calls:
             OpenBLAS, sleef, dnnl, gomp, ...) and at:: / c10:: / torch:: / caffe2:: template code

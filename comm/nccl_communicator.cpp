@@ -90,7 +90,7 @@ using cuda::AsyncBuffer;
 using cuda::DeviceGuard;
 
 class NcclCommunicator : public Communicator {
-  // Note [NCCL buffered send]: a point-to-point communicator and its stream.
+  // See Note [NCCL buffered send]: a point-to-point communicator and its stream.
   struct Lane {
     cuda::Stream stream;
     ncclComm_t comm = nullptr;
@@ -353,7 +353,7 @@ class NcclCommunicator : public Communicator {
     return off;
   }
 
-  // Note [NCCL buffered send]: one lane per direction, a connection to every peer on it.
+  // See Note [NCCL buffered send]: one lane per direction, a connection to every peer on it.
   void Connect() {
     for (Lane* lane : {&up_, &down_}) {
       ncclConfig_t config = NCCL_CONFIG_INITIALIZER;

@@ -128,7 +128,7 @@ int64_t LogBytes(const std::string& dir, int world) {
   return total;
 }
 
-// Note [MPI watchdog].
+// See Note [MPI watchdog] in engine_mpi.h.
 JobEnd Watch(pid_t pid, const std::string& dir, int world, const MpiRunOptions& o) {
   JobGuard guard(pid);
   const auto start = Clock::now();

@@ -10,7 +10,7 @@
 // kernels/observations_io.h) and mpirun's own output (mpirun.log). Stale files of an earlier run
 // are removed first.
 //
-// Watchdog (Note [MPI watchdog]): the job is a hang when no rank log grew for `timeout` (the local
+// Note [MPI watchdog]: the job is a hang when no rank log grew for `timeout` (the local
 // backend's "a rank waited longer than timeout in one collective", seen from outside: a waiting
 // rank writes nothing, and neither does anybody else once the job is stuck), or when it outlives
 // `total_timeout` (if set). The executor then SIGKILLs the process group and every process of the

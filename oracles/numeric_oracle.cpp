@@ -158,15 +158,15 @@ class EffectiveGradient {
 };
 
 // Compares parameters of an Adam run outside the ill-conditioned elements, and checks those
-// against the per-step movement bound. Note [Stored rounding of a flipped element]: the movement
-// bound is about the update (lr per step), but the run's value is also rounded to the dtype it is
-// held in (`held`) once per step, while the truth is not: at a small learning rate that rounding
-// is the larger of the two (bf16 parameters at 0.04 round by up to 1.2e-4, 4 lr at lr 3e-5).
-// So each element may also be off by one ulp of `held` per step taken; `held` is the parameter
-// dtype for master weights too, whose initial values are the parameters' rounded initial values
-// (the truth starts from the unrounded ones). Found by a helper probing
-// learning rates the generator does not draw (bf16 AdamW, lr 3e-5: ratio 1.06, lr 1e-6: 30;
-// corpus/regression/clean_bf16_adamw_lr3e-5_flipped_param.json).
+// against the per-step movement bound.
+// Note [Stored rounding of a flipped element]: the movement bound is about the update (lr per
+// step), but the run's value is also rounded to the dtype it is held in (`held`) once per step,
+// while the truth is not: at a small learning rate that rounding is the larger of the two (bf16
+// parameters at 0.04 round by up to 1.2e-4, 4 lr at lr 3e-5). So each element may also be off by
+// one ulp of `held` per step taken; `held` is the parameter dtype for master weights too, whose
+// initial values are the parameters' rounded initial values (the truth starts from the unrounded
+// ones). Found by a helper probing learning rates the generator does not draw (bf16 AdamW, lr 3e-5:
+// ratio 1.06, lr 1e-6: 30; corpus/regression/clean_bf16_adamw_lr3e-5_flipped_param.json).
 Comparison CompareAdamParam(const at::Tensor& d, const at::Tensor& r, const at::Tensor& t,
                             const at::Tensor& ill, const Tolerance& tol, double max_move,
                             DType held, double kind_rms, int64_t step) {

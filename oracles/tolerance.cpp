@@ -103,8 +103,8 @@ Tolerance LookupTolerance(const std::string& quantity, DType dtype, const Tolera
   // Note [No trajectory widening]: up to session 5 the factor also grew from step 1 on, for
   // trajectories the twin's own error does not track: x4 for 16-bit parameters without master
   // weights, x4 after an Adam flip, x the ratio of the run's drift from the truth to the twin's
-  // (the former Note [State gap amplification]), and x sqrt(dp - 1) for dp partial sums added in
-  // a coarse reduce dtype (the former Note [Coarse reduction over dp]; the twin has mirrored that
+  // (the former note 'State gap amplification'), and x sqrt(dp - 1) for dp partial sums added in
+  // a coarse reduce dtype (the former note 'Coarse reduction over dp'; the twin has mirrored that
   // sum since session 4). Each covered a run that legitimately left the twin's trajectory. The
   // restarted comparison (Note [Restarted comparison] in numeric_oracle.cpp) checks that case
   // directly, from the run's own state with a first step's bounds, so the widenings only loosened

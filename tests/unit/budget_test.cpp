@@ -116,7 +116,7 @@ TEST(Budget, EachDimensionRejects) {
              "bytes_per_process", "max_bytes_per_process");
 }
 
-// Note [Bytes per process]: the whole check grows with the ranks, the steps recorded and the
+// See Note [Bytes per process]: the whole check grows with the ranks, the steps recorded and the
 // padding; a huge alignment is priced without overflowing anything.
 TEST(Budget, BytesPerProcessEstimate) {
   const Config base = Realistic();

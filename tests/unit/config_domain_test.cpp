@@ -276,7 +276,7 @@ TEST(ConfigDomain, ClippingUnderLossScalingIsCommonAndApplies) {
   EXPECT_GE(overflowing * 100, kDraws * 5) << overflowing;
 }
 
-// Note [Climbing loss scale]: a quarter of dynamic loss scaling starts below the partial-overflow
+// See Note [Climbing loss scale]: a quarter of dynamic loss scaling starts below the partial-overflow
 // band and grows by 4 each step over max_scaler_steps, so its last scales pass 2^16..2^20
 // whatever the model; pp > 1 among them (stages must agree on the overflow) is not rare.
 TEST(ConfigDomain, DynamicScalingClimbsThroughThePartialOverflowBand) {
@@ -300,7 +300,7 @@ TEST(ConfigDomain, DynamicScalingClimbsThroughThePartialOverflowBand) {
   EXPECT_GE(climbing_pp * 100, climbing * 10) << climbing_pp << " of " << climbing;
 }
 
-// Note [Inexact loss scales]: a share of the loss scales are not powers of two, in every regime,
+// See Note [Inexact loss scales]: a share of the loss scales are not powers of two, in every regime,
 // and plain dynamic scalers sometimes grow or back off by factors that are not powers of two.
 TEST(ConfigDomain, SomeLossScalesAreNotPowersOfTwo) {
   auto pow2 = [](double x) { int e = 0; return std::frexp(x, &e) == 0.5; };
@@ -322,7 +322,7 @@ TEST(ConfigDomain, SomeLossScalesAreNotPowersOfTwo) {
   EXPECT_GT(inexact_backoff, 0);
 }
 
-// Note [Scaler state at the save]: with a checkpoint, the scaler's growth count and hysteresis
+// See Note [Scaler state at the save]: with a checkpoint, the scaler's growth count and hysteresis
 // are mid-way at the save in a share of configs, with steps left for the decision they change.
 TEST(ConfigDomain, CheckpointsSaveTheScalerMidState) {
   const DomainOptions opts = EngineOptions();

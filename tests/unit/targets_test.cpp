@@ -192,7 +192,7 @@ TEST(TargetFile, NothingIsAssumedThatTheFileDoesNotDeclare) {
   EXPECT_FALSE(old.ok()) << "dp_sum_order is now grad_reduction.order";
 }
 
-// Note [Reported norm precision]: u * (n + 2), and the float64 bound the constant it always was.
+// See Note [Reported norm precision]: u * (n + 2), and the float64 bound the constant it always was.
 TEST(Tolerance, NormRoundingBound) {
   EXPECT_EQ(NormRoundingBound(DType::kFp64, 19360), 1e-8);
   EXPECT_EQ(NormRoundingBound(DType::kFp32, 19360), std::ldexp(19362.0, -24));

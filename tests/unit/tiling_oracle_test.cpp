@@ -212,7 +212,7 @@ TEST(TilingOracle, PaddedVocabularyRowsStayZeroOnlyWithTheMask) {
   EXPECT_EQ(CheckTiling(c, RunClean(c).obs).where.detail, "padding");
 }
 
-// Note [Padding after a divergence]: NaN padding beside NaN data is 0 x NaN arithmetic (a
+// See Note [Padding after a divergence]: NaN padding beside NaN data is 0 x NaN arithmetic (a
 // diverged run), not judged; NaN padding beside finite data is a write to padding, found.
 TEST(TilingOracle, NanPaddingIsAFindingOnlyWhileTheDataIsFinite) {
   Config c = SmallConfig(3, 1);

@@ -105,7 +105,7 @@ TEST(UpdateOracle, CatchesAMasterWeightNudgedFarBelowTheNumericBound) {
   EXPECT_EQ(v.Signature(), "mismatch.update." + v.where.tensor_kind + "." + v.where.layer + ".optimizer");
 }
 
-// Note [Subnormal gradients]: clipped to 1e-30, Adam's gradients sit in float32's subnormal range,
+// See Note [Subnormal gradients]: clipped to 1e-30, Adam's gradients sit in float32's subnormal range,
 // where rounding is absolute and Adam divides it by ~eps; the bound follows it (it was a false
 // finding at 1e-26), yet a master weight nudged by 1e-5 relative is still caught there.
 TEST(UpdateOracle, TinyClippedGradientsUnderAdam) {
