@@ -20,6 +20,7 @@ scaling rule applied on top of a config that already holds the global rate); the
 their norm stay right, only the parameter update is wrong.
 """
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -90,7 +91,7 @@ def train(rank, world, run_dir, plant):
         for m in range(A):
             g = rank * A + m
             last = m == A - 1
-            ctx = net.no_sync() if (world > 1 and not last) else _null()
+            ctx = net.no_sync() if (world > 1 and not last) else contextlib.nullcontext()
             with ctx:
                 loss = net(data["inputs"][g], data["targets"][g])
                 loss_sum += loss.item()
@@ -123,14 +124,6 @@ def train(rank, world, run_dir, plant):
         json.dump({"steps": steps}, f)
     if world > 1:
         dist.destroy_process_group()
-
-
-class _null:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *a):
-        return False
 
 
 def main():

@@ -42,6 +42,7 @@ Planted bugs for paradiff's self-test (never on by default):
   others the last shards overlap their neighbour and the tensor's end is held by no rank).
 """
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -186,7 +187,7 @@ def train(rank, world, run_dir, a):
         for m in range(A if pipe is None else 0):
             g = rank * A + m
             last = m == A - 1
-            ctx = net.no_sync() if (a.parallel == "ddp" and not last and not a.sync_every_micro_step) else _null()
+            ctx = net.no_sync() if (a.parallel == "ddp" and not last and not a.sync_every_micro_step) else contextlib.nullcontext()
             if a.parallel == "fsdp2" and a.sync_last_micro_step:
                 net.set_requires_gradient_sync(last)
             with ctx:
@@ -230,14 +231,6 @@ def train(rank, world, run_dir, a):
     with open(os.path.join(out_dir, "rank%d.json" % rank), "w") as f:
         json.dump(dict(steps=steps, **extra), f)
     dist.destroy_process_group()
-
-
-class _null:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
 
 
 def main():
