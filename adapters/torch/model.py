@@ -72,6 +72,15 @@ class Gpt(torch.nn.Module):
             h = F.gelu(self.linear(x, b + ".mlp.fc1.weight", b + ".mlp.fc1.bias"))
         return self.linear(h, b + ".mlp.fc2.weight")
 
+    def block(self, b, h):  # transformer block `b` ("blocks.<i>")
+        a = self.attention(b, self.layer_norm(b + ".ln1", h))
+        h = h + (a + self.inp(self.p(b + ".attn.proj.bias")))
+        f = self.mlp(b, self.layer_norm(b + ".ln2", h))
+        return h + (f + self.inp(self.p(b + ".mlp.fc2.bias")))
+
+    def run_block(self, i, h):  # where block i runs (a subclass may run it as a submodule)
+        return self.block("blocks.%d" % i, h)
+
     def forward(self, inputs, targets):
         m = self.m
         h = self.inp(self.p("embed.wte")).index_select(0, inputs.reshape(-1))
@@ -79,11 +88,7 @@ class Gpt(torch.nn.Module):
         if m["position_embeddings"]:
             h = h + self.inp(self.p("embed.wpe")).unsqueeze(0)
         for i in range(m["layers"]):
-            b = "blocks.%d" % i
-            a = self.attention(b, self.layer_norm(b + ".ln1", h))
-            h = h + (a + self.inp(self.p(b + ".attn.proj.bias")))
-            f = self.mlp(b, self.layer_norm(b + ".ln2", h))
-            h = h + (f + self.inp(self.p(b + ".mlp.fc2.bias")))
+            h = self.run_block(i, h)
         h = self.layer_norm("head.ln_f", h)
         w = "embed.wte" if m["tied_embeddings"] else "head.lm_head.weight"
         logits = self.linear(h, w).to(torch.float32).reshape(-1, m["vocab"])

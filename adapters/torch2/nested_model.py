@@ -16,13 +16,8 @@ class Block(torch.nn.Module):
         self.index = {n: k for k, n in enumerate(names)}
         self.params = torch.nn.ParameterList([torch.nn.Parameter(tensors[n].clone()) for n in names])
 
-    def forward(self, h):  # Gpt.forward's block body
-        g, b = self._owner, self.prefix
-        a = g.attention(b, g.layer_norm(b + ".ln1", h))
-        h = h + (a + g.inp(g.p(b + ".attn.proj.bias")))
-        f = g.mlp(b, g.layer_norm(b + ".ln2", h))
-        h = h + (f + g.inp(g.p(b + ".mlp.fc2.bias")))
-        return h
+    def forward(self, h):
+        return self._owner.block(self.prefix, h)
 
 
 class NestedGpt(Gpt):
@@ -47,16 +42,5 @@ class NestedGpt(Gpt):
     def named(self):
         return [(n, self.p(n)) for n in self.names]
 
-    def forward(self, inputs, targets):  # Gpt.forward, the blocks run as submodules
-        import torch.nn.functional as F
-        m = self.m
-        h = self.inp(self.p("embed.wte")).index_select(0, inputs.reshape(-1))
-        h = h.view(inputs.size(0), inputs.size(1), m["hidden"])
-        if m["position_embeddings"]:
-            h = h + self.inp(self.p("embed.wpe")).unsqueeze(0)
-        for i in range(m["layers"]):
-            h = self.blocks[i](h)
-        h = self.layer_norm("head.ln_f", h)
-        w = "embed.wte" if m["tied_embeddings"] else "head.lm_head.weight"
-        logits = self.linear(h, w).to(torch.float32).reshape(-1, m["vocab"])
-        return F.nll_loss(torch.log_softmax(logits, -1), targets.reshape(-1))
+    def run_block(self, i, h):  # Gpt.forward runs the blocks as submodules
+        return self.blocks[i](h)

@@ -63,11 +63,7 @@ class Chunk(Gpt):
         else:
             h = x
         for i in range(self.lo, self.hi):
-            b = "blocks.%d" % i
-            a = self.attention(b, self.layer_norm(b + ".ln1", h))
-            h = h + (a + self.inp(self.p(b + ".attn.proj.bias")))
-            f = self.mlp(b, self.layer_norm(b + ".ln2", h))
-            h = h + (f + self.inp(self.p(b + ".mlp.fc2.bias")))
+            h = self.run_block(i, h)
         if not self.last:
             return h
         h = self.layer_norm("head.ln_f", h)
