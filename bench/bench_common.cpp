@@ -1,10 +1,9 @@
 #include "bench/bench_common.h"
 
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
-
-#include <nlohmann/json.hpp>
 
 #include "core/config_json.h"
 #include "core/rng.h"
@@ -37,11 +36,14 @@ std::vector<Config> GeneratedConfigs(uint64_t seed, int n, const SizeBounds& bou
 std::vector<Config> SmallList() {
   std::ifstream in(PARADIFF_BENCH_SMALL_LIST);
   const nlohmann::json list = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (!list.is_array()) throw std::runtime_error(std::string("cannot read ") + PARADIFF_BENCH_SMALL_LIST);
+  if (!list.is_array())
+    throw std::runtime_error(std::string("cannot read ") + PARADIFF_BENCH_SMALL_LIST);
   std::vector<Config> out;
   for (const auto& j : list) {
     StatusOr<Config> c = ConfigFromJson(j);
-    if (!c.ok()) throw std::runtime_error(std::string(PARADIFF_BENCH_SMALL_LIST) + ": " + c.status().ToString());
+    if (!c.ok())
+      throw std::runtime_error(std::string(PARADIFF_BENCH_SMALL_LIST) + ": " +
+                               c.status().ToString());
     out.push_back(c.value());
   }
   return out;

@@ -64,7 +64,8 @@ void BM_CheckSmallList(benchmark::State& state) {
     job(0);
     for (auto& t : threads) t.join();
   }
-  state.counters["checks_per_s"] = benchmark::Counter(static_cast<double>(checks), benchmark::Counter::kIsRate);
+  state.counters["checks_per_s"] =
+      benchmark::Counter(static_cast<double>(checks), benchmark::Counter::kIsRate);
   state.counters["passes"] = benchmark::Counter(static_cast<double>(passes));
   state.counters["checks"] = benchmark::Counter(static_cast<double>(checks));
   state.counters["cache_hits"] = benchmark::Counter(static_cast<double>(hits));

@@ -48,19 +48,23 @@ int main(int argc, char** argv) {
     if (eng.ok)
       for (const auto& s : paradiff::AssembleTensors(cfg, eng.obs).steps) {
         assembly = Fnv(Fnv(assembly, s.loss), s.grad_norm);
-        for (const auto& [key, t] : s.tensors) assembly = Fnv(Fnv(assembly, key.data(), key.size()), t);
+        for (const auto& [key, t] : s.tensors)
+          assembly = Fnv(Fnv(assembly, key.data(), key.size()), t);
       }
     const paradiff::RefPair ref = paradiff::RunReferencePair(cfg, paradiff::BuiltInReduction());
     for (const auto* run : {&ref.truth, &ref.same})
       for (const auto& s : run->steps) {
         reference = Fnv(Fnv(reference, s.loss), s.grad_norm);
-        for (const auto& [key, t] : s.tensors) reference = Fnv(Fnv(reference, key.data(), key.size()), t);
+        for (const auto& [key, t] : s.tensors)
+          reference = Fnv(Fnv(reference, key.data(), key.size()), t);
       }
     const auto res = paradiff::CheckRun(cfg, paradiff::CheckOptions{});
     for (const auto& c : res.comparisons)
-      compare = Fnv(Fnv(Fnv(Fnv(compare, c.error), c.bound), c.ref_error), static_cast<double>(c.index));
-    std::printf("%zu engine_ok=%d assembly=%016llx reference=%016llx compare=%016llx verdict=%s\n", i, eng.ok,
-                static_cast<unsigned long long>(assembly), static_cast<unsigned long long>(reference),
+      compare =
+          Fnv(Fnv(Fnv(Fnv(compare, c.error), c.bound), c.ref_error), static_cast<double>(c.index));
+    std::printf("%zu engine_ok=%d assembly=%016llx reference=%016llx compare=%016llx verdict=%s\n",
+                i, eng.ok, static_cast<unsigned long long>(assembly),
+                static_cast<unsigned long long>(reference),
                 static_cast<unsigned long long>(compare), res.verdict.Signature().c_str());
   }
   return 0;

@@ -8,8 +8,8 @@
 // A second, instrumented pass counts torch operator calls per check (at::RecordFunction callbacks,
 // scopes FUNCTION and BACKWARD_FUNCTION; "outermost" = not called from inside another operator)
 // and the tensor pieces the ranks report (kernels/observations.h), the two multipliers of the
-// per-check cost: with tensors this small, an operator's cost is its dispatch (about a microsecond),
-// not its arithmetic.
+// per-check cost: with tensors this small, an operator's cost is its dispatch (about a
+// microsecond), not its arithmetic.
 //
 // "Harness overhead" vs "model arithmetic" is measured in instructions by callgrind, not here
 // (Note [Callgrind attribution] in bench/callgrind_split.py; scripts/bench part `callgrind`):
@@ -17,7 +17,8 @@
 // measure mostly itself.
 //
 // Usage: bench_time_split [repetitions=3]
-//        bench_time_split --write-list FILE   (regenerates the frozen small list, bench/bench_common.h)
+//        bench_time_split --write-list FILE   (regenerates the frozen small list,
+//        bench/bench_common.h)
 #include <ATen/Parallel.h>
 #include <ATen/record_function.h>
 #include <sys/resource.h>
@@ -29,10 +30,9 @@
 #include <cstdlib>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "bench/bench_common.h"
 #include "kernels/engine.h"
@@ -72,7 +72,8 @@ std::unique_ptr<at::ObserverContext> OnOpStart(const at::RecordFunction&) {
   g_ops.fetch_add(1, std::memory_order_relaxed);
   if (t_depth++ == 0) {
     g_outer_ops.fetch_add(1, std::memory_order_relaxed);
-    g_outer_by_phase[g_phase.load(std::memory_order_relaxed)].fetch_add(1, std::memory_order_relaxed);
+    g_outer_by_phase[g_phase.load(std::memory_order_relaxed)].fetch_add(1,
+                                                                        std::memory_order_relaxed);
   }
   return nullptr;
 }
@@ -91,14 +92,15 @@ struct PlainSplit {
       by_oracle[name] = 1e3 * s / n;
       oracles += s;
     }
-    return {{"wall_ms", 1e3 * wall_s / n},
-            {"process_cpu_ms", 1e3 * cpu_s / n},
-            {"reference_ms", 1e3 * reference_s / n},
-            {"engine_ms", 1e3 * engine_s / n},
-            {"assemble_and_numeric_ms", 1e3 * assemble_numeric_s / n},
-            {"oracles_ms", 1e3 * oracles / n},
-            {"by_oracle_ms", by_oracle},
-            {"rest_ms", 1e3 * (wall_s - reference_s - engine_s - assemble_numeric_s - oracles) / n}};
+    return {
+        {"wall_ms", 1e3 * wall_s / n},
+        {"process_cpu_ms", 1e3 * cpu_s / n},
+        {"reference_ms", 1e3 * reference_s / n},
+        {"engine_ms", 1e3 * engine_s / n},
+        {"assemble_and_numeric_ms", 1e3 * assemble_numeric_s / n},
+        {"oracles_ms", 1e3 * oracles / n},
+        {"by_oracle_ms", by_oracle},
+        {"rest_ms", 1e3 * (wall_s - reference_s - engine_s - assemble_numeric_s - oracles) / n}};
   }
 };
 
@@ -167,18 +169,22 @@ int main(int argc, char** argv) {
   const nlohmann::json split = plain.Json();
   std::vector<size_t> order(list.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(),
-            [&](size_t a, size_t b) { return plain.engine_by_config_s[a] > plain.engine_by_config_s[b]; });
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return plain.engine_by_config_s[a] > plain.engine_by_config_s[b];
+  });
   nlohmann::json slowest = nlohmann::json::array();
   for (size_t k = 0; k < std::min<size_t>(5, order.size()); ++k) {
     const paradiff::Config& c = list[order[k]];
     char what[160];
-    std::snprintf(what, sizeof what, "world %lld (tp %lld pp %lld dp %lld) zero %lld %s steps %lld save_at %lld",
+    std::snprintf(what, sizeof what,
+                  "world %lld (tp %lld pp %lld dp %lld) zero %lld %s steps %lld save_at %lld",
                   static_cast<long long>(c.parallel.world), static_cast<long long>(c.parallel.tp),
                   static_cast<long long>(c.parallel.pp), static_cast<long long>(c.parallel.dp),
                   static_cast<long long>(c.zero.stage), paradiff::Name(c.precision.param),
                   static_cast<long long>(c.steps), static_cast<long long>(c.checkpoint.save_at));
-    slowest.push_back({{"index", order[k]}, {"engine_ms", 1e3 * plain.engine_by_config_s[order[k]] / reps}, {"config", what}});
+    slowest.push_back({{"index", order[k]},
+                       {"engine_ms", 1e3 * plain.engine_by_config_s[order[k]] / reps},
+                       {"config", what}});
   }
   nlohmann::json by_phase = nlohmann::json::object();
   for (size_t i = 0; i < g_phase_names.size(); ++i)
@@ -200,21 +206,28 @@ int main(int argc, char** argv) {
   std::printf("%s\n", out.dump(2).c_str());
   const double wall = split["wall_ms"];
   std::fprintf(stderr, "%-26s %9s %6s\n", "phase (wall per check)", "ms", "share");
-  for (const char* k : {"reference_ms", "engine_ms", "assemble_and_numeric_ms", "oracles_ms", "rest_ms"})
-    std::fprintf(stderr, "%-26s %9.2f %5.1f%%\n", k, split[k].get<double>(), 100 * split[k].get<double>() / wall);
+  for (const char* k :
+       {"reference_ms", "engine_ms", "assemble_and_numeric_ms", "oracles_ms", "rest_ms"})
+    std::fprintf(stderr, "%-26s %9.2f %5.1f%%\n", k, split[k].get<double>(),
+                 100 * split[k].get<double>() / wall);
   for (const auto& [name, ms] : split["by_oracle_ms"].items())
-    std::fprintf(stderr, "  oracle %-17s %9.2f %5.1f%%\n", name.c_str(), ms.get<double>(), 100 * ms.get<double>() / wall);
+    std::fprintf(stderr, "  oracle %-17s %9.2f %5.1f%%\n", name.c_str(), ms.get<double>(),
+                 100 * ms.get<double>() / wall);
   std::fprintf(stderr, "%-26s %9.2f\n", "total", wall);
-  std::fprintf(stderr, "%-26s %9.2f  (all threads; 2 cores busy with it would give %.1f checks/s)\n",
-               "process cpu", split["process_cpu_ms"].get<double>(), 2e3 / split["process_cpu_ms"].get<double>());
+  std::fprintf(stderr,
+               "%-26s %9.2f  (all threads; 2 cores busy with it would give %.1f checks/s)\n",
+               "process cpu", split["process_cpu_ms"].get<double>(),
+               2e3 / split["process_cpu_ms"].get<double>());
   for (const auto& sl : slowest)
-    std::fprintf(stderr, "slow engine: config %d %.1f ms: %s\n", sl["index"].get<int>(), sl["engine_ms"].get<double>(),
-                 sl["config"].get<std::string>().c_str());
-  std::fprintf(stderr, "per check: %.0f torch operator calls (%.0f outermost), %.0f reported pieces\n",
-               out["torch_ops_per_check"].get<double>(), out["outermost_torch_ops_per_check"].get<double>(),
-               out["pieces_per_check"].get<double>());
+    std::fprintf(stderr, "slow engine: config %d %.1f ms: %s\n", sl["index"].get<int>(),
+                 sl["engine_ms"].get<double>(), sl["config"].get<std::string>().c_str());
+  std::fprintf(
+      stderr, "per check: %.0f torch operator calls (%.0f outermost), %.0f reported pieces\n",
+      out["torch_ops_per_check"].get<double>(), out["outermost_torch_ops_per_check"].get<double>(),
+      out["pieces_per_check"].get<double>());
   std::fprintf(stderr, "outermost operators per check by phase:");
-  for (const auto& [phase, ops] : by_phase.items()) std::fprintf(stderr, " %s %.0f", phase.c_str(), ops.get<double>());
+  for (const auto& [phase, ops] : by_phase.items())
+    std::fprintf(stderr, " %s %.0f", phase.c_str(), ops.get<double>());
   std::fprintf(stderr, "\n");
   return 0;
 }

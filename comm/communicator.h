@@ -1,7 +1,7 @@
 // Communicator: the collective interface every engine rank talks through. Each method is a
-// collective over the communicator's group unless it says otherwise: all ranks of the group call the
-// same operations in the same order with matching op, numel, dtype and root/peer. Tensors are CPU
-// (or, for the nccl backend, CUDA) tensors; flat tensors must be contiguous.
+// collective over the communicator's group unless it says otherwise: all ranks of the group call
+// the same operations in the same order with matching op, numel, dtype and root/peer. Tensors are
+// CPU (or, for the nccl backend, CUDA) tensors; flat tensors must be contiguous.
 //
 // Backends: local (threads in one process; local_communicator.h), mpi and nccl (later issues).
 // Errors: a disagreement between ranks throws CollectiveMismatch on every rank of the group; a rank
@@ -22,7 +22,16 @@ namespace paradiff {
 enum class ReduceOp { kSum, kAvg, kMax };
 const char* Name(ReduceOp);
 
-enum class CollOp { kAllReduce, kAllGather, kReduceScatter, kBroadcast, kSend, kRecv, kBarrier, kSplit };
+enum class CollOp {
+  kAllReduce,
+  kAllGather,
+  kReduceScatter,
+  kBroadcast,
+  kSend,
+  kRecv,
+  kBarrier,
+  kSplit
+};
 const char* Name(CollOp);
 
 // What one rank says it is doing in one collective call. Ranks of a group must agree on all fields
@@ -111,7 +120,8 @@ class Communicator {
   virtual void AllReduce(at::Tensor& t, ReduceOp op) = 0;
   // `out` (flat, sum(counts) elements) receives every rank's `in` (flat, counts[rank] elements),
   // concatenated in rank order. counts may differ by rank (and be zero).
-  virtual void AllGather(const at::Tensor& in, at::Tensor& out, const std::vector<int64_t>& counts) = 0;
+  virtual void AllGather(const at::Tensor& in, at::Tensor& out,
+                         const std::vector<int64_t>& counts) = 0;
   // `in` (flat, sum(counts)) is reduced elementwise across ranks; rank r keeps piece r (counts[r]).
   virtual void ReduceScatter(const at::Tensor& in, at::Tensor& out,
                              const std::vector<int64_t>& counts, ReduceOp op) = 0;

@@ -104,11 +104,12 @@ void LocalGroup::ThrowHangLocked(int rank, const Fingerprint& fp, int finished_p
     os << " waited more than " << world_->timeout.count() << " ms in " << fp.ToString();
   }
   os << "\n" << world_->StatusReportLocked();
-  world_->AbortLocked("world rank " + std::to_string(wr) +
-                      (finished_peer >= 0 ? " cannot complete " : " timed out after " +
-                                                                      std::to_string(world_->timeout.count()) +
-                                                                      " ms in ") +
-                      fp.ToString());
+  world_->AbortLocked(
+      "world rank " + std::to_string(wr) +
+      (finished_peer >= 0
+           ? " cannot complete "
+           : " timed out after " + std::to_string(world_->timeout.count()) + " ms in ") +
+      fp.ToString());
   world_->SetRunningLocked(wr);
   throw CollectiveHang(os.str());
 }
@@ -188,7 +189,8 @@ void LocalGroup::Collective(int rank, Slot& slot) {
       world_->SetRunningLocked(wr);
       ThrowIfFailedLocked(rank, slot.fp);
     }
-    if (const int gone = FinishedAbsentMemberLocked(); gone >= 0) ThrowHangLocked(rank, slot.fp, gone);
+    if (const int gone = FinishedAbsentMemberLocked(); gone >= 0)
+      ThrowHangLocked(rank, slot.fp, gone);
     if (cv_.wait_until(lk, deadline) == std::cv_status::timeout && completed_ < gen &&
         !executing_ && !failure_ && !world_->aborted) {
       ThrowHangLocked(rank, slot.fp);

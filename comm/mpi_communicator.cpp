@@ -30,7 +30,8 @@ void Check(int rc, const char* call, const char* file, int line) {
   if (rc == MPI_SUCCESS) return;
   char text[MPI_MAX_ERROR_STRING] = {0};
   int len = 0;
-  if (MPI_Error_string(rc, text, &len) != MPI_SUCCESS) std::snprintf(text, sizeof text, "code %d", rc);
+  if (MPI_Error_string(rc, text, &len) != MPI_SUCCESS)
+    std::snprintf(text, sizeof text, "code %d", rc);
   int rank = -1, initialized = 0, finalized = 0;
   MPI_Initialized(&initialized);
   MPI_Finalized(&finalized);
@@ -68,14 +69,16 @@ constexpr comm_args::ArgRules kRules{"mpi"};
 // MPI counts are ints: every byte count and displacement of a call must fit.
 void CheckBytes(CollOp op, int64_t elements, int64_t element_size) {
   if (elements * element_size > INT_MAX)
-    comm_args::Invalid(op, std::to_string(elements) + " elements of " + std::to_string(element_size) +
-                    " bytes exceed MPI's int count (mpi backend)");
+    comm_args::Invalid(op, std::to_string(elements) + " elements of " +
+                               std::to_string(element_size) +
+                               " bytes exceed MPI's int count (mpi backend)");
 }
 
 void* Ptr(const at::Tensor& t) { return const_cast<void*>(t.data_ptr()); }
 
 bool Overlap(const at::Tensor& a, const at::Tensor& b) {
-  const auto a0 = reinterpret_cast<uintptr_t>(a.data_ptr()), b0 = reinterpret_cast<uintptr_t>(b.data_ptr());
+  const auto a0 = reinterpret_cast<uintptr_t>(a.data_ptr()),
+             b0 = reinterpret_cast<uintptr_t>(b.data_ptr());
   return a0 < b0 + b.nbytes() && b0 < a0 + a.nbytes() && a.nbytes() > 0 && b.nbytes() > 0;
 }
 
@@ -102,8 +105,10 @@ uint64_t CallHash(const Fingerprint& fp) {
 
 std::string Pack(const Fingerprint& fp) {
   std::ostringstream os;
-  os << fp.group << '\n' << fp.dtype << '\n' << fp.seq << ' ' << static_cast<int>(fp.op) << ' '
-     << fp.numel << ' ' << fp.root << ' ' << fp.rank << ' ' << fp.shape_hash;
+  os << fp.group << '\n'
+     << fp.dtype << '\n'
+     << fp.seq << ' ' << static_cast<int>(fp.op) << ' ' << fp.numel << ' ' << fp.root << ' '
+     << fp.rank << ' ' << fp.shape_hash;
   return os.str();
 }
 
@@ -141,8 +146,13 @@ class MpiCommunicator : public Communicator {
  public:
   MpiCommunicator(std::shared_ptr<const mpi::Context> ctx, MPI_Comm comm, std::string name,
                   MpiOptions opts)
-      : ctx_(std::move(ctx)), comm_(comm), name_(std::move(name)), opts_(std::move(opts)),
-        rank_(CommRank(comm)), size_(CommSize(comm)), sequencer_(name_, rank_, size_) {}
+      : ctx_(std::move(ctx)),
+        comm_(comm),
+        name_(std::move(name)),
+        opts_(std::move(opts)),
+        rank_(CommRank(comm)),
+        size_(CommSize(comm)),
+        sequencer_(name_, rank_, size_) {}
 
   ~MpiCommunicator() override {
     const bool unwinding = std::uncaught_exceptions() > 0;
@@ -150,7 +160,7 @@ class MpiCommunicator : public Communicator {
     MPI_Finalized(&finalized);
     for (auto& p : pending_) {
       if (finalized) {
-        (void)p.release();  // MPI is gone; nothing may touch the requests
+        (void)p.release();     // MPI is gone; nothing may touch the requests
       } else if (unwinding) {  // Note [MPI buffered send]: MPI may still read the copy
         for (MPI_Request& r : p->req)
           if (r != MPI_REQUEST_NULL) MPI_Request_free(&r);
@@ -187,7 +197,8 @@ class MpiCommunicator : public Communicator {
     Done(fp);
   }
 
-  void AllGather(const at::Tensor& in, at::Tensor& out, const std::vector<int64_t>& counts) override {
+  void AllGather(const at::Tensor& in, at::Tensor& out,
+                 const std::vector<int64_t>& counts) override {
     const CollOp kOp = CollOp::kAllGather;
     const int64_t total = comm_args::CheckAllGather(kRules, in, out, counts, rank_, size_);
     CheckBytes(kOp, total, in.element_size());
@@ -245,8 +256,8 @@ class MpiCommunicator : public Communicator {
     p.header.dtype = static_cast<int32_t>(t.scalar_type());
     p.header.group_hash = StringHash(name_);
     p.data = t.clone(at::MemoryFormat::Contiguous);
-    PARADIFF_MPI_CHECK(MPI_Isend(&p.header, sizeof(PointHeader), MPI_BYTE, dst, kHeaderTag, comm_,
-                                 &p.req[0]));
+    PARADIFF_MPI_CHECK(
+        MPI_Isend(&p.header, sizeof(PointHeader), MPI_BYTE, dst, kHeaderTag, comm_, &p.req[0]));
     PARADIFF_MPI_CHECK(MPI_Isend(Ptr(p.data), static_cast<int>(p.data.nbytes()), MPI_BYTE, dst,
                                  kDataTag, comm_, &p.req[1]));
     Progress("done", fp);
@@ -266,7 +277,8 @@ class MpiCommunicator : public Communicator {
       PARADIFF_MPI_CHECK(MPI_Probe(src, kDataTag, comm_, &status));
       PARADIFF_MPI_CHECK(MPI_Get_count(&status, MPI_BYTE, &bytes));
       std::vector<char> sink(static_cast<size_t>(std::max(bytes, 1)));
-      PARADIFF_MPI_CHECK(MPI_Recv(sink.data(), bytes, MPI_BYTE, src, kDataTag, comm_, MPI_STATUS_IGNORE));
+      PARADIFF_MPI_CHECK(
+          MPI_Recv(sink.data(), bytes, MPI_BYTE, src, kDataTag, comm_, MPI_STATUS_IGNORE));
       Fingerprint sent;
       sent.group = h.group_hash == StringHash(name_) ? name_ : "<another group>";
       sent.seq = h.seq;
@@ -280,8 +292,8 @@ class MpiCommunicator : public Communicator {
                                    std::to_string(rank_) + " receives " + fp.ToString(),
                                sent, fp);
     }
-    PARADIFF_MPI_CHECK(MPI_Recv(Ptr(t), static_cast<int>(t.nbytes()), MPI_BYTE, src, kDataTag, comm_,
-                                MPI_STATUS_IGNORE));
+    PARADIFF_MPI_CHECK(MPI_Recv(Ptr(t), static_cast<int>(t.nbytes()), MPI_BYTE, src, kDataTag,
+                                comm_, MPI_STATUS_IGNORE));
     Progress("done", fp);
   }
 
@@ -303,14 +315,15 @@ class MpiCommunicator : public Communicator {
     for (int r = 0; r < size_; ++r) colors.push_back(all[2 * r]);
     std::sort(colors.begin(), colors.end());
     colors.erase(std::unique(colors.begin(), colors.end()), colors.end());
-    const int dense = static_cast<int>(std::lower_bound(colors.begin(), colors.end(), color) - colors.begin());
+    const int dense =
+        static_cast<int>(std::lower_bound(colors.begin(), colors.end(), color) - colors.begin());
     MPI_Comm child = MPI_COMM_NULL;
     PARADIFF_MPI_CHECK(MPI_Comm_split(comm_, dense, key, &child));
     const std::string suffix = splits_done_ == 0 ? "" : "." + std::to_string(splits_done_);
     ++splits_done_;
     Done(fp);
-    return std::make_unique<MpiCommunicator>(ctx_, child, name_ + "/c" + std::to_string(color) + suffix,
-                                             opts_);
+    return std::make_unique<MpiCommunicator>(ctx_, child,
+                                             name_ + "/c" + std::to_string(color) + suffix, opts_);
   }
 
  private:
@@ -361,18 +374,20 @@ class MpiCommunicator : public Communicator {
   }
 
   void ReapSends() {
-    pending_.erase(std::remove_if(pending_.begin(), pending_.end(),
-                                  [](std::unique_ptr<PendingSend>& p) {
-                                    int done = 0;
-                                    PARADIFF_MPI_CHECK(MPI_Testall(2, p->req, &done, MPI_STATUSES_IGNORE));
-                                    return done != 0;
-                                  }),
-                   pending_.end());
+    pending_.erase(
+        std::remove_if(pending_.begin(), pending_.end(),
+                       [](std::unique_ptr<PendingSend>& p) {
+                         int done = 0;
+                         PARADIFF_MPI_CHECK(MPI_Testall(2, p->req, &done, MPI_STATUSES_IGNORE));
+                         return done != 0;
+                       }),
+        pending_.end());
   }
 
   // Note [MPI reduction order], kRankOrder: this rank's piece of the reduction of `in`, reduced
   // from every rank's copy of that piece in rank order, exactly like the local backend.
-  at::Tensor ReduceOwnedPiece(const at::Tensor& in, const std::vector<int64_t>& counts, ReduceOp op) {
+  at::Tensor ReduceOwnedPiece(const at::Tensor& in, const std::vector<int64_t>& counts,
+                              ReduceOp op) {
     const int64_t es = in.element_size(), mine = counts[rank_];
     at::Tensor stage = in.new_empty({size_, mine});
     std::vector<int> send_bytes, send_displs;
@@ -380,7 +395,8 @@ class MpiCommunicator : public Communicator {
     std::vector<int> recv_bytes(size_, static_cast<int>(mine * es)), recv_displs(size_);
     for (int r = 0; r < size_; ++r) recv_displs[r] = static_cast<int>(r * mine * es);
     PARADIFF_MPI_CHECK(MPI_Alltoallv(Ptr(in), send_bytes.data(), send_displs.data(), MPI_BYTE,
-                                     Ptr(stage), recv_bytes.data(), recv_displs.data(), MPI_BYTE, comm_));
+                                     Ptr(stage), recv_bytes.data(), recv_displs.data(), MPI_BYTE,
+                                     comm_));
     at::Tensor acc = stage[0].clone(at::MemoryFormat::Contiguous);
     for (int r = 1; r < size_; ++r) {
       if (op == ReduceOp::kMax) {
@@ -403,16 +419,25 @@ class MpiCommunicator : public Communicator {
 
   static MPI_Datatype NativeType(const at::Tensor& t) {
     switch (t.scalar_type()) {
-      case at::kFloat: return MPI_FLOAT;
-      case at::kDouble: return MPI_DOUBLE;
-      case at::kLong: return MPI_INT64_T;
-      case at::kInt: return MPI_INT32_T;
-      case at::kShort: return MPI_INT16_T;
-      case at::kChar: return MPI_INT8_T;
-      case at::kByte: return MPI_UINT8_T;
+      case at::kFloat:
+        return MPI_FLOAT;
+      case at::kDouble:
+        return MPI_DOUBLE;
+      case at::kLong:
+        return MPI_INT64_T;
+      case at::kInt:
+        return MPI_INT32_T;
+      case at::kShort:
+        return MPI_INT16_T;
+      case at::kChar:
+        return MPI_INT8_T;
+      case at::kByte:
+        return MPI_UINT8_T;
       case at::kBFloat16:
-      case at::kHalf: return MPI_UINT16_T;
-      default: throw std::invalid_argument("mpi backend: no native reduction for " + DtypeName(t));
+      case at::kHalf:
+        return MPI_UINT16_T;
+      default:
+        throw std::invalid_argument("mpi backend: no native reduction for " + DtypeName(t));
     }
   }
 
@@ -438,7 +463,8 @@ class MpiCommunicator : public Communicator {
 MpiRuntime::MpiRuntime(int* argc, char*** argv) {
   int initialized = 0;
   PARADIFF_MPI_CHECK(MPI_Initialized(&initialized));
-  if (initialized) throw std::runtime_error("MpiRuntime: MPI is already initialized in this process");
+  if (initialized)
+    throw std::runtime_error("MpiRuntime: MPI is already initialized in this process");
   PARADIFF_MPI_CHECK(MPI_Init(argc, argv));
   PARADIFF_MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
   PARADIFF_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &world_rank_));
@@ -452,7 +478,8 @@ MpiRuntime::MpiRuntime(int* argc, char*** argv) {
 }
 
 MpiRuntime::~MpiRuntime() {
-  for (MPI_Op* op : {&context_->bf16_sum, &context_->bf16_max, &context_->half_sum, &context_->half_max})
+  for (MPI_Op* op :
+       {&context_->bf16_sum, &context_->bf16_max, &context_->half_sum, &context_->half_max})
     if (*op != MPI_OP_NULL) MPI_Op_free(op);
   MPI_Finalize();
 }

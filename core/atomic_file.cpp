@@ -17,7 +17,8 @@ Status WriteFileAtomic(const std::string& path, const std::string& content) {
   if (ec) return Status::Error(path, path + ": cannot create directory: " + ec.message());
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Status::Error(path, tmp + ": cannot open for writing: " + std::strerror(errno));
+  if (fd < 0)
+    return Status::Error(path, tmp + ": cannot open for writing: " + std::strerror(errno));
   size_t done = 0;
   while (done < content.size()) {
     const ssize_t n = ::write(fd, content.data() + done, content.size() - done);

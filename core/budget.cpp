@@ -42,7 +42,7 @@ namespace {
 
 constexpr double kActivationValuesPerUnit = 16;  // fp32 values per token, hidden unit and layer
 constexpr double kFp32Bytes = 4;
-constexpr double kLogitCopies = 2;  // the logits and their gradient
+constexpr double kLogitCopies = 2;           // the logits and their gradient
 constexpr double kTensorsPerLayer = 16;      // upper bound of a block's parameter tensors
 constexpr double kTensorsOutsideLayers = 8;  // embeddings, final norm, head
 constexpr double kReportedKinds = 5;         // param, grad, master, two optimizer slots

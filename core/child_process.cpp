@@ -81,7 +81,8 @@ pid_t SpawnSession(const std::vector<std::string>& args, const std::string& log_
   ::close(devnull);
   int err = 0;
   ssize_t n;
-  do n = ::read(report[0], &err, sizeof err); while (n < 0 && errno == EINTR);
+  do n = ::read(report[0], &err, sizeof err);
+  while (n < 0 && errno == EINTR);
   ::close(report[0]);
   if (n == static_cast<ssize_t>(sizeof err)) {
     ::waitpid(pid, nullptr, 0);

@@ -13,7 +13,12 @@ enum class ModelKind { kGpt, kExactLinear };
 enum class Activation { kGelu, kSwiglu };
 enum class Schedule { kGpipe, k1F1B, kInterleaved };
 enum class PartitionMethod { kUniform, kParameters, kExplicit };
-enum class DType { kFp32, kBf16, kFp16, kFp64 };  // kFp64 is internal (reference truth), never in JSON
+enum class DType {
+  kFp32,
+  kBf16,
+  kFp16,
+  kFp64
+};  // kFp64 is internal (reference truth), never in JSON
 enum class LossScaleMode { kNone, kStatic, kDynamic };
 enum class OptimizerKind { kSgd, kAdam, kAdamW };
 enum class Backend { kLocal, kMpi, kNccl };

@@ -13,7 +13,8 @@ namespace paradiff {
 
 // The document, or a discarded value (is_discarded()) when `text` is malformed or holds a NUL.
 inline nlohmann::json ParseJsonText(const std::string& text) {
-  if (text.find('\0') != std::string::npos) return nlohmann::json(nlohmann::json::value_t::discarded);
+  if (text.find('\0') != std::string::npos)
+    return nlohmann::json(nlohmann::json::value_t::discarded);
   return nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
 }
 

@@ -6,12 +6,18 @@ namespace paradiff {
 
 const char* Name(LayerType t) {
   switch (t) {
-    case LayerType::kEmbedding: return "embedding";
-    case LayerType::kAttention: return "attention";
-    case LayerType::kMlp: return "mlp";
-    case LayerType::kNorm: return "norm";
-    case LayerType::kHead: return "head";
-    case LayerType::kLinear: return "linear";
+    case LayerType::kEmbedding:
+      return "embedding";
+    case LayerType::kAttention:
+      return "attention";
+    case LayerType::kMlp:
+      return "mlp";
+    case LayerType::kNorm:
+      return "norm";
+    case LayerType::kHead:
+      return "head";
+    case LayerType::kLinear:
+      return "linear";
   }
   return "?";
 }
@@ -51,44 +57,60 @@ ModelSpec BuildGpt(const ModelConfig& m) {
   ModelSpec s;
   const int64_t h = m.hidden, hd = HeadDim(m);
   const double out_std = kInitStd / std::sqrt(2.0 * static_cast<double>(m.layers));
-  s.params.push_back({"embed.wte", {m.vocab, h}, LayerType::kEmbedding, -1, InitKind::kNormal, kInitStd});
+  s.params.push_back(
+      {"embed.wte", {m.vocab, h}, LayerType::kEmbedding, -1, InitKind::kNormal, kInitStd});
   if (m.position_embeddings)
-    s.params.push_back({"embed.wpe", {m.seq_len, h}, LayerType::kEmbedding, -1, InitKind::kNormal, kInitStd});
+    s.params.push_back(
+        {"embed.wpe", {m.seq_len, h}, LayerType::kEmbedding, -1, InitKind::kNormal, kInitStd});
   for (int64_t i = 0; i < m.layers; ++i) {
     const std::string b = "blocks." + std::to_string(i);
     AddNorm(s, b + ".ln1", h, i);
     const int64_t q = m.heads * hd, kv = 2 * m.kv_heads * hd;
-    s.params.push_back({b + ".attn.q.weight", {q, h}, LayerType::kAttention, i, InitKind::kNormal, kInitStd});
+    s.params.push_back(
+        {b + ".attn.q.weight", {q, h}, LayerType::kAttention, i, InitKind::kNormal, kInitStd});
     s.params.push_back({b + ".attn.q.bias", {q}, LayerType::kAttention, i, InitKind::kZeros, 0});
-    s.params.push_back({b + ".attn.kv.weight", {kv, h}, LayerType::kAttention, i, InitKind::kNormal, kInitStd});
+    s.params.push_back(
+        {b + ".attn.kv.weight", {kv, h}, LayerType::kAttention, i, InitKind::kNormal, kInitStd});
     s.params.push_back({b + ".attn.kv.bias", {kv}, LayerType::kAttention, i, InitKind::kZeros, 0});
-    s.params.push_back({b + ".attn.proj.weight", {h, q}, LayerType::kAttention, i, InitKind::kNormal, out_std});
+    s.params.push_back(
+        {b + ".attn.proj.weight", {h, q}, LayerType::kAttention, i, InitKind::kNormal, out_std});
     s.params.push_back({b + ".attn.proj.bias", {h}, LayerType::kAttention, i, InitKind::kZeros, 0});
     AddNorm(s, b + ".ln2", h, i);
     if (m.activation == Activation::kSwiglu) {
-      s.params.push_back({b + ".mlp.gate.weight", {m.ffn, h}, LayerType::kMlp, i, InitKind::kNormal, kInitStd});
-      s.params.push_back({b + ".mlp.up.weight", {m.ffn, h}, LayerType::kMlp, i, InitKind::kNormal, kInitStd});
+      s.params.push_back(
+          {b + ".mlp.gate.weight", {m.ffn, h}, LayerType::kMlp, i, InitKind::kNormal, kInitStd});
+      s.params.push_back(
+          {b + ".mlp.up.weight", {m.ffn, h}, LayerType::kMlp, i, InitKind::kNormal, kInitStd});
     } else {
-      s.params.push_back({b + ".mlp.fc1.weight", {m.ffn, h}, LayerType::kMlp, i, InitKind::kNormal, kInitStd});
+      s.params.push_back(
+          {b + ".mlp.fc1.weight", {m.ffn, h}, LayerType::kMlp, i, InitKind::kNormal, kInitStd});
       s.params.push_back({b + ".mlp.fc1.bias", {m.ffn}, LayerType::kMlp, i, InitKind::kZeros, 0});
     }
-    s.params.push_back({b + ".mlp.fc2.weight", {h, m.ffn}, LayerType::kMlp, i, InitKind::kNormal, out_std});
+    s.params.push_back(
+        {b + ".mlp.fc2.weight", {h, m.ffn}, LayerType::kMlp, i, InitKind::kNormal, out_std});
     s.params.push_back({b + ".mlp.fc2.bias", {h}, LayerType::kMlp, i, InitKind::kZeros, 0});
   }
   AddNorm(s, "head.ln_f", h, -1);
   if (!m.tied_embeddings)
-    s.params.push_back({"head.lm_head.weight", {m.vocab, h}, LayerType::kHead, -1, InitKind::kNormal, kInitStd});
+    s.params.push_back(
+        {"head.lm_head.weight", {m.vocab, h}, LayerType::kHead, -1, InitKind::kNormal, kInitStd});
   return s;
 }
 
 ModelSpec BuildExactLinear(const ModelConfig& m) {
   ModelSpec s;
   const int64_t h = m.hidden;
-  s.params.push_back({"embed.in.weight", {h, h}, LayerType::kLinear, -1, InitKind::kDyadic, kDyadicScale});
+  s.params.push_back(
+      {"embed.in.weight", {h, h}, LayerType::kLinear, -1, InitKind::kDyadic, kDyadicScale});
   for (int64_t i = 0; i < m.layers; ++i)
-    s.params.push_back({"blocks." + std::to_string(i) + ".linear.weight", {h, h}, LayerType::kLinear, i,
-                        InitKind::kDyadic, kDyadicScale});
-  s.params.push_back({"head.out.weight", {h, h}, LayerType::kLinear, -1, InitKind::kDyadic, kDyadicScale});
+    s.params.push_back({"blocks." + std::to_string(i) + ".linear.weight",
+                        {h, h},
+                        LayerType::kLinear,
+                        i,
+                        InitKind::kDyadic,
+                        kDyadicScale});
+  s.params.push_back(
+      {"head.out.weight", {h, h}, LayerType::kLinear, -1, InitKind::kDyadic, kDyadicScale});
   return s;
 }
 
@@ -98,6 +120,8 @@ ModelSpec BuildModelSpec(const ModelConfig& model) {
   return model.kind == ModelKind::kExactLinear ? BuildExactLinear(model) : BuildGpt(model);
 }
 
-int64_t ModelParameterCount(const ModelConfig& model) { return BuildModelSpec(model).TotalParams(); }
+int64_t ModelParameterCount(const ModelConfig& model) {
+  return BuildModelSpec(model).TotalParams();
+}
 
 }  // namespace paradiff

@@ -6,11 +6,11 @@
 //   embed.wte [vocab, hidden], embed.wpe [seq_len, hidden] (if position_embeddings),
 //   per block i: blocks.i.ln1.weight/bias [hidden], blocks.i.attn.q.weight [heads*head_dim,
 //   hidden] / .bias, blocks.i.attn.kv.weight [2*kv_heads*head_dim, hidden] / .bias (all key rows,
-//   then all value rows), blocks.i.attn.proj.weight [hidden, heads*head_dim], blocks.i.attn.proj.bias,
-//   blocks.i.ln2.weight/bias, then for gelu
-//   blocks.i.mlp.fc1.weight [ffn, hidden] / .bias [ffn]; for swiglu blocks.i.mlp.gate.weight and
-//   blocks.i.mlp.up.weight [ffn, hidden] (no bias); blocks.i.mlp.fc2.weight [hidden, ffn] / .bias,
-//   head.ln_f.weight/bias [hidden], head.lm_head.weight [vocab, hidden] (if not tied).
+//   then all value rows), blocks.i.attn.proj.weight [hidden, heads*head_dim],
+//   blocks.i.attn.proj.bias, blocks.i.ln2.weight/bias, then for gelu blocks.i.mlp.fc1.weight [ffn,
+//   hidden] / .bias [ffn]; for swiglu blocks.i.mlp.gate.weight and blocks.i.mlp.up.weight [ffn,
+//   hidden] (no bias); blocks.i.mlp.fc2.weight [hidden, ffn] / .bias, head.ln_f.weight/bias
+//   [hidden], head.lm_head.weight [vocab, hidden] (if not tied).
 // exact_linear: embed.in.weight [hidden, hidden], blocks.i.linear.weight [hidden, hidden],
 //   head.out.weight [hidden, hidden]; squared-error loss against generated targets.
 #pragma once

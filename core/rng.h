@@ -2,9 +2,10 @@
 // a stream name and an index, so any rank can generate exactly its own slice of a logical tensor
 // (Note [Sharded generation]) and every run is reproducible from the seed its report prints.
 //
-// Note [Sharded generation]: parameters and data are functions of (seed, tensor name, global element
-// index). A shard of any layout is produced by evaluating the same function on its global indices,
-// so all layouts see the same logical model and the reference needs no knowledge of any layout.
+// Note [Sharded generation]: parameters and data are functions of (seed, tensor name, global
+// element index). A shard of any layout is produced by evaluating the same function on its global
+// indices, so all layouts see the same logical model and the reference needs no knowledge of any
+// layout.
 #pragma once
 
 #include <cmath>
@@ -69,7 +70,9 @@ class SeqRng {
   int64_t Range(int64_t lo, int64_t hi) {  // inclusive
     return lo + static_cast<int64_t>(Below(static_cast<uint64_t>(hi - lo + 1)));
   }
-  bool Chance(double p) { return static_cast<double>(Next() >> 11) * (1.0 / 9007199254740992.0) < p; }
+  bool Chance(double p) {
+    return static_cast<double>(Next() >> 11) * (1.0 / 9007199254740992.0) < p;
+  }
   uint64_t state() const { return state_; }
 
  private:

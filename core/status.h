@@ -1,5 +1,5 @@
-// Status: the result of checking untrusted input. Holds every broken rule, each naming the field and
-// the rule ("parallel.tp=3 does not divide model.heads=8"), never just the first one.
+// Status: the result of checking untrusted input. Holds every broken rule, each naming the field
+// and the rule ("parallel.tp=3 does not divide model.heads=8"), never just the first one.
 #pragma once
 
 #include <optional>
@@ -10,8 +10,9 @@
 namespace paradiff {
 
 struct FieldError {
-  std::string field;    // dotted JSON path, e.g. "parallel.tp"
-  std::string message;  // the whole rule, starting with the field, e.g. "parallel.tp=3 does not ..."
+  std::string field;  // dotted JSON path, e.g. "parallel.tp"
+  std::string
+      message;  // the whole rule, starting with the field, e.g. "parallel.tp=3 does not ..."
 };
 
 class Status {
@@ -48,7 +49,7 @@ class Status {
 template <class T>
 class StatusOr {
  public:
-  StatusOr(T value) : value_(std::move(value)) {}  // NOLINT(runtime/explicit)
+  StatusOr(T value) : value_(std::move(value)) {}          // NOLINT(runtime/explicit)
   StatusOr(Status status) : status_(std::move(status)) {}  // NOLINT(runtime/explicit)
   bool ok() const { return value_.has_value(); }
   const Status& status() const { return status_; }

@@ -12,7 +12,8 @@ namespace paradiff::validate_internal {
 namespace {
 
 constexpr int64_t kMaxZeroStage = 3;
-constexpr double kMinLossScale = 0x1p-24;  // precision.loss_scale.init / min: 1 / scale is a float32
+constexpr double kMinLossScale =
+    0x1p-24;  // precision.loss_scale.init / min: 1 / scale is a float32
 
 // Adds "field=value must be > 0"; non-finite values get the "must be finite" message instead.
 void Positive(Status& st, const std::string& field, double v) {

@@ -4,15 +4,24 @@ namespace paradiff {
 
 const char* Name(VerdictKind k) {
   switch (k) {
-    case VerdictKind::kPass: return "pass";
-    case VerdictKind::kMismatch: return "mismatch";
-    case VerdictKind::kInvariant: return "invariant";
-    case VerdictKind::kCollective: return "collective";
-    case VerdictKind::kHang: return "hang";
-    case VerdictKind::kCrash: return "crash";
-    case VerdictKind::kRejectedValid: return "rejected-valid";
-    case VerdictKind::kAcceptedInvalid: return "accepted-invalid";
-    case VerdictKind::kInconclusive: return "inconclusive";
+    case VerdictKind::kPass:
+      return "pass";
+    case VerdictKind::kMismatch:
+      return "mismatch";
+    case VerdictKind::kInvariant:
+      return "invariant";
+    case VerdictKind::kCollective:
+      return "collective";
+    case VerdictKind::kHang:
+      return "hang";
+    case VerdictKind::kCrash:
+      return "crash";
+    case VerdictKind::kRejectedValid:
+      return "rejected-valid";
+    case VerdictKind::kAcceptedInvalid:
+      return "accepted-invalid";
+    case VerdictKind::kInconclusive:
+      return "inconclusive";
   }
   return "?";
 }

@@ -11,14 +11,14 @@ namespace paradiff {
 
 enum class VerdictKind {
   kPass,
-  kMismatch,        // a numeric disagreement with the reference beyond the tolerance bound
-  kInvariant,       // a structural invariant broke (shards do not tile, replicas differ, ...)
-  kCollective,      // ranks disagreed on a collective call
-  kHang,            // a rank never arrived; watchdog fired
-  kCrash,           // the run threw / aborted
-  kRejectedValid,   // the validator accepted the config but the engine refused it
-  kAcceptedInvalid, // the validator rejected a config the engine would run (fuzzer use)
-  kInconclusive,    // legitimate disagreement (e.g. borderline overflow); not a finding
+  kMismatch,         // a numeric disagreement with the reference beyond the tolerance bound
+  kInvariant,        // a structural invariant broke (shards do not tile, replicas differ, ...)
+  kCollective,       // ranks disagreed on a collective call
+  kHang,             // a rank never arrived; watchdog fired
+  kCrash,            // the run threw / aborted
+  kRejectedValid,    // the validator accepted the config but the engine refused it
+  kAcceptedInvalid,  // the validator rejected a config the engine would run (fuzzer use)
+  kInconclusive,     // legitimate disagreement (e.g. borderline overflow); not a finding
 };
 const char* Name(VerdictKind);
 bool IsFinding(VerdictKind);
@@ -45,8 +45,9 @@ struct Localization {
 
 struct Verdict {
   VerdictKind kind = VerdictKind::kPass;
-  std::string oracle;   // which oracle decided (numeric, tiling, collective, engine, ...)
-  std::string message;  // human-readable, names rank / tensor / index / expected / actual / bound / seed
+  std::string oracle;  // which oracle decided (numeric, tiling, collective, engine, ...)
+  std::string
+      message;  // human-readable, names rank / tensor / index / expected / actual / bound / seed
   Localization where;
   std::string Signature() const;
 };

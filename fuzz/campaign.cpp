@@ -40,14 +40,15 @@ using Clock = std::chrono::steady_clock;
 nlohmann::json WorkerVerdict(const char* kind, const std::string& detail, const Config& cfg) {
   // Stable signatures: the reason class, never the pid or the time.
   const std::string what = std::string(kind) == "hang" ? "timeout" : "worker-died";
-  return {{"kind", kind}, {"oracle", "worker"},
+  return {{"kind", kind},
+          {"oracle", "worker"},
           {"signature", std::string(kind) + ".worker.-.-." + what},
           {"message", detail + " (seed " + std::to_string(cfg.seed) + ")"}};
 }
 
 struct State {
-  int64_t done_below = 0;        // every index below is complete
-  std::set<int64_t> completed;   // complete indices >= done_below
+  int64_t done_below = 0;       // every index below is complete
+  std::set<int64_t> completed;  // complete indices >= done_below
   int64_t execs = 0, findings = 0, inconclusive = 0, rejected = 0;
   double elapsed_prev = 0;
   PairCoverage coverage;
@@ -61,20 +62,30 @@ struct State {
 };
 
 nlohmann::json StatsJson(const CampaignOptions& o, const State& s, double elapsed) {
-  return {{"paradiff_campaign", 1}, {"seed", o.seed}, {"inject", o.inject},
-          {"done_below", s.done_below}, {"completed", s.completed}, {"execs", s.execs},
-          {"findings", s.findings}, {"inconclusive", s.inconclusive}, {"rejected", s.rejected},
-          {"elapsed_s", elapsed}, {"coverage", s.coverage.ToJson()}, {"history", s.history}};
+  return {{"paradiff_campaign", 1},
+          {"seed", o.seed},
+          {"inject", o.inject},
+          {"done_below", s.done_below},
+          {"completed", s.completed},
+          {"execs", s.execs},
+          {"findings", s.findings},
+          {"inconclusive", s.inconclusive},
+          {"rejected", s.rejected},
+          {"elapsed_s", elapsed},
+          {"coverage", s.coverage.ToJson()},
+          {"history", s.history}};
 }
 
 Status LoadState(const CampaignOptions& o, const nlohmann::json& j, State& s) {
   if (j.empty()) return Status();
   if (j.value("seed", uint64_t{0}) != o.seed)
-    return Status::Error("--seed", "--seed=" + std::to_string(o.seed) + " differs from the work dir's seed " +
+    return Status::Error("--seed", "--seed=" + std::to_string(o.seed) +
+                                       " differs from the work dir's seed " +
                                        std::to_string(j.value("seed", uint64_t{0})) +
                                        " (resume with the same seed, or use a new --workdir)");
   if (j.value("inject", std::vector<std::string>{}) != o.inject)
-    return Status::Error("--inject", "--inject differs from the work dir's (resume with the same switches)");
+    return Status::Error("--inject",
+                         "--inject differs from the work dir's (resume with the same switches)");
   s.done_below = j.value("done_below", int64_t{0});
   s.completed = j.value("completed", std::set<int64_t>{});
   s.execs = j.value("execs", int64_t{0});
@@ -102,7 +113,8 @@ Config ConfigAt(const CampaignOptions& opts, const std::vector<Config>& seeds,
   if (!seeds.empty() && frng.Chance(kSeedCorpusShare)) {
     base = seeds[frng.Below(seeds.size())];
     for (const auto& f : opts.inject)
-      if (std::find(base.faults.begin(), base.faults.end(), f) == base.faults.end()) base.faults.push_back(f);
+      if (std::find(base.faults.begin(), base.faults.end(), f) == base.faults.end())
+        base.faults.push_back(f);
   } else {
     base = GenerateConfig(frng, domain);
   }
@@ -150,7 +162,8 @@ StatusOr<CampaignSummary> RunCampaign(const CampaignOptions& opts, std::ostream&
   if (opts.budget_s <= 0 && opts.runs <= 0)
     return Status::Error("--budget", "give --budget (e.g. 90s, 10m, 8h) or --runs N");
   for (const auto& f : opts.inject)
-    if (!IsKnownFault(f)) return Status::Error("--inject", "--inject=" + f + ": unknown fault switch");
+    if (!IsKnownFault(f))
+      return Status::Error("--inject", "--inject=" + f + ": unknown fault switch");
   StatusOr<std::vector<Config>> seeds = LoadCorpus(opts.corpus_dir);
   if (!seeds.ok()) return seeds.status();
   std::string stale;
@@ -178,17 +191,20 @@ StatusOr<CampaignSummary> RunCampaign(const CampaignOptions& opts, std::ostream&
   auto old_int = std::signal(SIGINT, OnInterrupt);
   auto old_term = std::signal(SIGTERM, OnInterrupt);
   const auto start = Clock::now();
-  auto elapsed = [&] { return st.elapsed_prev + std::chrono::duration<double>(Clock::now() - start).count(); };
+  auto elapsed = [&] {
+    return st.elapsed_prev + std::chrono::duration<double>(Clock::now() - start).count();
+  };
   log << "INFO: campaign workdir=" << opts.workdir << " seed=" << opts.seed << " jobs=" << opts.jobs
       << " budget=" << opts.budget_s << "s runs=" << opts.runs << " resume_from=" << st.done_below
       << " seeds=" << seeds.value().size() << std::endl;
 
   CampaignSummary sum;
   std::unique_ptr<TaskPool> pool_owner =
-      opts.make_pool ? opts.make_pool()
-                     : std::make_unique<WorkerPool>(
-                           opts.exe, opts.jobs, opts.worker_mem_mb,
-                           std::chrono::milliseconds(static_cast<int64_t>(opts.task_timeout_s * 1000)));
+      opts.make_pool
+          ? opts.make_pool()
+          : std::make_unique<WorkerPool>(
+                opts.exe, opts.jobs, opts.worker_mem_mb,
+                std::chrono::milliseconds(static_cast<int64_t>(opts.task_timeout_s * 1000)));
   TaskPool& pool = *pool_owner;
   std::map<int, int64_t> per_host;  // executions by MPI rank (only rank 0 without --distributed)
   std::map<int64_t, Config> in_flight;
@@ -216,10 +232,14 @@ StatusOr<CampaignSummary> RunCampaign(const CampaignOptions& opts, std::ostream&
       for (size_t k = 0; k < st.history.size(); k += 2) thin.push_back(st.history[k]);
       st.history = std::move(thin);
     }
-    st.history.push_back({{"elapsed_s", e}, {"execs", st.execs}, {"findings", st.findings},
-                          {"unique", Signatures(opts.workdir).size()},
-                          {"execs_per_s", here > 0 ? static_cast<double>(st.execs - execs_at_start) / here : 0.0},
-                          {"pairs_covered", st.coverage.covered()}, {"pairs_possible", possible}});
+    st.history.push_back(
+        {{"elapsed_s", e},
+         {"execs", st.execs},
+         {"findings", st.findings},
+         {"unique", Signatures(opts.workdir).size()},
+         {"execs_per_s", here > 0 ? static_cast<double>(st.execs - execs_at_start) / here : 0.0},
+         {"pairs_covered", st.coverage.covered()},
+         {"pairs_possible", possible}});
   };
 
   for (;;) {
@@ -251,15 +271,16 @@ StatusOr<CampaignSummary> RunCampaign(const CampaignOptions& opts, std::ostream&
       if (it == in_flight.end()) continue;
       const Config cfg = it->second;
       in_flight.erase(it);
-      nlohmann::json verdict =
-          e.kind == PoolEvent::kResult  ? e.result.value("verdict", nlohmann::json::object())
-          : e.kind == PoolEvent::kCrash ? WorkerVerdict("crash", e.detail, cfg)
-                                        : WorkerVerdict("hang", e.detail, cfg);
+      nlohmann::json verdict = e.kind == PoolEvent::kResult
+                                   ? e.result.value("verdict", nlohmann::json::object())
+                               : e.kind == PoolEvent::kCrash ? WorkerVerdict("crash", e.detail, cfg)
+                                                             : WorkerVerdict("hang", e.detail, cfg);
       const std::string kind = verdict.value("kind", "crash");
       const std::string sig = verdict.value("signature", "?");
-      const nlohmann::json report = e.result.is_object() && e.result.contains("report")
-                                        ? e.result["report"]
-                                        : nlohmann::json{{"verdict", verdict}, {"config", ConfigToJson(cfg)}};
+      const nlohmann::json report =
+          e.result.is_object() && e.result.contains("report")
+              ? e.result["report"]
+              : nlohmann::json{{"verdict", verdict}, {"config", ConfigToJson(cfg)}};
       if (kind == "inconclusive") {
         // Kept like a finding (Note [Idempotent findings]), so a reason can be read and rerun.
         ++st.inconclusive;
@@ -283,13 +304,15 @@ StatusOr<CampaignSummary> RunCampaign(const CampaignOptions& opts, std::ostream&
       ++st.execs;
       ++per_host[e.host];
       st.Complete(e.index);
-      if (kind != "pass" || std::chrono::duration<double>(Clock::now() - last_stats).count() > kStatsEverySeconds) {
+      if (kind != "pass" ||
+          std::chrono::duration<double>(Clock::now() - last_stats).count() > kStatsEverySeconds) {
         const Status s = wd.SaveStats(StatsJson(opts, st, elapsed()));
         if (!s.ok()) return s;
         last_stats = Clock::now();
       }
     }
-    if (std::chrono::duration<double>(Clock::now() - last_progress).count() >= opts.progress_every_s) {
+    if (std::chrono::duration<double>(Clock::now() - last_progress).count() >=
+        opts.progress_every_s) {
       progress("INFO");
       last_progress = Clock::now();
     }

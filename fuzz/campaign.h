@@ -26,24 +26,27 @@ namespace paradiff {
 
 struct CampaignOptions {
   std::string workdir;
-  double budget_s = 0;   // total wall time over all resumptions (0 = no time limit)
-  int64_t runs = 0;      // total executions (0 = no execution limit)
+  double budget_s = 0;  // total wall time over all resumptions (0 = no time limit)
+  int64_t runs = 0;     // total executions (0 = no execution limit)
   int jobs = 1;
   uint64_t seed = 1;
-  std::string corpus_dir;             // seed corpus of JSON configs (optional)
-  std::vector<std::string> inject;    // fault switches turned on in every config
+  std::string corpus_dir;           // seed corpus of JSON configs (optional)
+  std::vector<std::string> inject;  // fault switches turned on in every config
   bool stop_on_first = false;
-  double task_timeout_s = 120;        // a config taking longer is a hang
-  int64_t worker_mem_mb = 8192;       // address-space limit per worker
+  double task_timeout_s = 120;   // a config taking longer is a hang
+  int64_t worker_mem_mb = 8192;  // address-space limit per worker
   double progress_every_s = 2;
-  std::string exe;                    // the paradiff binary (workers run `exe worker`)
-  int64_t debug_crash_at = -1;        // tests: execution whose worker aborts
-  int64_t debug_hang_at = -1;         // tests: execution whose worker blocks
-  std::vector<std::string> oracles;   // oracle selection of every check (resolved names; empty = default)
-  std::string backend;                // "" = each config's own; "local" | "mpi": every config's
-  // Where tasks go: empty = a WorkerPool of `jobs` workers here; `--distributed` passes an MpiTaskPool.
+  std::string exe;              // the paradiff binary (workers run `exe worker`)
+  int64_t debug_crash_at = -1;  // tests: execution whose worker aborts
+  int64_t debug_hang_at = -1;   // tests: execution whose worker blocks
+  std::vector<std::string>
+      oracles;          // oracle selection of every check (resolved names; empty = default)
+  std::string backend;  // "" = each config's own; "local" | "mpi": every config's
+  // Where tasks go: empty = a WorkerPool of `jobs` workers here; `--distributed` passes an
+  // MpiTaskPool.
   std::function<std::unique_ptr<TaskPool>()> make_pool;
-  double minimize_budget_s = 20;      // after the loop, per stored finding (fuzz/finding_minimizer.h); 0 = off
+  double minimize_budget_s =
+      20;              // after the loop, per stored finding (fuzz/finding_minimizer.h); 0 = off
   std::string target;  // external target file (docs/TARGETS.md); "" = the built-in engine
 };
 
@@ -52,7 +55,7 @@ struct CampaignSummary {
   int64_t pairs_covered = 0, pairs_possible = 0;
   double elapsed_s = 0;
   bool interrupted = false;
-  std::vector<std::string> signatures;  // every signature in the work dir
+  std::vector<std::string> signatures;            // every signature in the work dir
   std::vector<std::string> inconclusive_reasons;  // signatures under DIR/inconclusive
 };
 

@@ -17,10 +17,10 @@
 namespace paradiff {
 
 struct DomainOptions {
-  int64_t max_world = 8;        // largest world size generated
-  int64_t max_layers = 4;       // largest model.layers
-  int64_t max_hidden = 64;      // largest model.hidden
-  int64_t max_steps = 3;        // largest steps
+  int64_t max_world = 8;    // largest world size generated
+  int64_t max_layers = 4;   // largest model.layers
+  int64_t max_hidden = 64;  // largest model.hidden
+  int64_t max_steps = 3;    // largest steps
   // Largest model.vocab: the embedding-heavy draws (Note [Embedding-heavy models] in
   // config_generate.cpp) reach it; the rest stay at 17..97.
   int64_t max_vocab = 512;
@@ -28,7 +28,7 @@ struct DomainOptions {
   // machine (hysteresis, backoff, growth) needs several steps to show (Note [Climbing loss scale]
   // in config_generate.cpp).
   int64_t max_scaler_steps = 8;
-  double invalid_share = 0.0;   // share of deliberately invalid configs (Generate / Mutate)
+  double invalid_share = 0.0;       // share of deliberately invalid configs (Generate / Mutate)
   std::vector<std::string> faults;  // copied into every generated config
   // Configs this predicate rejects are re-drawn (e.g. what the engine build supports); null = all.
   std::function<bool(const Config&)> accept;
@@ -38,7 +38,8 @@ struct DomainOptions {
 Config GenerateConfig(SeqRng& rng, const DomainOptions& opts);
 
 // One field-aware mutation of `base` (change one degree, swap a schedule, flip a precision, nudge a
-// size to a non-divisible value, ...). Keeps the result valid and accepted unless it drew "invalid".
+// size to a non-divisible value, ...). Keeps the result valid and accepted unless it drew
+// "invalid".
 Config MutateConfig(const Config& base, SeqRng& rng, const DomainOptions& opts);
 
 // Candidates one step smaller / simpler than `c` (fewer ranks, steps, layers, smaller sizes,

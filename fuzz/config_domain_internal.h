@@ -68,8 +68,8 @@ void DrawPrecision(Config& c, SeqRng& rng, double exotic);
 // of generated models, sometimes overflow-then-recover (every gradient overflows at first). On a
 // checkpointed config a dynamic scaler grows before the save (growth_interval <= save_at).
 void DrawLossScale(Config& c, SeqRng& rng);
-// checkpoint.*: save_at in 1..steps-1 (needs steps >= 2) and a reload layout, preferring another dp;
-// a dynamic loss scaler grows before the save (growth_interval <= save_at).
+// checkpoint.*: save_at in 1..steps-1 (needs steps >= 2) and a reload layout, preferring another
+// dp; a dynamic loss scaler grows before the save (growth_interval <= save_at).
 void DrawCheckpointLayout(Config& c, SeqRng& rng);
 // optimizer.*: sgd / adam / adamw with sane learning rates; exact_linear gets dyadic sgd.
 void DrawOptimizer(Config& c, SeqRng& rng);

@@ -33,12 +33,12 @@ constexpr double kSpShare = 0.4;          // sp, given tp > 1 (times the exotic 
 constexpr double kKvPerRankShare = 0.2;   // gpt, given tp > 1: grouped attention within each rank
 constexpr int64_t kMaxKvPerRankHeads = 16;
 constexpr double kOverflowThenRecoverShare = 0.25;  // of dynamic loss scaling (DrawPrecision)
-constexpr int kRecoverMinLog2 = 28;  // overflow-then-recover starts at 2^28 .. 2^40
-constexpr double kClimbShare = 0.35;  // of dynamic loss scaling: Note [Climbing loss scale]
+constexpr int kRecoverMinLog2 = 28;                 // overflow-then-recover starts at 2^28 .. 2^40
+constexpr double kClimbShare = 0.35;         // of dynamic loss scaling: Note [Climbing loss scale]
 constexpr double kInexactScaleShare = 0.15;  // Note [Inexact loss scales]
 constexpr double kFineTuningLrShare = 0.15;  // of Adam learning rates: 1e-6..1e-3
 constexpr double kLargeVocabShare = 0.2;     // Note [Embedding-heavy models]
-constexpr double kClimbGrowth = 4;    // two octaves a step: never jumps the partial-overflow band
+constexpr double kClimbGrowth = 4;  // two octaves a step: never jumps the partial-overflow band
 // Clipping (gpt only), more often with loss scaling, where a first applied scale above the
 // applied band is lowered into it at this share (Note [Clipping under loss scaling]).
 constexpr double kClipShare = 0.3;
@@ -48,7 +48,7 @@ constexpr int kAppliedScaleMinLog2 = 10;  // the applied band: loss scales at wh
 constexpr int kAppliedScaleMaxLog2 = 16;  // of generated models apply (no fp16 overflow)
 constexpr double kCheckpointShare = 0.3;
 constexpr double kCheckpointShareDynamic = 0.6;  // with dynamic loss scaling
-constexpr double kScalerMidStateShare = 0.8;  // of those: Note [Scaler state at the save]
+constexpr double kScalerMidStateShare = 0.8;     // of those: Note [Scaler state at the save]
 constexpr double kBackendShare = 0.04;
 constexpr double kUnevenDpShare = 0.85;  // nudge the model so dp does not divide its parameters
 constexpr int kMaxNudges = 16;
@@ -222,7 +222,8 @@ void DrawCheckpoint(Config& c, SeqRng& rng, double exotic) {
   // A dynamic loss scaler is the checkpointed state with the most branches (three numbers, each
   // lost by some real reload; Note [Scaler state at the save]): checkpoint it twice as often.
   const bool dynamic = c.precision.loss_scale.mode == LossScaleMode::kDynamic;
-  if (c.steps < 2 || !rng.Chance((dynamic ? kCheckpointShareDynamic : kCheckpointShare) * exotic)) return;
+  if (c.steps < 2 || !rng.Chance((dynamic ? kCheckpointShareDynamic : kCheckpointShare) * exotic))
+    return;
   DrawCheckpointLayout(c, rng);
 }
 
@@ -424,7 +425,8 @@ void DrawLossScale(Config& c, SeqRng& rng) {
   // gradients of the generated models overflow while the rest do not (an overflow in some
   // shards or some layers only; measured on generated configs of hidden 2..32, dp 2..7, tp 1..4,
   // pp 1..3), which exercises the skip / backoff path and every rank's agreement on it.
-  s.init = std::ldexp(1.0, static_cast<int>(rng.Chance(0.6) ? rng.Range(17, 20) : rng.Range(10, 24)));
+  s.init =
+      std::ldexp(1.0, static_cast<int>(rng.Chance(0.6) ? rng.Range(17, 20) : rng.Range(10, 24)));
   s.growth_interval = rng.Range(1, 4);
   s.hysteresis = rng.Range(1, 2);
   if (s.mode == LossScaleMode::kDynamic && rng.Chance(kOverflowThenRecoverShare)) {
@@ -433,11 +435,13 @@ void DrawLossScale(Config& c, SeqRng& rng) {
     // Exercises what a skipped step must leave alone (optimizer step counts, momenta, the
     // scaler's counters) — state the steps after it read.
     // With hysteresis h the first h - 1 overflows only spend it: steps 0 .. h - 1 are skipped.
-    const int high = static_cast<int>(rng.Range(kRecoverMinLog2, 40)), low = static_cast<int>(rng.Range(6, 16));
+    const int high = static_cast<int>(rng.Range(kRecoverMinLog2, 40)),
+              low = static_cast<int>(rng.Range(6, 16));
     s.init = std::ldexp(1.0, high);
     s.backoff = std::ldexp(1.0, low - high);
     s.hysteresis = rng.Chance(0.5) ? 1 : rng.Range(2, 3);
-  } else if (s.mode == LossScaleMode::kDynamic && rng.Chance(kClimbShare / (1 - kOverflowThenRecoverShare))) {
+  } else if (s.mode == LossScaleMode::kDynamic &&
+             rng.Chance(kClimbShare / (1 - kOverflowThenRecoverShare))) {
     // Note [Climbing loss scale]: the band of scales where only some gradients overflow (some
     // shards, layers or pipeline stages: where ranks must agree on the decision) is about two
     // octaves wide and sits at another place for every model (2^16..2^20 for most generated

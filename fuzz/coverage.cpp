@@ -15,7 +15,8 @@ bool PairCoverage::Add(const std::vector<std::string>& features) {
     for (size_t j = i + 1; j < features.size(); ++j) {
       if (FeatureName(features[i]) == FeatureName(features[j])) continue;
       const bool lt = features[i] < features[j];
-      added |= pairs_.insert(lt ? features[i] + "|" + features[j] : features[j] + "|" + features[i]).second;
+      added |= pairs_.insert(lt ? features[i] + "|" + features[j] : features[j] + "|" + features[i])
+                   .second;
     }
   return added;
 }

@@ -44,9 +44,9 @@ struct GateOptions {
   CampaignOptions campaign;        // workdir (default: a new temporary dir), seed, jobs, exe
   std::set<std::string> baseline;  // known signatures
   std::chrono::milliseconds timeout =
-      kDefaultCollectiveTimeout;             // collective watchdog of every suite / corpus check
-  std::vector<std::string> oracles;          // oracle selection (suite, corpus and campaign)
-  SystemUnderTest system;                    // the built-in engine or an external target (--target)
+      kDefaultCollectiveTimeout;     // collective watchdog of every suite / corpus check
+  std::vector<std::string> oracles;  // oracle selection (suite, corpus and campaign)
+  SystemUnderTest system;            // the built-in engine or an external target (--target)
 };
 
 struct GateResult {

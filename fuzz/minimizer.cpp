@@ -27,9 +27,11 @@ void Flatten(const nlohmann::json& j, const std::string& prefix,
   out[prefix] = j.dump();
 }
 
-// Whether the system under test can check `c` at all (the minimizer treats "cannot" like "invalid").
+// Whether the system under test can check `c` at all (the minimizer treats "cannot" like
+// "invalid").
 bool Checkable(const Config& c, const MinimizeOptions& o) {
-  return CheckConfig(c, ResourceBudget{}).ok() && (o.supports ? o.supports(c) : EngineSupports(c)).ok();
+  return CheckConfig(c, ResourceBudget{}).ok() &&
+         (o.supports ? o.supports(c) : EngineSupports(c)).ok();
 }
 
 }  // namespace

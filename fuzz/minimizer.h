@@ -36,12 +36,12 @@ struct MinimizeStep {
 
 struct MinimizeOptions {
   std::chrono::milliseconds timeout =
-      kDefaultCollectiveTimeout;                    // collective watchdog of every check
-  double budget_s = 0;                              // wall-time cap of the search (0 = none)
-  ReferenceCache* cache = nullptr;                  // shared reference cache (optional)
-  std::vector<std::string> oracles;                 // oracle selection of every check ("" = default)
-  EngineRunner run_engine;                          // the system under test (empty = built-in engine)
-  std::function<Status(const Config&)> supports;    // what it can run (empty = EngineSupports)
+      kDefaultCollectiveTimeout;                  // collective watchdog of every check
+  double budget_s = 0;                            // wall-time cap of the search (0 = none)
+  ReferenceCache* cache = nullptr;                // shared reference cache (optional)
+  std::vector<std::string> oracles;               // oracle selection of every check ("" = default)
+  EngineRunner run_engine;                        // the system under test (empty = built-in engine)
+  std::function<Status(const Config&)> supports;  // what it can run (empty = EngineSupports)
   std::function<void(const Verdict&)> on_original;  // called with the original's verdict (optional)
   std::function<void(const MinimizeStep&)> on_step;  // called for each accepted step (optional)
 };

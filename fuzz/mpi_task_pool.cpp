@@ -14,8 +14,10 @@ constexpr int kTagTask = 701, kTagEvent = 702, kTagStop = 703;
 constexpr auto kSlice = std::chrono::milliseconds(5);  // local poll slice while waiting
 
 void SendText(const std::string& s, int dest, int tag) {
-  if (MPI_Send(s.data(), static_cast<int>(s.size()), MPI_CHAR, dest, tag, MPI_COMM_WORLD) != MPI_SUCCESS)
-    throw std::runtime_error("distributed campaign: MPI_Send to rank " + std::to_string(dest) + " failed");
+  if (MPI_Send(s.data(), static_cast<int>(s.size()), MPI_CHAR, dest, tag, MPI_COMM_WORLD) !=
+      MPI_SUCCESS)
+    throw std::runtime_error("distributed campaign: MPI_Send to rank " + std::to_string(dest) +
+                             " failed");
 }
 
 // Receives one pending message of `tag` from `source` (MPI_ANY_SOURCE allowed) if there is one.
@@ -33,7 +35,10 @@ bool TryRecvText(int source, int tag, std::string& text, int& from) {
 }
 
 nlohmann::json EventJson(const PoolEvent& e) {
-  return {{"kind", static_cast<int>(e.kind)}, {"index", e.index}, {"result", e.result}, {"detail", e.detail}};
+  return {{"kind", static_cast<int>(e.kind)},
+          {"index", e.index},
+          {"result", e.result},
+          {"detail", e.detail}};
 }
 
 PoolEvent EventFrom(const nlohmann::json& j, int host) {
@@ -92,7 +97,8 @@ std::vector<PoolEvent> MpiTaskPool::Poll(std::chrono::milliseconds wait) {
       out.push_back(EventFrom(nlohmann::json::parse(text), from));
       --remote_busy_[from];
     }
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
     for (PoolEvent& e : local_.Poll(std::max(std::chrono::milliseconds(0), std::min(left, kSlice))))
       out.push_back(std::move(e));
     if (!out.empty() || std::chrono::steady_clock::now() >= deadline) return out;

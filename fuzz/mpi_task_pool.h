@@ -21,8 +21,8 @@
 namespace paradiff {
 
 struct RemoteWorkers {
-  std::string exe;       // the paradiff binary on this rank
-  int jobs = 1;          // workers per rank
+  std::string exe;  // the paradiff binary on this rank
+  int jobs = 1;     // workers per rank
   int64_t mem_mb = 8192;
   std::chrono::milliseconds task_timeout{120000};
 };

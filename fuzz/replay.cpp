@@ -109,7 +109,8 @@ StatusOr<std::vector<ReplayItem>> CollectReplayItems(const std::vector<std::stri
   return out;
 }
 
-ReplayResult Replay(const ReplayItem& item, const CheckOptions& opts, const SystemUnderTest& system) {
+ReplayResult Replay(const ReplayItem& item, const CheckOptions& opts,
+                    const SystemUnderTest& system) {
   const auto t0 = std::chrono::steady_clock::now();
   ReplayResult r;
   r.item = item;
@@ -131,8 +132,8 @@ ReplayResult Replay(const ReplayItem& item, const CheckOptions& opts, const Syst
     const bool finding = IsFinding(res.verdict.kind);
     // An inconclusive check passes (it fails nothing); replayed from a campaign's stored reason
     // (DIR/inconclusive/<signature>/) it shows that signature, and matches when it is the same.
-    const bool same_reason = res.verdict.kind == VerdictKind::kInconclusive &&
-                             item.expected == res.verdict.Signature();
+    const bool same_reason =
+        res.verdict.kind == VerdictKind::kInconclusive && item.expected == res.verdict.Signature();
     r.got = finding || same_reason ? res.verdict.Signature() : "pass";
     r.outcome = !finding                 ? ReplayOutcome::kPass
                 : item.expected.empty()  ? ReplayOutcome::kFails

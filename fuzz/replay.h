@@ -62,6 +62,7 @@ StatusOr<std::string> ReadExpectation(const std::string& config_path);
 
 // Loads, validates and checks one item; never throws for a bad config (kInvalid).
 // `system` decides what is supported (the built-in engine by default); opts.run_engine runs it.
-ReplayResult Replay(const ReplayItem& item, const CheckOptions& opts, const SystemUnderTest& system = {});
+ReplayResult Replay(const ReplayItem& item, const CheckOptions& opts,
+                    const SystemUnderTest& system = {});
 
 }  // namespace paradiff

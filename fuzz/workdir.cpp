@@ -21,7 +21,8 @@ StatusOr<nlohmann::json> ReadJson(const std::string& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   nlohmann::json j = ParseJsonText(ss.str());
-  if (j.is_discarded()) return Status::Error(path, path + ": corrupt JSON (delete it to start over)");
+  if (j.is_discarded())
+    return Status::Error(path, path + ": corrupt JSON (delete it to start over)");
   return j;
 }
 
@@ -31,7 +32,8 @@ std::vector<std::string> RecordedSignatures(const std::string& workdir, const st
   std::vector<std::string> out;
   std::error_code ec;
   for (const auto& e : std::filesystem::directory_iterator(workdir + "/" + area, ec))
-    if (std::filesystem::exists(e.path() / "meta.json")) out.push_back(e.path().filename().string());
+    if (std::filesystem::exists(e.path() / "meta.json"))
+      out.push_back(e.path().filename().string());
   std::sort(out.begin(), out.end());
   return out;
 }
@@ -70,7 +72,8 @@ StatusOr<bool> WorkDir::RecordInconclusive(const nlohmann::json& v, const Config
 }
 
 StatusOr<bool> WorkDir::Record(const std::string& dir, const nlohmann::json& v, const Config& cfg,
-                               const nlohmann::json& report, int64_t index, double elapsed_s) const {
+                               const nlohmann::json& report, int64_t index,
+                               double elapsed_s) const {
   const std::string sig = v.value("signature", "unknown");
   StatusOr<nlohmann::json> loaded = ReadJson(dir + "/meta.json");
   if (!loaded.ok()) return loaded.status();
@@ -82,8 +85,12 @@ StatusOr<bool> WorkDir::Record(const std::string& dir, const nlohmann::json& v, 
     s.Merge(WriteFileAtomic(dir + "/report.json", report.dump(2) + "\n"));
     s.Merge(WriteFileAtomic(dir + "/log", v.value("message", "") + "\n"));
     if (!s.ok()) return s;
-    meta = {{"signature", sig}, {"kind", v.value("kind", "")}, {"oracle", v.value("oracle", "")},
-            {"first_seen_index", index}, {"first_seen_s", elapsed_s}, {"seed", cfg.seed},
+    meta = {{"signature", sig},
+            {"kind", v.value("kind", "")},
+            {"oracle", v.value("oracle", "")},
+            {"first_seen_index", index},
+            {"first_seen_s", elapsed_s},
+            {"seed", cfg.seed},
             {"indices", nlohmann::json::array()}};
   }
   std::set<int64_t> indices = meta["indices"].get<std::set<int64_t>>();

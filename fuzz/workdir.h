@@ -18,11 +18,10 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/config.h"
 #include "core/status.h"
@@ -44,7 +43,8 @@ class WorkDir {
                                const nlohmann::json& report, int64_t index, double elapsed_s) const;
   // The same for an inconclusive verdict, under DIR/inconclusive/ (never minimized or gated on).
   StatusOr<bool> RecordInconclusive(const nlohmann::json& verdict, const Config& cfg,
-                                    const nlohmann::json& report, int64_t index, double elapsed_s) const;
+                                    const nlohmann::json& report, int64_t index,
+                                    double elapsed_s) const;
   // Saves an interesting config to DIR/corpus/ (named by its content hash).
   Status SaveCorpus(const Config& cfg) const;
 

@@ -63,7 +63,8 @@ int RunWorker(std::istream& in, std::ostream& out) {
       result["verdict"] = VerdictJson(res.verdict);
       if (IsFinding(res.verdict.kind)) result["report"] = ReportJson(cfg.value(), res);
     }
-    result["ms"] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    result["ms"] =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     out << result.dump() << std::endl;
   }
   return 0;

@@ -29,7 +29,8 @@ void WorkerPool::Start(Worker& w) {
   if (::pipe2(to, O_CLOEXEC) != 0 || ::pipe2(from, O_CLOEXEC) != 0)
     throw std::runtime_error(std::string("worker pool: pipe failed: ") + std::strerror(errno));
   const pid_t pid = ::fork();
-  if (pid < 0) throw std::runtime_error(std::string("worker pool: fork failed: ") + std::strerror(errno));
+  if (pid < 0)
+    throw std::runtime_error(std::string("worker pool: fork failed: ") + std::strerror(errno));
   if (pid == 0) {
     ::dup2(to[0], STDIN_FILENO);
     ::dup2(from[1], STDOUT_FILENO);
@@ -145,7 +146,9 @@ std::vector<PoolEvent> WorkerPool::Poll(std::chrono::milliseconds wait) {
     } else if (w.task >= 0 && now - w.started > task_timeout_) {
       const int64_t task = w.task;
       Stop(w, /*kill=*/true);
-      events.push_back({PoolEvent::kTimeout, task, {},
+      events.push_back({PoolEvent::kTimeout,
+                        task,
+                        {},
                         "no result within " + std::to_string(task_timeout_.count()) + " ms"});
       Start(w);
       ++restarts_;

@@ -14,29 +14,41 @@ namespace paradiff {
 
 const std::vector<ZooSwitch>& ZooSwitches() {
   static const std::vector<ZooSwitch> kSwitches = {
-      {"zero.uneven_last_shard", "the last data-parallel shard is sized as if numel divided evenly; the tail is dropped",
+      {"zero.uneven_last_shard",
+       "the last data-parallel shard is sized as if numel divided evenly; the tail is dropped",
        "ZeRO >= 1, flat numel % dp != 0", "DeepSpeed PRs 836, 1380, 1422"},
-      {"pp.floor_layers_per_stage", "layers per stage = floor(L / stages); remainder layers are not built",
+      {"pp.floor_layers_per_stage",
+       "layers per stage = floor(L / stages); remainder layers are not built",
        "pp > 1, layers % (pp * virtual_stages) != 0, uniform partition", "Megatron-LM issue 1304"},
       {"tp.vocab_padding_in_loss", "padded vocabulary logits are not masked out of the softmax",
        "tp > 1, vocab % (4 * tp) != 0", "Megatron-LM issue 1754; Colossal-AI issues 6108, 6167"},
-      {"dp.average_by_world_size", "gradients divided by the world size instead of the data-parallel size",
+      {"dp.average_by_world_size",
+       "gradients divided by the world size instead of the data-parallel size",
        "dp < world (tp > 1 or pp > 1)", "DeepSpeed PRs 5555, 6546; Megatron-LM issue 906"},
-      {"pp.skip_tied_embedding_sync", "tied embedding gradients not all-reduced between first and last stage",
+      {"pp.skip_tied_embedding_sync",
+       "tied embedding gradients not all-reduced between first and last stage",
        "tied embeddings, pp > 1", "Megatron-LM issue 656; NeMo PR 6958"},
-      {"fp16.local_overflow_decision", "each rank decides on overflow alone; ranks skip different steps",
-       "dynamic loss scaling, world > 1, an overflow in some shards only", "DeepSpeed PR 994; Colossal-AI PR 80, issue 5003"},
-      {"clip.count_replicated_per_tp_rank", "the global norm counts tp-replicated parameters once per tp rank",
+      {"fp16.local_overflow_decision",
+       "each rank decides on overflow alone; ranks skip different steps",
+       "dynamic loss scaling, world > 1, an overflow in some shards only",
+       "DeepSpeed PR 994; Colossal-AI PR 80, issue 5003"},
+      {"clip.count_replicated_per_tp_rank",
+       "the global norm counts tp-replicated parameters once per tp rank",
        "gradient clipping, tp > 1", "TransformerEngine PR 715 (ROCm fork)"},
-      {"gas.overwrite_grad", "the ZeRO-2 accumulation buffer is overwritten at non-boundary micro-steps",
+      {"gas.overwrite_grad",
+       "the ZeRO-2 accumulation buffer is overwritten at non-boundary micro-steps",
        "ZeRO 2, accumulation_steps >= 3", "DeepSpeed PR 6550"},
-      {"bf16.accumulate_in_bf16", "gradients accumulated across micro-steps in bf16 instead of the accumulate dtype",
+      {"bf16.accumulate_in_bf16",
+       "gradients accumulated across micro-steps in bf16 instead of the accumulate dtype",
        "bf16, accumulation_steps > 1 (visible with many micro-steps)", "DeepSpeed issue 1800"},
-      {"ckpt.reshard_drops_tail", "a resharding load of optimizer state loses each saving rank's short last piece",
-       "checkpoint reload with another dp, saved flat numel % dp != 0", "Megatron-LM PR 552, issue 659"},
+      {"ckpt.reshard_drops_tail",
+       "a resharding load of optimizer state loses each saving rank's short last piece",
+       "checkpoint reload with another dp, saved flat numel % dp != 0",
+       "Megatron-LM PR 552, issue 659"},
       {"comm.rank_dependent_bucket_order", "ranks fill gradient buckets in a rank-dependent order",
        "bucketed reduction, dp > 1, more than one bucket", "DeepSpeed issue 2343"},
-      {"fp16.unscale_with_new_scale", "the gradient norm is unscaled with the loss scale the update just produced",
+      {"fp16.unscale_with_new_scale",
+       "the gradient norm is unscaled with the loss scale the update just produced",
        "dynamic loss scaling + clipping, a step where the scale changes", "DeepSpeed PR 2695"},
   };
   return kSwitches;
@@ -83,12 +95,19 @@ void ReadCampaign(const std::string& dir, ZooRow& row) {
 nlohmann::json ZooReport::ToJson() const {
   nlohmann::json rows_json = nlohmann::json::array();
   for (const auto& r : rows)
-    rows_json.push_back({{"switch", r.name}, {"found", r.found}, {"time_to_detect_s", r.time_to_detect_s},
-                         {"execs_to_detect", r.execs_to_detect}, {"signatures", r.signatures},
-                         {"signature", r.signature},
-                         {"minimized", {{"world", r.min_world}, {"layers", r.min_layers}, {"steps", r.min_steps}}}});
-  return {{"switches", rows_json}, {"false_positives", false_positives},
-          {"false_positive_signatures", false_positive_signatures}, {"detection_rate", detection_rate},
+    rows_json.push_back(
+        {{"switch", r.name},
+         {"found", r.found},
+         {"time_to_detect_s", r.time_to_detect_s},
+         {"execs_to_detect", r.execs_to_detect},
+         {"signatures", r.signatures},
+         {"signature", r.signature},
+         {"minimized",
+          {{"world", r.min_world}, {"layers", r.min_layers}, {"steps", r.min_steps}}}});
+  return {{"switches", rows_json},
+          {"false_positives", false_positives},
+          {"false_positive_signatures", false_positive_signatures},
+          {"detection_rate", detection_rate},
           {"median_time_to_detect_s", median_time_to_detect_s}};
 }
 
@@ -99,7 +118,8 @@ StatusOr<ZooReport> RunZoo(const ZooOptions& opts, std::ostream& log) {
   const StatusOr<std::shared_ptr<WorkDirLock>> lock = WorkDirLock::Acquire(opts.workdir);
   if (!lock.ok()) return lock.status();
   ZooReport report;
-  auto campaign = [&](const std::string& name, const std::vector<std::string>& inject) -> StatusOr<std::string> {
+  auto campaign = [&](const std::string& name,
+                      const std::vector<std::string>& inject) -> StatusOr<std::string> {
     CampaignOptions c;
     c.workdir = opts.workdir + "/" + name;
     std::filesystem::remove_all(c.workdir);
@@ -119,7 +139,9 @@ StatusOr<ZooReport> RunZoo(const ZooOptions& opts, std::ostream& log) {
     return c.workdir;
   };
   for (const ZooSwitch& sw : ZooSwitches()) {
-    if (!opts.only.empty() && std::find(opts.only.begin(), opts.only.end(), sw.name) == opts.only.end()) continue;
+    if (!opts.only.empty() &&
+        std::find(opts.only.begin(), opts.only.end(), sw.name) == opts.only.end())
+      continue;
     StatusOr<std::string> dir = campaign(sw.name, {sw.name});
     if (!dir.ok()) return dir.status();
     ZooRow row;
@@ -141,11 +163,13 @@ StatusOr<ZooReport> RunZoo(const ZooOptions& opts, std::ostream& log) {
   std::vector<double> times;
   for (const auto& r : report.rows)
     if (r.found) times.push_back(r.time_to_detect_s);
-  report.detection_rate = report.rows.empty() ? 0 : static_cast<double>(times.size()) / report.rows.size();
+  report.detection_rate =
+      report.rows.empty() ? 0 : static_cast<double>(times.size()) / report.rows.size();
   std::sort(times.begin(), times.end());
   if (!times.empty())
-    report.median_time_to_detect_s = times.size() % 2 ? times[times.size() / 2]
-                                                      : (times[times.size() / 2 - 1] + times[times.size() / 2]) / 2;
+    report.median_time_to_detect_s =
+        times.size() % 2 ? times[times.size() / 2]
+                         : (times[times.size() / 2 - 1] + times[times.size() / 2]) / 2;
   return report;
 }
 

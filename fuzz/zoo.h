@@ -5,11 +5,10 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/status.h"
 
@@ -25,8 +24,8 @@ struct ZooSwitch {
 const std::vector<ZooSwitch>& ZooSwitches();
 
 struct ZooOptions {
-  double budget_s = 60;        // per switch (and for the clean campaign); 0 with `runs`
-  int64_t runs = 0;            // executions per campaign instead of time (deterministic)
+  double budget_s = 60;  // per switch (and for the clean campaign); 0 with `runs`
+  int64_t runs = 0;      // executions per campaign instead of time (deterministic)
   int jobs = 2;
   uint64_t seed = 1;
   std::string corpus_dir = "corpus/seed";
@@ -43,13 +42,13 @@ struct ZooRow {
   double time_to_detect_s = 0;
   int64_t execs_to_detect = 0;
   int64_t signatures = 0;
-  std::string signature;            // of the first finding
+  std::string signature;                                 // of the first finding
   int64_t min_world = 0, min_layers = 0, min_steps = 0;  // its minimized config (0 = none)
 };
 
 struct ZooReport {
   std::vector<ZooRow> rows;
-  int64_t false_positives = 0;      // findings of the clean campaign
+  int64_t false_positives = 0;  // findings of the clean campaign
   std::vector<std::string> false_positive_signatures;
   double detection_rate = 0, median_time_to_detect_s = 0;
   nlohmann::json ToJson() const;

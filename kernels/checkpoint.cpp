@@ -56,25 +56,37 @@ nlohmann::json WriteCheckpointShard(const std::string& dir, const CheckpointShar
   nlohmann::json pieces = nlohmann::json::array();
   for (const auto& p : shard.pieces) {
     at::Tensor v = p.values.contiguous();
-    pieces.push_back({{"kind", p.kind}, {"tensor", p.tensor}, {"offset", p.offset}, {"count", v.numel()},
-                      {"dtype", std::string(v.dtype().name())}, {"flat_offset", p.flat_offset},
+    pieces.push_back({{"kind", p.kind},
+                      {"tensor", p.tensor},
+                      {"offset", p.offset},
+                      {"count", v.numel()},
+                      {"dtype", std::string(v.dtype().name())},
+                      {"flat_offset", p.flat_offset},
                       {"data", bytes.size()}});
     bytes.append(static_cast<const char*>(v.data_ptr()), v.numel() * v.element_size());
   }
   const std::string file = RankFile(shard.rank);
   const Status s = WriteFileAtomic(dir + "/" + file, bytes);
   if (!s.ok()) throw CheckpointError("checkpoint save: " + s.ToString());
-  return {{"rank", shard.rank}, {"file", file}, {"bytes", bytes.size()},
-          {"checksum", Hex(Checksum(bytes.data(), bytes.size()))}, {"data_end", shard.data_end},
-          {"pieces", pieces}};
+  return {{"rank", shard.rank},         {"file", file},
+          {"bytes", bytes.size()},      {"checksum", Hex(Checksum(bytes.data(), bytes.size()))},
+          {"data_end", shard.data_end}, {"pieces", pieces}};
 }
 
-void WriteCheckpointManifest(const std::string& dir, const Config& cfg, int64_t step, int64_t updates,
-                             const nlohmann::json& scaler, std::vector<nlohmann::json> ranks) {
-  nlohmann::json m = {{"paradiff_checkpoint", kFormat}, {"step", step}, {"updates", updates},
-                      {"config", ConfigToJson(cfg)}, {"scaler", scaler},
-                      {"layout", {{"tp", cfg.parallel.tp}, {"pp", cfg.parallel.pp}, {"dp", cfg.parallel.dp},
-                                  {"zero_stage", cfg.zero.stage}, {"world", cfg.parallel.world}}},
+void WriteCheckpointManifest(const std::string& dir, const Config& cfg, int64_t step,
+                             int64_t updates, const nlohmann::json& scaler,
+                             std::vector<nlohmann::json> ranks) {
+  nlohmann::json m = {{"paradiff_checkpoint", kFormat},
+                      {"step", step},
+                      {"updates", updates},
+                      {"config", ConfigToJson(cfg)},
+                      {"scaler", scaler},
+                      {"layout",
+                       {{"tp", cfg.parallel.tp},
+                        {"pp", cfg.parallel.pp},
+                        {"dp", cfg.parallel.dp},
+                        {"zero_stage", cfg.zero.stage},
+                        {"world", cfg.parallel.world}}},
                       {"ranks", ranks}};
   const Status s = WriteFileAtomic(dir + "/manifest.json", m.dump(1) + "\n");
   if (!s.ok()) throw CheckpointError("checkpoint save: " + s.ToString());
@@ -83,19 +95,22 @@ void WriteCheckpointManifest(const std::string& dir, const Config& cfg, int64_t 
 CheckpointReader::CheckpointReader(const std::string& dir) : dir_(dir) {
   const std::string mpath = dir + "/manifest.json";
   std::ifstream in(mpath);
-  if (!in) throw CheckpointError(mpath + ": missing (not a checkpoint, or its save did not finish)");
+  if (!in)
+    throw CheckpointError(mpath + ": missing (not a checkpoint, or its save did not finish)");
   std::stringstream ss;
   ss << in.rdbuf();
   manifest_ = ParseJsonText(ss.str());
   if (manifest_.is_discarded() || !manifest_.is_object())
     throw CheckpointError(mpath + ": corrupt JSON");
   if (manifest_.value("paradiff_checkpoint", 0) != kFormat)
-    throw CheckpointError(mpath + ": not a paradiff checkpoint of format " + std::to_string(kFormat));
+    throw CheckpointError(mpath + ": not a paradiff checkpoint of format " +
+                          std::to_string(kFormat));
   for (const char* k : {"step", "updates", "config", "layout", "scaler", "ranks"})
     if (!manifest_.contains(k)) throw CheckpointError(mpath + ": missing key '" + k + "'");
   const auto& ranks = manifest_["ranks"];
   if (static_cast<int64_t>(ranks.size()) != manifest_["layout"].value("world", int64_t{-1}))
-    throw CheckpointError(mpath + ": lists " + std::to_string(ranks.size()) + " rank files for world " +
+    throw CheckpointError(mpath + ": lists " + std::to_string(ranks.size()) +
+                          " rank files for world " +
                           std::to_string(manifest_["layout"].value("world", int64_t{-1})));
   for (size_t r = 0; r < ranks.size(); ++r) {
     const std::string file = dir + "/" + ranks[r].value("file", std::string("?"));
@@ -109,13 +124,16 @@ CheckpointReader::CheckpointReader(const std::string& dir) : dir_(dir) {
     if (Hex(Checksum(data.data(), data.size())) != ranks[r].value("checksum", std::string()))
       throw CheckpointError(file + ": checksum mismatch (corrupted)");
     for (const auto& p : ranks[r]["pieces"]) {
-      Loc loc{static_cast<int>(r), p.at("offset").get<int64_t>(), p.at("count").get<int64_t>(),
-              p.at("flat_offset").get<int64_t>(), p.at("data").get<int64_t>(), p.at("dtype").get<std::string>()};
-      const int64_t bytes = loc.count * static_cast<int64_t>(c10::elementSize(DtypeOf(loc.dtype, file)));
+      Loc loc{static_cast<int>(r),          p.at("offset").get<int64_t>(),
+              p.at("count").get<int64_t>(), p.at("flat_offset").get<int64_t>(),
+              p.at("data").get<int64_t>(),  p.at("dtype").get<std::string>()};
+      const int64_t bytes =
+          loc.count * static_cast<int64_t>(c10::elementSize(DtypeOf(loc.dtype, file)));
       if (loc.data < 0 || loc.count < 0 || loc.data + bytes > want)
         throw CheckpointError(file + ": piece " + p.at("kind").get<std::string>() + ":" +
                               p.at("tensor").get<std::string>() + " lies outside the file");
-      index_[p.at("kind").get<std::string>() + ":" + p.at("tensor").get<std::string>()].push_back(loc);
+      index_[p.at("kind").get<std::string>() + ":" + p.at("tensor").get<std::string>()].push_back(
+          loc);
     }
     files_.push_back(std::move(data));
   }
@@ -123,7 +141,8 @@ CheckpointReader::CheckpointReader(const std::string& dir) : dir_(dir) {
 
 void CheckpointReader::CheckModel(const ModelConfig& model) const {
   StatusOr<Config> saved = ConfigFromJson(manifest_["config"]);
-  if (!saved.ok()) throw CheckpointError(dir_ + "/manifest.json: config: " + saved.status().ToString());
+  if (!saved.ok())
+    throw CheckpointError(dir_ + "/manifest.json: config: " + saved.status().ToString());
   const ModelSpec want = BuildModelSpec(model), have = BuildModelSpec(saved.value().model);
   for (const auto& p : want.params) {
     const ParamSpec* q = have.Find(p.name);
@@ -148,7 +167,8 @@ void CheckpointReader::Read(const std::string& kind, const std::string& tensor, 
   const int64_t old_dp = manifest_["layout"].value("dp", int64_t{1});
   if (it != index_.end()) {
     for (const Loc& loc : it->second) {
-      const int64_t lo = std::max(offset, loc.offset), hi = std::min(offset + n, loc.offset + loc.count);
+      const int64_t lo = std::max(offset, loc.offset),
+                    hi = std::min(offset + n, loc.offset + loc.count);
       if (lo >= hi) continue;
       int64_t count = hi - lo;
       if (drop_uneven_tail) {
@@ -164,7 +184,8 @@ void CheckpointReader::Read(const std::string& kind, const std::string& tensor, 
       const auto dt = DtypeOf(loc.dtype, key);
       const int64_t esize = static_cast<int64_t>(c10::elementSize(dt));
       at::Tensor src = at::empty({count}, at::TensorOptions().dtype(dt));
-      std::memcpy(src.data_ptr(), files_[loc.rank_entry].data() + loc.data + (lo - loc.offset) * esize,
+      std::memcpy(src.data_ptr(),
+                  files_[loc.rank_entry].data() + loc.data + (lo - loc.offset) * esize,
                   count * esize);
       dst.narrow(0, lo - offset, count).copy_(src);
       for (int64_t i = lo; i < lo + count; ++i) covered[i - offset] = 1;
@@ -172,7 +193,8 @@ void CheckpointReader::Read(const std::string& kind, const std::string& tensor, 
   }
   for (int64_t i = 0; i < n; ++i)
     if (!covered[i])
-      throw CheckpointError(dir_ + ": no rank file holds " + key + "[" + std::to_string(offset + i) + "]");
+      throw CheckpointError(dir_ + ": no rank file holds " + key + "[" +
+                            std::to_string(offset + i) + "]");
 }
 
 void ConsolidateCheckpoint(const std::string& dir, const std::string& out) {
@@ -189,8 +211,8 @@ void ConsolidateCheckpoint(const std::string& dir, const std::string& out) {
     tensors.push_back({{"name", p.name}, {"shape", p.shape}, {"offset", data.size()}});
     data.append(static_cast<const char*>(t.data_ptr()), t.numel() * sizeof(float));
   }
-  const std::string header = nlohmann::json{{"tensors", tensors}, {"step", reader.step()},
-                                            {"source", kind}}.dump();
+  const std::string header =
+      nlohmann::json{{"tensors", tensors}, {"step", reader.step()}, {"source", kind}}.dump();
   std::string file = "PDCKPT1\n";
   const uint64_t len = header.size();
   file.append(reinterpret_cast<const char*>(&len), sizeof len);

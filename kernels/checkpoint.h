@@ -16,11 +16,10 @@
 #include <ATen/core/Tensor.h>
 
 #include <map>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/config.h"
 
@@ -47,8 +46,9 @@ struct CheckpointShard {
 // Writes DIR/rank<r>.bin atomically; returns its manifest entry.
 nlohmann::json WriteCheckpointShard(const std::string& dir, const CheckpointShard& shard);
 // Writes DIR/manifest.json atomically, after every shard is on disk.
-void WriteCheckpointManifest(const std::string& dir, const Config& cfg, int64_t step, int64_t updates,
-                             const nlohmann::json& scaler, std::vector<nlohmann::json> ranks);
+void WriteCheckpointManifest(const std::string& dir, const Config& cfg, int64_t step,
+                             int64_t updates, const nlohmann::json& scaler,
+                             std::vector<nlohmann::json> ranks);
 
 // A loaded, verified checkpoint.
 class CheckpointReader {
@@ -61,7 +61,8 @@ class CheckpointReader {
   // Fills `dst` (flat, any float dtype) with elements [offset, offset + dst.numel()) of
   // kind:tensor; throws CheckpointError if an element is in no piece. `drop_uneven_tail` reads the
   // way the zoo's ckpt.reshard_drops_tail loader does: each saving rank's flat buffer is cut into
-  // dp equal pieces of floor(data_end / dp) and the short last piece is lost (left as it is in dst).
+  // dp equal pieces of floor(data_end / dp) and the short last piece is lost (left as it is in
+  // dst).
   void Read(const std::string& kind, const std::string& tensor, int64_t offset, at::Tensor dst,
             bool drop_uneven_tail = false) const;
   bool Has(const std::string& kind) const;
@@ -74,8 +75,8 @@ class CheckpointReader {
   };
   std::string dir_;
   nlohmann::json manifest_;
-  std::vector<std::vector<char>> files_;               // per rank entry
-  std::map<std::string, std::vector<Loc>> index_;      // "kind:tensor" -> pieces
+  std::vector<std::vector<char>> files_;           // per rank entry
+  std::map<std::string, std::vector<Loc>> index_;  // "kind:tensor" -> pieces
 };
 
 // `paradiff ckpt consolidate`: one unsharded float32 state (master weights where present, else

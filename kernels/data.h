@@ -5,7 +5,8 @@
 //
 // Note [Micro-batch order]: ranks take contiguous blocks of micro-batches so that the reference,
 // which walks g = 0, 1, ... in order and accumulates in the configured dtype, adds the same
-// gradients in the same order within each rank's block; only the cross-rank reduction order differs.
+// gradients in the same order within each rank's block; only the cross-rank reduction order
+// differs.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -17,8 +18,10 @@
 namespace paradiff {
 
 struct MicroBatch {
-  at::Tensor inputs;   // gpt: int64 [micro_batch, seq_len] token ids; exact_linear: float64 [mb, seq, hidden]
-  at::Tensor targets;  // gpt: int64 [micro_batch, seq_len] next tokens; exact_linear: float64 like inputs
+  at::Tensor inputs;  // gpt: int64 [micro_batch, seq_len] token ids; exact_linear: float64 [mb,
+                      // seq, hidden]
+  at::Tensor
+      targets;  // gpt: int64 [micro_batch, seq_len] next tokens; exact_linear: float64 like inputs
 };
 
 // Micro-batches per step over the whole data-parallel group.

@@ -4,13 +4,12 @@
 #include <stdlib.h>
 
 #include <filesystem>
+#include <mutex>
 #include <nlohmann/json.hpp>
 
-#include <mutex>
-
 #include "comm/local_communicator.h"
-#include "core/budget.h"
 #include "comm/recording_communicator.h"
+#include "core/budget.h"
 #ifdef PARADIFF_HAVE_MPI
 #include "kernels/engine_mpi.h"
 #endif
@@ -77,7 +76,8 @@ bool RunLocalPhase(const Phase& ph, const FaultSet& faults, std::chrono::millise
   if (!NoteFailures(results, obs, ph.first, out)) return false;
   if (!ph.save_dir.empty())
     WriteCheckpointManifest(ph.save_dir, cfg, ph.last, updates,
-                            {{"scale", scaler.scale}, {"good_steps", scaler.good_steps},
+                            {{"scale", scaler.scale},
+                             {"good_steps", scaler.good_steps},
                              {"hysteresis_left", scaler.hysteresis_left}},
                             entries);
   return true;
@@ -85,7 +85,8 @@ bool RunLocalPhase(const Phase& ph, const FaultSet& faults, std::chrono::millise
 
 // Per rank index: phase one's steps [0, split), then phase two's [split, steps); missing steps are
 // empty placeholders carrying rank 0's overflow decision.
-Observations JoinPhases(const Observations& a, const Observations& b, int64_t split, int64_t steps) {
+Observations JoinPhases(const Observations& a, const Observations& b, int64_t split,
+                        int64_t steps) {
   if (b.ranks.empty() && split == steps) return a;
   Observations out;
   const size_t n = std::max(a.ranks.size(), b.ranks.size());
@@ -111,7 +112,8 @@ Observations JoinPhases(const Observations& a, const Observations& b, int64_t sp
             placeholder.skipped = phase->ranks[0].steps[i].skipped;
           o.steps.push_back(placeholder);
           o.memory.push_back(MemoryAccount{});
-          o.collective_marks.push_back(before + (have ? static_cast<int64_t>(phase->ranks[r].collectives.size()) : 0));
+          o.collective_marks.push_back(
+              before + (have ? static_cast<int64_t>(phase->ranks[r].collectives.size()) : 0));
         }
       }
       if (!have) continue;
@@ -150,7 +152,8 @@ Config ReloadPhaseConfig(const Config& c) {
 }
 
 Config LayoutAtStep(const Config& cfg, int64_t step) {
-  return cfg.checkpoint.save_at > 0 && step >= cfg.checkpoint.save_at ? ReloadPhaseConfig(cfg) : cfg;
+  return cfg.checkpoint.save_at > 0 && step >= cfg.checkpoint.save_at ? ReloadPhaseConfig(cfg)
+                                                                      : cfg;
 }
 
 int64_t PhaseFirstStep(const Config& cfg, int64_t step) {
@@ -166,7 +169,8 @@ Status EngineSupports(const Config& cfg) {
     if (cfg.checkpoint.reload.dp < 1 || micro_batches % cfg.checkpoint.reload.dp != 0)
       s.Add("checkpoint.reload.dp",
             "checkpoint.reload.dp=" + std::to_string(cfg.checkpoint.reload.dp) +
-                " must divide parallel.dp * batch.accumulation_steps = " + std::to_string(micro_batches) +
+                " must divide parallel.dp * batch.accumulation_steps = " +
+                std::to_string(micro_batches) +
                 " (the global batch stays the same across the reload)");
     Status r = CheckConfig(reload, ResourceBudget{});
     for (const auto& e : r.errors())
@@ -176,7 +180,8 @@ Status EngineSupports(const Config& cfg) {
   }
 #ifdef PARADIFF_HAVE_MPI
   if (cfg.backend == Backend::kNccl)
-    s.Add("backend", "backend=nccl: the nccl backend is not built in this version (use local or mpi)");
+    s.Add("backend",
+          "backend=nccl: the nccl backend is not built in this version (use local or mpi)");
 #else
   if (cfg.backend != Backend::kLocal)
     s.Add("backend", std::string("backend=") + Name(cfg.backend) +
@@ -208,7 +213,8 @@ EngineOutcome RunEngine(const Config& cfg, const EngineOptions& opts) {
   std::string dir = opts.checkpoint_dir;
   if (temp) {
     std::string tmpl = (std::filesystem::temp_directory_path() / "paradiff-ckpt-XXXXXX").string();
-    if (::mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("cannot create a checkpoint directory");
+    if (::mkdtemp(tmpl.data()) == nullptr)
+      throw std::runtime_error("cannot create a checkpoint directory");
     dir = tmpl;
   }
   const int64_t save_at = cfg.checkpoint.save_at > 0 ? cfg.checkpoint.save_at : cfg.steps;

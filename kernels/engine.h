@@ -50,8 +50,9 @@ struct EngineOutcome {
   Observations obs;
   Reporting reporting;  // what obs holds (RunEngine: everything)
   bool ok = true;
-  std::string failure_kind;  // collective | hang | crash (empty when ok); external targets also unsupported
-  std::string failure;       // the primary error message, naming the rank
+  std::string
+      failure_kind;  // collective | hang | crash (empty when ok); external targets also unsupported
+  std::string failure;  // the primary error message, naming the rank
   int failure_rank = -1;
   // External targets (targets/target_runner.h): the target's name ("" = the built-in engine) and
   // the failure's layout-independent refinement (timeout, exit, signal, no_output, shape, ...),
@@ -72,7 +73,8 @@ struct EngineOptions {
 };
 
 // Runs `cfg` (on the local backend: ranks as threads). With checkpoint.save_at > 0: trains to
-// save_at, saves, reloads into the checkpoint.reload layout and continues (Note [Checkpointed runs]).
+// save_at, saves, reloads into the checkpoint.reload layout and continues (Note [Checkpointed
+// runs]).
 EngineOutcome RunEngine(const Config& cfg, const EngineOptions& opts);
 EngineOutcome RunEngine(const Config& cfg, std::chrono::milliseconds timeout);
 

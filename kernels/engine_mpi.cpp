@@ -2,8 +2,6 @@
 // rank logs (Note [MPI watchdog]), then read what the job left behind into an EngineOutcome.
 #include "kernels/engine_mpi.h"
 
-#include "core/self_exe.h"
-
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -23,6 +21,7 @@
 #include "core/atomic_file.h"
 #include "core/child_process.h"
 #include "core/config_json.h"
+#include "core/self_exe.h"
 #include "kernels/observations_io.h"
 
 extern char** environ;
@@ -36,7 +35,7 @@ using Clock = std::chrono::steady_clock;
 
 constexpr std::chrono::milliseconds kPollInterval{20};
 constexpr std::chrono::milliseconds kKillWait{5000};  // for killed processes to be gone
-constexpr size_t kRankLogTail = 8;   // lines of each rank log quoted in a failure
+constexpr size_t kRankLogTail = 8;                    // lines of each rank log quoted in a failure
 constexpr size_t kMpirunLogTail = 12;
 
 [[noreturn]] void EnvError(const std::string& what) {
@@ -62,8 +61,8 @@ std::string PrepareWorkDir(const MpiRunOptions& o, bool* temporary) {
   if (ec) EnvError("cannot create work dir " + dir + ": " + ec.message());
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
-    const bool rank_file = name.rfind("rank", 0) == 0 &&
-                           (entry.path().extension() == ".log" || entry.path().extension() == ".obs");
+    const bool rank_file = name.rfind("rank", 0) == 0 && (entry.path().extension() == ".log" ||
+                                                          entry.path().extension() == ".obs");
     if (rank_file || name == "mpirun.log") fs::remove(entry.path(), ec);
   }
   return dir;
@@ -93,7 +92,9 @@ pid_t Spawn(const std::vector<std::string>& args, const std::string& log_path) {
     return SpawnSession(args, log_path, "", &env);
   } catch (const std::runtime_error& e) {
     const std::string what = e.what();
-    EnvError(what + (what.rfind("cannot execute", 0) == 0 ? " (is Open MPI installed and mpirun on PATH?)" : ""));
+    EnvError(what + (what.rfind("cannot execute", 0) == 0
+                         ? " (is Open MPI installed and mpirun on PATH?)"
+                         : ""));
   }
 }
 
@@ -200,21 +201,29 @@ RankState Summarize(const std::string& path) {
     }
   }
   s.waiting = last.rfind("enter ", 0) == 0;
-  if (!s.exists) s.summary = "no log (the rank never started)";
-  else if (!s.error_kind.empty()) s.summary = "failed (" + s.error_kind + "): " + s.error.substr(0, s.error.find('\n'));
-  else if (s.finished) s.summary = "finished";
-  else if (s.waiting) s.summary = "waiting in " + last.substr(6);
-  else if (last.rfind("done ", 0) == 0) s.summary = "running (last completed: " + last.substr(5) + ")";
-  else s.summary = "running (last: " + (last.empty() ? std::string("nothing logged") : last) + ")";
+  if (!s.exists)
+    s.summary = "no log (the rank never started)";
+  else if (!s.error_kind.empty())
+    s.summary = "failed (" + s.error_kind + "): " + s.error.substr(0, s.error.find('\n'));
+  else if (s.finished)
+    s.summary = "finished";
+  else if (s.waiting)
+    s.summary = "waiting in " + last.substr(6);
+  else if (last.rfind("done ", 0) == 0)
+    s.summary = "running (last completed: " + last.substr(5) + ")";
+  else
+    s.summary = "running (last: " + (last.empty() ? std::string("nothing logged") : last) + ")";
   return s;
 }
 
 // How mpirun says a rank ended ("" / -1 when it does not say).
 std::string DeathFromMpirun(const std::string& text, int* rank) {
   std::smatch m;
-  const std::regex by_signal(R"(process rank (\d+) with PID \d+ on node \S+ exited on signal (\d+)( \([^)]*\))?)");
+  const std::regex by_signal(
+      R"(process rank (\d+) with PID \d+ on node \S+ exited on signal (\d+)( \([^)]*\))?)");
   const std::regex by_exit(R"(Process name: \[\[\d+,\d+\],(\d+)\]\s+Exit code:\s+(\d+))");
-  const std::regex by_abort(R"(MPI_ABORT was invoked on rank (\d+) in communicator \S+\s+with errorcode (\d+))");
+  const std::regex by_abort(
+      R"(MPI_ABORT was invoked on rank (\d+) in communicator \S+\s+with errorcode (\d+))");
   if (std::regex_search(text, m, by_signal)) {
     *rank = std::stoi(m[1]);
     return "killed by signal " + m[2].str() + m[3].str();
@@ -234,7 +243,8 @@ std::string DeathFromMpirun(const std::string& text, int* rank) {
 std::string Tail(const std::vector<std::string>& lines, size_t n, const std::string& title) {
   std::ostringstream os;
   const size_t from = lines.size() > n ? lines.size() - n : 0;
-  os << "\n--- " << title << " (last " << lines.size() - from << " of " << lines.size() << " lines) ---";
+  os << "\n--- " << title << " (last " << lines.size() - from << " of " << lines.size()
+     << " lines) ---";
   for (size_t i = from; i < lines.size(); ++i) os << "\n    " << lines[i];
   return os.str();
 }
@@ -257,7 +267,8 @@ EngineOutcome Interpret(const JobEnd& end, const std::string& dir, int world) {
       if (!obs.ok()) {
         out.failure_kind = "crash";
         out.failure_rank = r;
-        out.failure = "rank " + std::to_string(r) + ": the job ended cleanly but " + obs.status().ToString();
+        out.failure =
+            "rank " + std::to_string(r) + ": the job ended cleanly but " + obs.status().ToString();
         break;
       }
       out.obs.ranks[r] = std::move(obs).value();
@@ -274,8 +285,9 @@ EngineOutcome Interpret(const JobEnd& end, const std::string& dir, int world) {
     }
     out.failure_kind = "hang";
     out.failure_rank = suspect;
-    out.failure = "collective hang (mpi): " + end.watchdog + "; the watchdog killed the job; rank " +
-                  std::to_string(suspect) + " is " + ranks[suspect].summary;
+    out.failure = "collective hang (mpi): " + end.watchdog +
+                  "; the watchdog killed the job; rank " + std::to_string(suspect) + " is " +
+                  ranks[suspect].summary;
   } else {
     auto first = [&](auto pred) {
       for (int r = 0; r < world; ++r)
@@ -292,7 +304,8 @@ EngineOutcome Interpret(const JobEnd& end, const std::string& dir, int world) {
     out.failure_kind = mismatch >= 0 ? "collective" : "crash";
     out.failure_rank = mismatch >= 0 ? mismatch : error >= 0 ? error : dead;
     if (out.failure_rank >= 0 && !ranks[out.failure_rank].error_kind.empty()) {
-      out.failure = "rank " + std::to_string(out.failure_rank) + ": " + ranks[out.failure_rank].error;
+      out.failure =
+          "rank " + std::to_string(out.failure_rank) + ": " + ranks[out.failure_rank].error;
     } else if (dead >= 0) {
       out.failure = "rank " + std::to_string(dead) + ": " + death + " (reported by mpirun)";
     } else {
@@ -304,7 +317,8 @@ EngineOutcome Interpret(const JobEnd& end, const std::string& dir, int world) {
   os << out.failure << "\nper-rank states (world of " << world << "):";
   for (int r = 0; r < world; ++r) os << "\n  rank " << r << ": " << ranks[r].summary;
   os << "\nwork dir kept: " << dir << " (config.json, rank<r>.log, rank<r>.obs, mpirun.log)";
-  for (int r = 0; r < world; ++r) os << Tail(ranks[r].lines, kRankLogTail, "rank " + std::to_string(r) + " log");
+  for (int r = 0; r < world; ++r)
+    os << Tail(ranks[r].lines, kRankLogTail, "rank " + std::to_string(r) + " log");
   if (end.watchdog.empty()) {
     bool exists = false;
     os << Tail(ReadLines(dir + "/mpirun.log", &exists), kMpirunLogTail, "mpirun.log");
@@ -330,19 +344,22 @@ EngineOutcome RunEngineMpi(const Config& cfg, const MpiRunOptions& o) {
   if (exe.empty()) {
     std::error_code ec;
     if (temporary) fs::remove_all(dir, ec);
-    EnvError("the mpi backend starts `paradiff rank` under mpirun, and this program does not know where "
-             "paradiff is: set MpiRunOptions.exe, SetParadiffExecutable() or PARADIFF_EXE");
+    EnvError(
+        "the mpi backend starts `paradiff rank` under mpirun, and this program does not know where "
+        "paradiff is: set MpiRunOptions.exe, SetParadiffExecutable() or PARADIFF_EXE");
   }
   std::vector<std::string> args = {o.mpirun};
   if (::geteuid() == 0) args.push_back("--allow-run-as-root");
   for (const char* a : {"--oversubscribe", "--bind-to", "none"}) args.push_back(a);
   args.insert(args.end(), o.mpirun_args.begin(), o.mpirun_args.end());
-  for (const std::string& a : {std::string("-np"), std::to_string(world), exe,
-                               std::string("rank"), config_path, std::string("--obs-dir"), dir})
+  for (const std::string& a : {std::string("-np"), std::to_string(world), exe, std::string("rank"),
+                               config_path, std::string("--obs-dir"), dir})
     args.push_back(a);
   if (o.native_reduction) args.push_back("--native-reduction");
-  if (o.debug_hang_rank >= 0) args.insert(args.end(), {"--debug-hang-rank", std::to_string(o.debug_hang_rank)});
-  if (o.debug_crash_rank >= 0) args.insert(args.end(), {"--debug-crash-rank", std::to_string(o.debug_crash_rank)});
+  if (o.debug_hang_rank >= 0)
+    args.insert(args.end(), {"--debug-hang-rank", std::to_string(o.debug_hang_rank)});
+  if (o.debug_crash_rank >= 0)
+    args.insert(args.end(), {"--debug-crash-rank", std::to_string(o.debug_crash_rank)});
   std::error_code ec;
   try {
     const JobEnd end = Watch(Spawn(args, dir + "/mpirun.log"), dir, world, o);

@@ -38,15 +38,15 @@ namespace paradiff {
 
 struct MpiRunOptions {
   std::chrono::milliseconds timeout =
-      kDefaultCollectiveTimeout;                // no rank progress for this long: a hang
-  std::chrono::milliseconds total_timeout{0};   // the whole job (0: no limit)
-  std::string exe;                              // paradiff binary ("": ParadiffExecutable(), core/self_exe.h)
-  std::string mpirun = "mpirun";                // looked up in PATH unless it contains a '/'
-  std::vector<std::string> mpirun_args;         // extra arguments before -np (hostfile, --mca ...)
+      kDefaultCollectiveTimeout;               // no rank progress for this long: a hang
+  std::chrono::milliseconds total_timeout{0};  // the whole job (0: no limit)
+  std::string exe;                // paradiff binary ("": ParadiffExecutable(), core/self_exe.h)
+  std::string mpirun = "mpirun";  // looked up in PATH unless it contains a '/'
+  std::vector<std::string> mpirun_args;  // extra arguments before -np (hostfile, --mca ...)
   // Work dir: "" makes a fresh one under the system temp dir, removed after a clean run and kept
   // after a failure; a given one is always kept.
   std::string work_dir;
-  bool native_reduction = false;                // MpiReduction::kNative (comm/mpi_communicator.h)
+  bool native_reduction = false;  // MpiReduction::kNative (comm/mpi_communicator.h)
   // Testing: rank R sleeps forever / aborts before its first collective (-1: off).
   int debug_hang_rank = -1;
   int debug_crash_rank = -1;

@@ -23,8 +23,8 @@ FlatLayout::FlatLayout(const ModelSpec& spec, int64_t align, int64_t dp, const F
   shard_size_ = padded_ / dp;
   if (faults.zero_uneven_last_shard && data_end_ % dp != 0) {
     // BUG (zoo: zero.uneven_last_shard): the partition is sized as if the data divided evenly by
-    // dp, ignoring the padding; when data_end % dp != 0 the tail belongs to no rank. (Where the data
-    // divides, the real code path padded correctly: the switch changes nothing there.)
+    // dp, ignoring the padding; when data_end % dp != 0 the tail belongs to no rank. (Where the
+    // data divides, the real code path padded correctly: the switch changes nothing there.)
     shard_size_ = data_end_ / dp;
   }
 }

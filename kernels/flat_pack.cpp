@@ -27,7 +27,8 @@ PackPlan MakePackPlan(const FlatLayout& layout, std::vector<int> entries) {
   return plan;
 }
 
-void PackFull(const FlatLayout& layout, const PackPlan& plan, const at::Tensor& full, at::Tensor& pack) {
+void PackFull(const FlatLayout& layout, const PackPlan& plan, const at::Tensor& full,
+              at::Tensor& pack) {
   int64_t pos = 0;
   for (int e : plan.entries) {
     const FlatEntry& fe = layout.entries()[e];
@@ -36,7 +37,8 @@ void PackFull(const FlatLayout& layout, const PackPlan& plan, const at::Tensor& 
   }
 }
 
-void UnpackFull(const FlatLayout& layout, const PackPlan& plan, const at::Tensor& pack, at::Tensor& full) {
+void UnpackFull(const FlatLayout& layout, const PackPlan& plan, const at::Tensor& pack,
+                at::Tensor& full) {
   int64_t pos = 0;
   for (int e : plan.entries) {
     const FlatEntry& fe = layout.entries()[e];

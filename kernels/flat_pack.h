@@ -24,9 +24,11 @@ struct PackPlan {
 PackPlan MakePackPlan(const FlatLayout& layout, std::vector<int> entries);
 
 // full flat buffer -> pack (dtype of `pack`)
-void PackFull(const FlatLayout& layout, const PackPlan& plan, const at::Tensor& full, at::Tensor& pack);
+void PackFull(const FlatLayout& layout, const PackPlan& plan, const at::Tensor& full,
+              at::Tensor& pack);
 // pack -> full flat buffer
-void UnpackFull(const FlatLayout& layout, const PackPlan& plan, const at::Tensor& pack, at::Tensor& full);
+void UnpackFull(const FlatLayout& layout, const PackPlan& plan, const at::Tensor& pack,
+                at::Tensor& full);
 // rank r's run of the pack <-> rank r's shard buffer (size ShardSize(r)).
 void PackShard(const FlatLayout& layout, const PackPlan& plan, int r, const at::Tensor& shard,
                at::Tensor& run);

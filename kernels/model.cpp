@@ -17,15 +17,16 @@ const at::Tensor& Get(const ParamMap& p, const std::string& name) {
   return it->second;
 }
 
-at::Tensor Linear(const Numerics& n, const at::Tensor& x, const at::Tensor& w, const at::Tensor* b) {
+at::Tensor Linear(const Numerics& n, const at::Tensor& x, const at::Tensor& w,
+                  const at::Tensor* b) {
   return n.Round(b ? at::linear(x, n.In(w), n.In(*b)) : at::linear(x, n.In(w)));
 }
 
 at::Tensor LayerNorm(const Numerics& n, const ParamMap& p, const std::string& prefix,
                      const at::Tensor& x) {
   const at::Tensor& w = Get(p, prefix + ".weight");
-  return n.Round(at::layer_norm(x, {x.size(-1)}, n.In(w), n.In(Get(p, prefix + ".bias")),
-                                kLayerNormEps));
+  return n.Round(
+      at::layer_norm(x, {x.size(-1)}, n.In(w), n.In(Get(p, prefix + ".bias")), kLayerNormEps));
 }
 
 // Causal attention over the heads whose q / kv rows `p` holds (all heads on one device, this
@@ -101,17 +102,22 @@ at::Tensor GptForwardParallel(const Unit& u, const ModelConfig& m, const Numeric
                               TensorParallel& tp) {
   switch (u.kind) {
     case UnitKind::kEmbed: {
-      at::Tensor h = VocabParallelLookup(n.In(Get(p, "embed.wte")), mb.inputs.reshape({-1}), tp.vocab_begin());
+      at::Tensor h =
+          VocabParallelLookup(n.In(Get(p, "embed.wte")), mb.inputs.reshape({-1}), tp.vocab_begin());
       h = tp.ExitRowParallel(h.view({mb.inputs.size(0), mb.inputs.size(1), m.hidden}));
       if (m.position_embeddings)
-        h = n.Round(h + n.In(Get(p, "embed.wpe")).narrow(0, tp.seq_begin(m.seq_len), h.size(1)).unsqueeze(0));
+        h = n.Round(
+            h +
+            n.In(Get(p, "embed.wpe")).narrow(0, tp.seq_begin(m.seq_len), h.size(1)).unsqueeze(0));
       return h;
     }
     case UnitKind::kBlock: {
       const std::string b = "blocks." + std::to_string(u.block);
-      at::Tensor a = tp.ExitRowParallel(Attention(m, n, p, b, tp.EnterColumnParallel(LayerNorm(n, p, b + ".ln1", x))));
+      at::Tensor a = tp.ExitRowParallel(
+          Attention(m, n, p, b, tp.EnterColumnParallel(LayerNorm(n, p, b + ".ln1", x))));
       at::Tensor h = n.Round(x + n.Round(a + n.In(Get(p, b + ".attn.proj.bias"))));
-      at::Tensor f = tp.ExitRowParallel(Mlp(m, n, p, b, tp.EnterColumnParallel(LayerNorm(n, p, b + ".ln2", h))));
+      at::Tensor f = tp.ExitRowParallel(
+          Mlp(m, n, p, b, tp.EnterColumnParallel(LayerNorm(n, p, b + ".ln2", h))));
       return n.Round(h + n.Round(f + n.In(Get(p, b + ".mlp.fc2.bias"))));
     }
     case UnitKind::kHead: {
@@ -156,7 +162,8 @@ at::Tensor GptForward(const Unit& u, const ModelConfig& m, const Numerics& n, co
 at::Tensor ExactForward(const Unit& u, const Numerics& n, const ParamMap& p, const at::Tensor& x,
                         const MicroBatch& mb) {
   switch (u.kind) {
-    case UnitKind::kEmbed: return Linear(n, n.In(mb.inputs), Get(p, "embed.in.weight"), nullptr);
+    case UnitKind::kEmbed:
+      return Linear(n, n.In(mb.inputs), Get(p, "embed.in.weight"), nullptr);
     case UnitKind::kBlock:
       return Linear(n, x, Get(p, "blocks." + std::to_string(u.block) + ".linear.weight"), nullptr);
     case UnitKind::kHead: {
@@ -175,11 +182,13 @@ std::vector<Unit> BuildUnits(const ModelSpec& spec, const ModelConfig& model) {
   for (int64_t i = 0; i < model.layers; ++i) units.push_back({UnitKind::kBlock, i, {}});
   units.push_back({UnitKind::kHead, -1, {}});
   for (const auto& p : spec.params) {
-    Unit& u = p.block >= 0 ? units[1 + p.block]
-              : p.name.rfind("embed.", 0) == 0 ? units.front() : units.back();
+    Unit& u = p.block >= 0                     ? units[1 + p.block]
+              : p.name.rfind("embed.", 0) == 0 ? units.front()
+                                               : units.back();
     u.params.push_back(p.name);
   }
-  if (model.kind == ModelKind::kGpt && model.tied_embeddings) units.back().params.push_back("embed.wte");
+  if (model.kind == ModelKind::kGpt && model.tied_embeddings)
+    units.back().params.push_back("embed.wte");
   return units;
 }
 
@@ -187,7 +196,8 @@ at::Tensor UnitForward(const Unit& unit, const ModelConfig& model, const Numeric
                        const ParamMap& params, const at::Tensor& x, const MicroBatch& mb,
                        TensorParallel* tp) {
   if (model.kind == ModelKind::kExactLinear) return ExactForward(unit, num, params, x, mb);
-  if (tp != nullptr && tp->size() > 1) return GptForwardParallel(unit, model, num, params, x, mb, *tp);
+  if (tp != nullptr && tp->size() > 1)
+    return GptForwardParallel(unit, model, num, params, x, mb, *tp);
   return GptForward(unit, model, num, params, x, mb);
 }
 

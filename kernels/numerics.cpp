@@ -1,7 +1,6 @@
 #include "kernels/numerics.h"
 
 #include <ATen/ATen.h>
-
 #include <dlfcn.h>
 
 #include <mutex>
@@ -41,10 +40,14 @@ void ProcessWideNumerics() {
 
 at::ScalarType ToScalarType(DType d) {
   switch (d) {
-    case DType::kFp32: return at::kFloat;
-    case DType::kBf16: return at::kBFloat16;
-    case DType::kFp16: return at::kHalf;
-    case DType::kFp64: return at::kDouble;
+    case DType::kFp32:
+      return at::kFloat;
+    case DType::kBf16:
+      return at::kBFloat16;
+    case DType::kFp16:
+      return at::kHalf;
+    case DType::kFp64:
+      return at::kDouble;
   }
   return at::kFloat;
 }

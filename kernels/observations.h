@@ -27,15 +27,15 @@ struct TensorPiece {
 };
 
 struct RankStep {
-  double loss_sum = 0;      // sum of this rank's micro-batch mean losses (unscaled)
-  int64_t loss_count = 0;   // number of micro-batches in loss_sum
-  double grad_norm = 0;     // the engine's global gradient norm (before clipping)
+  double loss_sum = 0;     // sum of this rank's micro-batch mean losses (unscaled)
+  int64_t loss_count = 0;  // number of micro-batches in loss_sum
+  double grad_norm = 0;    // the engine's global gradient norm (before clipping)
   // Largest |value| among the padding elements this rank holds (alignment / dp padding of flat
   // buffers, padded vocabulary rows) in parameters, master weights and optimizer state after the
   // step; padding must stay exactly zero.
   double padding_max_abs = 0;
-  double loss_scale = 1;    // scale used in this step
-  bool skipped = false;     // step skipped (overflow)
+  double loss_scale = 1;  // scale used in this step
+  bool skipped = false;   // step skipped (overflow)
   std::vector<TensorPiece> pieces;
 };
 
@@ -47,7 +47,7 @@ struct MemoryAccount {
 struct RankObservations {
   int rank = 0;
   std::vector<RankStep> steps;
-  std::vector<MemoryAccount> memory;   // one per step
+  std::vector<MemoryAccount> memory;  // one per step
   std::vector<Fingerprint> collectives;
   // collectives.size() after each step (one per step; empty when not recorded): call k belongs to
   // the first step whose mark exceeds k, so a collective finding names its step.

@@ -67,7 +67,8 @@ class Reader {
   uint64_t Count(const char* what) {
     // Every element takes at least one byte: a count beyond the rest of the input is junk.
     const uint64_t n = Raw<uint64_t>();
-    if (n > in_.size() - pos_) Fail(std::string("implausible ") + what + " count " + std::to_string(n));
+    if (n > in_.size() - pos_)
+      Fail(std::string("implausible ") + what + " count " + std::to_string(n));
     return n;
   }
   std::string Str() {
@@ -79,10 +80,12 @@ class Reader {
     const std::string type = Str();
     at::ScalarType st = at::ScalarType::Undefined;
     for (int i = 0; i < static_cast<int>(at::ScalarType::NumOptions); ++i)
-      if (type == c10::toString(static_cast<at::ScalarType>(i))) st = static_cast<at::ScalarType>(i);
+      if (type == c10::toString(static_cast<at::ScalarType>(i)))
+        st = static_cast<at::ScalarType>(i);
     if (st == at::ScalarType::Undefined) Fail("unknown dtype '" + type + "'");
     const uint64_t dims = Raw<uint64_t>();
-    if (dims > static_cast<uint64_t>(kMaxDims)) Fail("implausible tensor rank " + std::to_string(dims));
+    if (dims > static_cast<uint64_t>(kMaxDims))
+      Fail("implausible tensor rank " + std::to_string(dims));
     std::vector<int64_t> sizes(dims);
     uint64_t numel = 1;
     for (auto& s : sizes) {
@@ -93,7 +96,8 @@ class Reader {
     }
     const uint64_t nbytes = Raw<uint64_t>();
     if (nbytes != numel * c10::elementSize(st))
-      Fail("tensor byte count " + std::to_string(nbytes) + " does not match its sizes and dtype " + type);
+      Fail("tensor byte count " + std::to_string(nbytes) + " does not match its sizes and dtype " +
+           type);
     if (nbytes > in_.size() - pos_) Fail("truncated: tensor values run past the end");
     at::Tensor t = at::empty(sizes, at::TensorOptions().dtype(st));
     if (nbytes > 0) std::memcpy(t.data_ptr(), Take(nbytes, "tensor values"), nbytes);
@@ -135,7 +139,8 @@ Fingerprint ReadFingerprint(Reader& r) {
   fp.group = r.Str();
   fp.seq = r.Raw<int64_t>();
   const int32_t op = r.Raw<int32_t>();
-  if (op < 0 || op > static_cast<int32_t>(CollOp::kSplit)) r.Fail("unknown collective op " + std::to_string(op));
+  if (op < 0 || op > static_cast<int32_t>(CollOp::kSplit))
+    r.Fail("unknown collective op " + std::to_string(op));
   fp.op = static_cast<CollOp>(op);
   fp.numel = r.Raw<int64_t>();
   fp.dtype = r.Str();
@@ -191,7 +196,8 @@ StatusOr<RankObservations> ParseObservations(const std::string& bytes, const std
     r.Expect(kMagic, sizeof kMagic - 1, "magic (not an observations file)");
     const uint32_t version = r.Raw<uint32_t>();
     if (version != kVersion)
-      r.Fail("unsupported version " + std::to_string(version) + " (expected " + std::to_string(kVersion) + ")");
+      r.Fail("unsupported version " + std::to_string(version) + " (expected " +
+             std::to_string(kVersion) + ")");
     obs.rank = static_cast<int>(r.Raw<int64_t>());
     obs.steps.resize(r.Count("step"));
     for (RankStep& s : obs.steps) {

@@ -24,7 +24,8 @@ namespace {
 
 constexpr int64_t kActivation = 1, kGradient = 2;
 
-void SendTagged(Communicator& pp, int peer, const at::Tensor& t, int64_t kind, int64_t chunk, int64_t micro) {
+void SendTagged(Communicator& pp, int peer, const at::Tensor& t, int64_t kind, int64_t chunk,
+                int64_t micro) {
   at::Tensor header = at::tensor({kind, chunk, micro}, at::kLong);
   pp.Send(header, peer);
   pp.Send(t.contiguous(), peer);
@@ -52,23 +53,26 @@ at::Tensor RecvTagged(Communicator& pp, int peer, at::IntArrayRef shape, at::Sca
 void RankEngine::PipelineStep(int64_t step, RankStep& rs) {
   const int64_t pp = cfg_.parallel.pp, chunks = pp * cfg_.parallel.virtual_stages;
   const int64_t accum = cfg_.batch.accumulation_steps;
-  const int prev = static_cast<int>((pp_rank_ + pp - 1) % pp), next = static_cast<int>((pp_rank_ + 1) % pp);
+  const int prev = static_cast<int>((pp_rank_ + pp - 1) % pp),
+            next = static_cast<int>((pp_rank_ + 1) % pp);
   const int64_t seq_local = tp_->sp() ? cfg_.model.seq_len / tp_->size() : cfg_.model.seq_len;
   const std::vector<int64_t> act_shape = {cfg_.batch.micro_batch, seq_local, cfg_.model.hidden};
   grad_micro_.zero_();
   std::map<std::pair<int64_t, int64_t>, std::vector<at::Tensor>> saved;  // (chunk, micro) -> inputs
-  std::map<std::pair<int64_t, int64_t>, int> runs;                        // exactly-once check
+  std::map<std::pair<int64_t, int64_t>, int> runs;                       // exactly-once check
   double loss_sum = 0;
   for (const PipelineOp& op : PipelineSchedule(cfg_, pp_rank_)) {
     const int64_t g = op.chunk * pp + pp_rank_;  // global chunk
     const MicroBatch mb = MakeMicroBatch(cfg_, step, dp_rank_ * accum + op.micro);
     const auto key = std::make_pair(op.chunk, op.micro);
     if (++runs[std::make_pair(op.forward ? g : -g - 1, op.micro)] != 1)
-      throw std::logic_error("pipeline: schedule ran (chunk " + std::to_string(g) + ", micro-batch " +
-                             std::to_string(op.micro) + ") twice in one direction");
+      throw std::logic_error("pipeline: schedule ran (chunk " + std::to_string(g) +
+                             ", micro-batch " + std::to_string(op.micro) +
+                             ") twice in one direction");
     if (op.forward) {
       at::Tensor x;
-      if (g > 0) x = RecvTagged(*pp_group_, prev, act_shape, num_.exec, kActivation, g - 1, op.micro);
+      if (g > 0)
+        x = RecvTagged(*pp_group_, prev, act_shape, num_.exec, kActivation, g - 1, op.micro);
       at::Tensor out = ForwardUnits(chunks_[op.chunk], x, mb, saved[key]);
       if (g == chunks - 1) {
         loss_sum += out.item<double>();

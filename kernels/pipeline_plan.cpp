@@ -58,12 +58,16 @@ std::vector<int64_t> ByParameters(const Config& cfg, const ModelSpec& spec, int6
 
 }  // namespace
 
-std::vector<int64_t> PartitionLayers(const Config& cfg, const ModelSpec& spec, const FaultSet& faults) {
+std::vector<int64_t> PartitionLayers(const Config& cfg, const ModelSpec& spec,
+                                     const FaultSet& faults) {
   const int64_t chunks = cfg.parallel.pp * cfg.parallel.virtual_stages;
   switch (cfg.parallel.partition) {
-    case PartitionMethod::kExplicit: return cfg.parallel.partition_layers;
-    case PartitionMethod::kParameters: return ByParameters(cfg, spec, chunks);
-    case PartitionMethod::kUniform: break;
+    case PartitionMethod::kExplicit:
+      return cfg.parallel.partition_layers;
+    case PartitionMethod::kParameters:
+      return ByParameters(cfg, spec, chunks);
+    case PartitionMethod::kUniform:
+      break;
   }
   return Uniform(cfg.model.layers, chunks, faults);
 }

@@ -18,7 +18,8 @@
 namespace paradiff {
 
 // Layers per chunk (length pp * virtual_stages), in model order.
-std::vector<int64_t> PartitionLayers(const Config& cfg, const ModelSpec& spec, const FaultSet& faults);
+std::vector<int64_t> PartitionLayers(const Config& cfg, const ModelSpec& spec,
+                                     const FaultSet& faults);
 
 struct PipelineOp {
   bool forward = true;

@@ -18,11 +18,12 @@ CheckpointShard RankEngine::SaveShard() const {
   if (!saves_owned) return shard;
   auto add = [&](const std::string& kind, const at::Tensor& buf, int64_t buf_begin) {
     for (const auto& p : layout_.Pieces(shard_begin_, shard_begin_ + shard_size_)) {
-      shards_[p.entry].ForEachLogicalRun(p.param_offset, p.count, [&](int64_t local, int64_t logical, int64_t n) {
-        const int64_t flat = p.flat_offset + (local - p.param_offset);
-        shard.pieces.push_back({kind, layout_.entries()[p.entry].name, logical, flat,
-                                buf.narrow(0, flat - buf_begin, n).clone()});
-      });
+      shards_[p.entry].ForEachLogicalRun(
+          p.param_offset, p.count, [&](int64_t local, int64_t logical, int64_t n) {
+            const int64_t flat = p.flat_offset + (local - p.param_offset);
+            shard.pieces.push_back({kind, layout_.entries()[p.entry].name, logical, flat,
+                                    buf.narrow(0, flat - buf_begin, n).clone()});
+          });
     }
   };
   add("param", params_, stage_ == 3 ? shard_begin_ : 0);
@@ -35,13 +36,15 @@ CheckpointShard RankEngine::SaveShard() const {
 void RankEngine::LoadShard(const CheckpointReader& reader) {
   reader.CheckModel(cfg_.model);
   const int64_t old_dp = reader.manifest()["layout"].value("dp", int64_t{1});
-  auto load = [&](const std::string& kind, at::Tensor& buf, int64_t buf_begin, int64_t begin, int64_t end,
-                  bool drop_tail) {
+  auto load = [&](const std::string& kind, at::Tensor& buf, int64_t buf_begin, int64_t begin,
+                  int64_t end, bool drop_tail) {
     for (const auto& p : layout_.Pieces(begin, end)) {
-      shards_[p.entry].ForEachLogicalRun(p.param_offset, p.count, [&](int64_t local, int64_t logical, int64_t n) {
-        const int64_t flat = p.flat_offset + (local - p.param_offset);
-        reader.Read(kind, layout_.entries()[p.entry].name, logical, buf.narrow(0, flat - buf_begin, n), drop_tail);
-      });
+      shards_[p.entry].ForEachLogicalRun(
+          p.param_offset, p.count, [&](int64_t local, int64_t logical, int64_t n) {
+            const int64_t flat = p.flat_offset + (local - p.param_offset);
+            reader.Read(kind, layout_.entries()[p.entry].name, logical,
+                        buf.narrow(0, flat - buf_begin, n), drop_tail);
+          });
     }
   };
   const int64_t held_begin = stage_ == 3 ? shard_begin_ : 0;

@@ -3,8 +3,8 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
-#include <set>
 #include <cmath>
+#include <set>
 
 #include "kernels/data.h"
 #include "kernels/optim.h"
@@ -15,7 +15,9 @@ namespace paradiff {
 
 namespace {
 
-at::Tensor Zeros(int64_t n, at::ScalarType t) { return at::zeros({n}, at::TensorOptions().dtype(t)); }
+at::Tensor Zeros(int64_t n, at::ScalarType t) {
+  return at::zeros({n}, at::TensorOptions().dtype(t));
+}
 
 int64_t Bytes(const at::Tensor& t) {
   return t.defined() ? t.numel() * static_cast<int64_t>(t.element_size()) : 0;
@@ -64,10 +66,14 @@ std::vector<std::vector<size_t>> LocalChunks(const Config& c, const ModelSpec& s
   return out;
 }
 
-int64_t PpRankOf(const Config& c, int world_rank) { return world_rank / (c.parallel.tp * c.parallel.dp); }
+int64_t PpRankOf(const Config& c, int world_rank) {
+  return world_rank / (c.parallel.tp * c.parallel.dp);
+}
 
 int64_t TpRankOf(const Config& c, int world_rank) { return world_rank % c.parallel.tp; }
-int64_t DpRankOf(const Config& c, int world_rank) { return (world_rank / c.parallel.tp) % c.parallel.dp; }
+int64_t DpRankOf(const Config& c, int world_rank) {
+  return (world_rank / c.parallel.tp) % c.parallel.dp;
+}
 
 }  // namespace
 
@@ -76,15 +82,18 @@ RankEngine::RankEngine(const Config& cfg, const FaultSet& faults, Communicator& 
       faults_(faults),
       world_(world),
       // Group colors: ranks of one tp group share (pp, dp) rank; of one dp group, (pp, tp) rank.
-      tp_group_(world.Split(static_cast<int>(world.rank() / cfg.parallel.tp), static_cast<int>(TpRankOf(cfg, world.rank())))),
-      dp_group_(world.Split(static_cast<int>((world.rank() / (cfg.parallel.tp * cfg.parallel.dp)) * cfg.parallel.tp +
-                                             TpRankOf(cfg, world.rank())),
-                            static_cast<int>(DpRankOf(cfg, world.rank())))),
+      tp_group_(world.Split(static_cast<int>(world.rank() / cfg.parallel.tp),
+                            static_cast<int>(TpRankOf(cfg, world.rank())))),
+      dp_group_(world.Split(
+          static_cast<int>((world.rank() / (cfg.parallel.tp * cfg.parallel.dp)) * cfg.parallel.tp +
+                           TpRankOf(cfg, world.rank())),
+          static_cast<int>(DpRankOf(cfg, world.rank())))),
       spec_(BuildModelSpec(cfg.model)),
       units_(BuildUnits(spec_, cfg.model)),
       chunks_(LocalChunks(cfg, spec_, faults, PpRankOf(cfg, world.rank()))),
-      shards_(HeldShards(BuildTpShards(spec_, cfg.model, cfg.parallel.tp, TpRankOf(cfg, world.rank())),
-                         units_, chunks_)),
+      shards_(
+          HeldShards(BuildTpShards(spec_, cfg.model, cfg.parallel.tp, TpRankOf(cfg, world.rank())),
+                     units_, chunks_)),
       local_spec_(LocalSpec(shards_)),
       layout_(local_spec_, cfg.zero.align_elems, cfg.parallel.dp, faults),
       num_(MakeNumerics(cfg.precision.compute)),
@@ -100,7 +109,8 @@ RankEngine::RankEngine(const Config& cfg, const FaultSet& faults, Communicator& 
   const bool ends = pp_rank_ == 0 || pp_rank_ == cfg.parallel.pp - 1;
   emb_group_ = world.Split(ends ? pipe : static_cast<int>(world.size() + world.rank()),
                            static_cast<int>(pp_rank_));
-  // kv heads shared by tp / kv_heads ranks (kv_heads < tp): their gradients are summed in that group.
+  // kv heads shared by tp / kv_heads ranks (kv_heads < tp): their gradients are summed in that
+  // group.
   const int64_t share = KvShareGroup(cfg.model, cfg.parallel.tp, tp_rank_);
   kv_group_ = tp_group_->Split(static_cast<int>(share < 0 ? tp_rank_ : share), tp_rank_);
   tp_ = std::make_unique<TensorParallel>(*tp_group_, cfg.model, cfg.parallel.sp, faults);
@@ -166,7 +176,8 @@ ParamMap RankEngine::Materialize(size_t unit, bool requires_grad) {
   int64_t pos = 0;
   for (int e : plan.entries) {
     const FlatEntry& fe = layout_.entries()[e];
-    at::Tensor t = stage_ == 3 ? gathered.narrow(0, pos, fe.numel) : params_.narrow(0, fe.offset, fe.numel);
+    at::Tensor t =
+        stage_ == 3 ? gathered.narrow(0, pos, fe.numel) : params_.narrow(0, fe.offset, fe.numel);
     pos += fe.numel;
     t = t.view(fe.shape);
     map[fe.name] = requires_grad ? t.detach().requires_grad_(true) : t;
@@ -236,8 +247,10 @@ bool RankEngine::CountsInNorm(int entry) const {
   // The last stage's copy of a tied embedding is counted by the first stage.
   if (pp_rank_ > 0 && layout_.entries()[entry].name == "embed.wte") return false;
   switch (shards_[entry].rep) {
-    case TpReplication::kSharded: return true;
-    case TpReplication::kShared: return kv_group_->rank() == 0;
+    case TpReplication::kSharded:
+      return true;
+    case TpReplication::kShared:
+      return kv_group_->rank() == 0;
     case TpReplication::kReplicated:
       // BUG (zoo: clip.count_replicated_per_tp_rank): parameters replicated across tensor-parallel
       // ranks (norms, row-parallel biases) are counted once per tp rank in the global norm.
@@ -324,7 +337,8 @@ double RankEngine::GlobalGradNorm(const at::Tensor& owned_grads) {
 void RankEngine::OptimizerStep(int64_t update, const at::Tensor& grads) {
   const auto pdt = ToScalarType(cfg_.precision.param);
   at::Tensor held = stage_ == 3 ? params_ : params_.narrow(0, shard_begin_, shard_size_);
-  at::Tensor target = master_.defined() ? master_ : (pdt == at::kFloat ? held : held.to(at::kFloat));
+  at::Tensor target =
+      master_.defined() ? master_ : (pdt == at::kFloat ? held : held.to(at::kFloat));
   at::Tensor g = grads.to(at::kFloat);
   OptimizerUpdate(cfg_.optimizer, update + 1, target, g, slots_);
   if (!target.is_same(held)) held.copy_(target);
@@ -345,10 +359,12 @@ void RankEngine::AddPieces(std::vector<TensorPiece>& out, const char* kind, cons
                            int64_t buf_begin, int64_t begin, int64_t end) const {
   // Local shard elements -> logical tensor offsets (Note [Independent observation]).
   for (const auto& p : layout_.Pieces(begin, end)) {
-    shards_[p.entry].ForEachLogicalRun(p.param_offset, p.count, [&](int64_t local, int64_t logical, int64_t n) {
-      out.push_back({kind, layout_.entries()[p.entry].name, logical,
-                     buf.narrow(0, p.flat_offset - buf_begin + (local - p.param_offset), n).clone()});
-    });
+    shards_[p.entry].ForEachLogicalRun(
+        p.param_offset, p.count, [&](int64_t local, int64_t logical, int64_t n) {
+          out.push_back(
+              {kind, layout_.entries()[p.entry].name, logical,
+               buf.narrow(0, p.flat_offset - buf_begin + (local - p.param_offset), n).clone()});
+        });
   }
 }
 
@@ -373,9 +389,10 @@ double RankEngine::PaddingMaxAbs(const at::Tensor& buf, int64_t buf_begin) const
   at::Tensor pad = at::ones({buf.numel()}, at::kBool);
   for (const auto& p : layout_.Pieces(buf_begin, buf_begin + buf.numel())) {
     // Logical elements are data; a vocabulary shard's padded rows stay padding.
-    shards_[p.entry].ForEachLogicalRun(p.param_offset, p.count, [&](int64_t local, int64_t, int64_t n) {
-      pad.narrow(0, p.flat_offset - buf_begin + (local - p.param_offset), n).fill_(false);
-    });
+    shards_[p.entry].ForEachLogicalRun(
+        p.param_offset, p.count, [&](int64_t local, int64_t, int64_t n) {
+          pad.narrow(0, p.flat_offset - buf_begin + (local - p.param_offset), n).fill_(false);
+        });
   }
   at::Tensor v = buf.to(at::kDouble).abs().masked_select(pad);
   return v.numel() == 0 ? 0.0 : v.max().item<double>();
@@ -384,8 +401,10 @@ double RankEngine::PaddingMaxAbs(const at::Tensor& buf, int64_t buf_begin) const
 void RankEngine::ReportState(RankStep& rs) const {
   const int64_t held_begin = stage_ == 3 ? shard_begin_ : 0;
   rs.padding_max_abs = PaddingMaxAbs(params_, held_begin);
-  if (master_.defined()) rs.padding_max_abs = std::max(rs.padding_max_abs, PaddingMaxAbs(master_, shard_begin_));
-  for (const auto& slot : slots_) rs.padding_max_abs = std::max(rs.padding_max_abs, PaddingMaxAbs(slot, shard_begin_));
+  if (master_.defined())
+    rs.padding_max_abs = std::max(rs.padding_max_abs, PaddingMaxAbs(master_, shard_begin_));
+  for (const auto& slot : slots_)
+    rs.padding_max_abs = std::max(rs.padding_max_abs, PaddingMaxAbs(slot, shard_begin_));
   AddPieces(rs.pieces, "param", params_, held_begin, held_begin, held_begin + params_.numel());
   if (master_.defined())
     AddPieces(rs.pieces, "master", master_, shard_begin_, shard_begin_, shard_begin_ + shard_size_);

@@ -1,9 +1,9 @@
 // RankEngine: one rank of the distributed training engine under test (data parallel with ZeRO
 // stages 0-3, composed with tensor / sequence parallelism). Ranks are laid out tensor-parallel
 // fastest, then data-parallel, then pipeline: rank = (pp_rank * dp + dp_rank) * tp + tp_rank.
-// It owns that rank's flat buffers over its tensor-parallel shards (kernels/tp_layout.h), runs the model
-// unit by unit (Note [Layer-wise execution]), reduces gradients through GradReducer, updates its
-// shard, and reports observations (kernels/observations.h).
+// It owns that rank's flat buffers over its tensor-parallel shards (kernels/tp_layout.h), runs the
+// model unit by unit (Note [Layer-wise execution]), reduces gradients through GradReducer, updates
+// its shard, and reports observations (kernels/observations.h).
 //
 // Note [Layer-wise execution]: forward runs unit by unit without autograd, keeping each unit's
 // input; backward walks the units in reverse, re-materializes each unit's parameters (ZeRO-3
@@ -20,10 +20,10 @@
 #include "comm/communicator.h"
 #include "core/config.h"
 #include "core/model_spec.h"
+#include "kernels/checkpoint.h"
 #include "kernels/faults.h"
 #include "kernels/flat_layout.h"
 #include "kernels/flat_pack.h"
-#include "kernels/checkpoint.h"
 #include "kernels/grad_reducer.h"
 #include "kernels/loss_scaler.h"
 #include "kernels/model.h"
@@ -83,17 +83,19 @@ class RankEngine {
   const FaultSet& faults_;
   Communicator& world_;
   std::unique_ptr<Communicator> tp_group_, dp_group_, kv_group_, pp_group_, emb_group_;
-  ModelSpec spec_;                 // the logical model
-  std::vector<Unit> units_;        // every unit of the model (embed, blocks, head)
+  ModelSpec spec_;                           // the logical model
+  std::vector<Unit> units_;                  // every unit of the model (embed, blocks, head)
   std::vector<std::vector<size_t>> chunks_;  // this pipeline rank's chunks: unit indices
-  std::vector<TpShard> shards_;    // this rank's piece of each parameter it holds (spec_ order)
-  ModelSpec local_spec_;           // the same parameters with their local shapes
+  std::vector<TpShard> shards_;  // this rank's piece of each parameter it holds (spec_ order)
+  ModelSpec local_spec_;         // the same parameters with their local shapes
   FlatLayout layout_;
   std::unique_ptr<TensorParallel> tp_;
   std::vector<PackPlan> gather_plans_;  // stage 3: per unit, all its parameters
-  std::vector<PackPlan> ready_plans_;   // stage 3: per unit, parameters whose gradient completes there
-  std::vector<int64_t> last_use_;       // per entry: the unit where its gradient completes (lowest index)
-  ParamMap pending_;                    // stage 3: partial gradients of parameters used again below
+  std::vector<PackPlan>
+      ready_plans_;  // stage 3: per unit, parameters whose gradient completes there
+  std::vector<int64_t>
+      last_use_;      // per entry: the unit where its gradient completes (lowest index)
+  ParamMap pending_;  // stage 3: partial gradients of parameters used again below
   Numerics num_;
   std::unique_ptr<GradReducer> reducer_;
   int64_t stage_;
@@ -104,12 +106,12 @@ class RankEngine {
   at::ScalarType AccumulateDType() const;
   int64_t shard_begin_, shard_size_;
 
-  at::Tensor params_;       // param dtype: full flat (stages 0-2) or this rank's shard (stage 3)
-  at::Tensor master_;       // fp32 master copy of the owned region, undefined without master weights
+  at::Tensor params_;  // param dtype: full flat (stages 0-2) or this rank's shard (stage 3)
+  at::Tensor master_;  // fp32 master copy of the owned region, undefined without master weights
   std::vector<at::Tensor> slots_;  // fp32 optimizer state of the owned region
-  at::Tensor grad_micro_;   // accumulate dtype, full: this micro-step's local gradients (stages 0-2)
-  at::Tensor grad_acc_;     // accumulate dtype: reduced gradients summed over micro-steps; full for
-                            // stages 0/1, this rank's shard for stages 2/3
+  at::Tensor grad_micro_;  // accumulate dtype, full: this micro-step's local gradients (stages 0-2)
+  at::Tensor grad_acc_;    // accumulate dtype: reduced gradients summed over micro-steps; full for
+                           // stages 0/1, this rank's shard for stages 2/3
   int64_t gathered_peak_ = 0;
   LossScaler scaler_;
   int64_t updates_ = 0;  // optimizer updates applied (overflow-skipped steps excluded)

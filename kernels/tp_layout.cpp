@@ -7,7 +7,8 @@ namespace paradiff {
 namespace {
 
 bool EndsWith(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 int64_t Rows(const ParamSpec& p) { return p.shape[0]; }
@@ -84,7 +85,8 @@ std::vector<TpShard> BuildTpShards(const ModelSpec& spec, const ModelConfig& m, 
           s.row_runs = {{j * hd, hd}, {m.kv_heads * hd + j * hd, hd}};
           s.rep = TpReplication::kShared;
         }
-      } else if (n.find(".mlp.fc1.") != std::string::npos || n.find(".mlp.gate.") != std::string::npos ||
+      } else if (n.find(".mlp.fc1.") != std::string::npos ||
+                 n.find(".mlp.gate.") != std::string::npos ||
                  n.find(".mlp.up.") != std::string::npos) {
         const int64_t rows = m.ffn / tp;
         s.row_runs = {{r * rows, rows}};

@@ -15,8 +15,7 @@ std::vector<std::string> ExpectedKinds(const Config& cfg, const Reporting& r) {
   if (r.grad) kinds.push_back("grad");
   kinds.push_back("param");
   if (!r.optimizer) return kinds;
-  if (cfg.precision.keeps_master())
-    kinds.push_back("master");
+  if (cfg.precision.keeps_master()) kinds.push_back("master");
   for (const auto& s : OptimizerSlotNames(cfg.optimizer.kind)) kinds.push_back(s);
   return kinds;
 }
@@ -29,7 +28,8 @@ Assembly AssembleTensors(const Config& cfg, const Observations& obs, const Repor
   for (int64_t step = 0; step < cfg.steps; ++step) {
     AssembledStep as;
     for (const auto& ps : spec.params)
-      for (const auto& k : kinds) as.tensors[k + ":" + ps.name] = at::zeros({ps.numel()}, at::kDouble);
+      for (const auto& k : kinds)
+        as.tensors[k + ":" + ps.name] = at::zeros({ps.numel()}, at::kDouble);
     double loss_sum = 0;
     int64_t loss_count = 0;
     for (const auto& rank : obs.ranks) {
@@ -48,11 +48,11 @@ Assembly AssembleTensors(const Config& cfg, const Observations& obs, const Repor
         out.verdict.where.step = step;
         out.verdict.where.phase = "overflow";
         out.verdict.where.rank = rank.rank;
-        out.verdict.message = "ranks disagree on skipping step " + std::to_string(step) +
-                              " for overflow: rank 0 " +
-                              (obs.ranks[0].steps[step].skipped ? "skipped" : "stepped") + ", rank " +
-                              std::to_string(rank.rank) + (rs.skipped ? " skipped" : " stepped") +
-                              " (seed " + std::to_string(cfg.seed) + ")";
+        out.verdict.message =
+            "ranks disagree on skipping step " + std::to_string(step) + " for overflow: rank 0 " +
+            (obs.ranks[0].steps[step].skipped ? "skipped" : "stepped") + ", rank " +
+            std::to_string(rank.rank) + (rs.skipped ? " skipped" : " stepped") + " (seed " +
+            std::to_string(cfg.seed) + ")";
         return out;
       }
     }

@@ -83,15 +83,15 @@ int64_t StepOfCall(const RankObservations& r, const Fingerprint* call) {
 std::string FirstLine(const std::string& s) { return s.substr(0, s.find('\n')); }
 
 Verdict MismatchVerdict(const EngineOutcome& e, const Config& cfg) {
-  static const std::regex coll(
-      R"(mismatch in group '([^']*)': rank (\d+) (?:called|sent) (.+?) )"
-      R"(but rank (\d+) (?:called|receives) (.+)$)");
+  static const std::regex coll(R"(mismatch in group '([^']*)': rank (\d+) (?:called|sent) (.+?) )"
+                               R"(but rank (\d+) (?:called|receives) (.+)$)");
   const std::string line = FirstLine(e.failure);
   std::smatch m;
   if (!std::regex_search(line, m, coll))
     return Base(VerdictKind::kCollective, cfg, e.failure_step, e.failure_rank, -1, "", e.failure);
   const Call a = ParseCall(m[3]), b = ParseCall(m[5]);
-  return Base(VerdictKind::kCollective, cfg, e.failure_step, std::stoi(m[2]), std::stoi(m[4]), Difference(a, b),
+  return Base(VerdictKind::kCollective, cfg, e.failure_step, std::stoi(m[2]), std::stoi(m[4]),
+              Difference(a, b),
               "ranks disagree on a collective in group '" + m[1].str() + "': rank " + m[2].str() +
                   " called " + m[3].str() + " but rank " + m[4].str() + " called " + m[5].str());
 }
@@ -191,12 +191,12 @@ Verdict CheckCollectiveLogs(const Config& cfg, const Observations& obs) {
         const Fingerprint &a = *first.calls[k], &b = *m.calls[k];
         if (a.SameCall(b)) continue;
         const Call ca = ParseCall(a.ToString()), cb = ParseCall(b.ToString());
-        return Base(
-            VerdictKind::kCollective, cfg, StepOfCall(*m.obs, &b), first.world_rank, m.world_rank,
-            Difference(ca, cb),
-            "the recorded collective logs disagree in group '" + group + "' at call " +
-                std::to_string(k) + ": rank " + std::to_string(first.world_rank) + " called " +
-                ca.text + " but rank " + std::to_string(m.world_rank) + " called " + cb.text);
+        return Base(VerdictKind::kCollective, cfg, StepOfCall(*m.obs, &b), first.world_rank,
+                    m.world_rank, Difference(ca, cb),
+                    "the recorded collective logs disagree in group '" + group + "' at call " +
+                        std::to_string(k) + ": rank " + std::to_string(first.world_rank) +
+                        " called " + ca.text + " but rank " + std::to_string(m.world_rank) +
+                        " called " + cb.text);
       }
       if (first.calls.size() != m.calls.size()) {
         const bool longer = m.calls.size() > first.calls.size();
@@ -218,7 +218,8 @@ Verdict CheckCollectiveLogs(const Config& cfg, const Observations& obs) {
 Verdict CollectiveOracle::Check(const OracleInput& in) const {
   const EngineOutcome& e = in.outcome;
   if (!e.target.empty())
-    return SkipVerdict(name(), "external target " + e.target + ": its collectives are not recorded");
+    return SkipVerdict(name(),
+                       "external target " + e.target + ": its collectives are not recorded");
   if (!e.ok) {
     if (e.failure_kind == "collective" || e.failure_kind == "hang")
       return EngineFailureVerdict(e, in.cfg);

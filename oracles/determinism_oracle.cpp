@@ -37,8 +37,9 @@ bool SameBytes(const at::Tensor& a, const at::Tensor& b) {
 
 }  // namespace
 
-Verdict CompareSecondRun(const OracleInput& in, const EngineOutcome& again, const std::string& oracle,
-                         const std::string& first_name, const std::string& second_name) {
+Verdict CompareSecondRun(const OracleInput& in, const EngineOutcome& again,
+                         const std::string& oracle, const std::string& first_name,
+                         const std::string& second_name) {
   if (!again.ok)
     return Finding(in.cfg, oracle, "failure", again.failure_rank,
                    first_name + " completed but " + second_name + " failed: " + again.failure);
@@ -55,8 +56,9 @@ Verdict CompareSecondRun(const OracleInput& in, const EngineOutcome& again, cons
     for (size_t s = 0; s < a[r].steps.size() && s < b[r].steps.size(); ++s) {
       const auto &pa = a[r].steps[s].pieces, &pb = b[r].steps[s].pieces;
       for (size_t i = 0; i < pa.size(); ++i) {
-        const bool same = i < pb.size() && pa[i].kind == pb[i].kind && pa[i].tensor == pb[i].tensor &&
-                          pa[i].offset == pb[i].offset && SameBytes(pa[i].values, pb[i].values);
+        const bool same = i < pb.size() && pa[i].kind == pb[i].kind &&
+                          pa[i].tensor == pb[i].tensor && pa[i].offset == pb[i].offset &&
+                          SameBytes(pa[i].values, pb[i].values);
         if (same) continue;
         Verdict v = Finding(in.cfg, oracle, "replica_copy", static_cast<int>(r),
                             "rank " + std::to_string(r) + "'s own copy of " + pa[i].kind + ":" +
@@ -79,8 +81,8 @@ Verdict CompareSecondRun(const OracleInput& in, const EngineOutcome& again, cons
       if (k < la.size() && k < lb.size() && la[k].SameCall(lb[k])) continue;
       return Finding(in.cfg, oracle, "collective_log", static_cast<int>(r),
                      "rank " + std::to_string(r) + "'s call " + std::to_string(k) + " differs: " +
-                         first_name + " made " + (k < la.size() ? la[k].ToString() : "none") + ", " +
-                         second_name + " " + (k < lb.size() ? lb[k].ToString() : "none"));
+                         first_name + " made " + (k < la.size() ? la[k].ToString() : "none") +
+                         ", " + second_name + " " + (k < lb.size() ? lb[k].ToString() : "none"));
     }
   }
   return Verdict{};

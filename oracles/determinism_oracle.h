@@ -15,8 +15,9 @@ namespace paradiff {
 
 // The comparison both the determinism and the cross-backend oracle make: `again` (a second run of
 // in.cfg) against the checked run, as findings of `oracle` naming the two runs.
-Verdict CompareSecondRun(const OracleInput& in, const EngineOutcome& again, const std::string& oracle,
-                         const std::string& first_name, const std::string& second_name);
+Verdict CompareSecondRun(const OracleInput& in, const EngineOutcome& again,
+                         const std::string& oracle, const std::string& first_name,
+                         const std::string& second_name);
 
 class DeterminismOracle : public Oracle {
  public:

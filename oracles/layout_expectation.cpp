@@ -29,13 +29,16 @@ int64_t TpLocalNumel(const ModelConfig& m, const ParamSpec& p, int64_t tp) {
   const int64_t n = p.numel();
   if (tp <= 1) return n;
   switch (SplitOf(m, p, tp)) {
-    case TpSplit::kSplit: return n / tp;
-    case TpSplit::kKvShared: return n / m.kv_heads;
+    case TpSplit::kSplit:
+      return n / tp;
+    case TpSplit::kKvShared:
+      return n / m.kv_heads;
     case TpSplit::kVocab: {
       const int64_t cols = n / m.vocab, mult = 4 * tp;
       return (m.vocab + mult - 1) / mult * mult / tp * cols;
     }
-    case TpSplit::kReplicated: break;
+    case TpSplit::kReplicated:
+      break;
   }
   return n;
 }
@@ -44,9 +47,12 @@ int64_t TpHolders(const ModelConfig& m, const ParamSpec& p, int64_t tp) {
   if (tp <= 1) return 1;
   switch (SplitOf(m, p, tp)) {
     case TpSplit::kSplit:
-    case TpSplit::kVocab: return 1;
-    case TpSplit::kKvShared: return tp / m.kv_heads;
-    case TpSplit::kReplicated: break;
+    case TpSplit::kVocab:
+      return 1;
+    case TpSplit::kKvShared:
+      return tp / m.kv_heads;
+    case TpSplit::kReplicated:
+      break;
   }
   return tp;
 }

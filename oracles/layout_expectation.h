@@ -8,8 +8,8 @@
 //   vocabulary-parallel (embed.wte, head.lm_head.weight): PaddedVocab / tp rows, vocab rounded up
 //     to a multiple of 4 * tp (the padded rows belong to no logical element), one holder;
 //   everything else (norms, row-parallel biases, position embeddings): whole on every tp rank.
-// Pipeline: every parameter lives on one stage, except a tied embedding with pp > 1, which the first
-// stage (input embedding) and the last stage (output head) both hold.
+// Pipeline: every parameter lives on one stage, except a tied embedding with pp > 1, which the
+// first stage (input embedding) and the last stage (output head) both hold.
 #pragma once
 
 #include <cstdint>

@@ -1,12 +1,11 @@
 #include "oracles/memory_oracle.h"
 
-#include "kernels/engine.h"
-
 #include <algorithm>
 #include <set>
 #include <vector>
 
 #include "core/model_spec.h"
+#include "kernels/engine.h"
 #include "kernels/model.h"
 #include "kernels/optim.h"
 #include "oracles/layout_expectation.h"
@@ -45,8 +44,8 @@ Verdict Finding(const Config& cfg, int64_t step, int rank, const std::string& ca
 
 }  // namespace
 
-
-MemoryExpectation ExpectedMemory(const Config& cfg, int rank, const std::set<std::string>* stage_params) {
+MemoryExpectation ExpectedMemory(const Config& cfg, int rank,
+                                 const std::set<std::string>* stage_params) {
   const ModelSpec spec = BuildModelSpec(cfg.model);
   const int64_t align = std::max<int64_t>(cfg.zero.align_elems, 1), dp = cfg.parallel.dp;
   const int64_t tp = cfg.parallel.tp, dp_rank = (rank / tp) % dp;
@@ -131,8 +130,9 @@ Verdict CheckMemory(const Config& run_cfg, const Observations& obs) {
               std::string("memory category ") + cat + " holds " + std::to_string(actual) +
                   " bytes, expected " + std::to_string(e->second) + " for ZeRO stage " +
                   std::to_string(cfg.zero.stage) + ", dp " + std::to_string(cfg.parallel.dp) +
-                  ", tp " + std::to_string(cfg.parallel.tp) + ", pp " + std::to_string(cfg.parallel.pp) +
-                  ", align " + std::to_string(cfg.zero.align_elems) + " (" + (diff > 0 ? "+" : "") +
+                  ", tp " + std::to_string(cfg.parallel.tp) + ", pp " +
+                  std::to_string(cfg.parallel.pp) + ", align " +
+                  std::to_string(cfg.zero.align_elems) + " (" + (diff > 0 ? "+" : "") +
                   std::to_string(diff) + " bytes)");
         }
         if (auto u = want.upper.find(cat); u != want.upper.end() && actual > u->second) {
@@ -173,7 +173,8 @@ Verdict CheckMemory(const Config& run_cfg, const Observations& obs) {
 
 Verdict MemoryOracle::Check(const OracleInput& in) const {
   if (!in.outcome.target.empty())
-    return SkipVerdict(name(), "external target " + in.outcome.target + ": its buffers are not accounted");
+    return SkipVerdict(name(),
+                       "external target " + in.outcome.target + ": its buffers are not accounted");
   if (!in.outcome.ok) return SkipVerdict(name(), "the engine failed; no memory accounts");
   return CheckMemory(in.cfg, in.outcome.obs);
 }

@@ -3,8 +3,8 @@
 // spec and the config alone (never from the engine's layout code, which is under test), and no
 // category growing from one step to the next (a leak).
 //
-// Note [Memory expectation]: data parallel with ZeRO (with tp / pp: below). The flat buffer lays the
-// parameters out in model order, each starting at a multiple of zero.align_elems, and pads the
+// Note [Memory expectation]: data parallel with ZeRO (with tp / pp: below). The flat buffer lays
+// the parameters out in model order, each starting at a multiple of zero.align_elems, and pads the
 // total to P = a multiple of dp * align_elems; rank r's shard is [r * S, (r + 1) * S), S = P / dp.
 // The rank "holds" the whole buffer up to stage 2 and its shard at stage 3, and "owns" (updates)
 // the whole buffer at stage 0 and its shard from stage 1. Exactly:

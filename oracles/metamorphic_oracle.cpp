@@ -73,8 +73,8 @@ int64_t FirstDifferentDecision(const RefPair& a, const RefPair& b, const Observa
     return s < static_cast<int64_t>(r.steps.size()) && r.steps[s].skipped;
   };
   for (int64_t s = 0; s < steps; ++s)
-    if (ref_skip(a.same, s) != ref_skip(b.same, s) || ref_skip(a.truth, s) != ref_skip(b.truth, s) ||
-        run_skip(run_a, s) != run_skip(run_b, s))
+    if (ref_skip(a.same, s) != ref_skip(b.same, s) ||
+        ref_skip(a.truth, s) != ref_skip(b.truth, s) || run_skip(run_a, s) != run_skip(run_b, s))
       return s;
   return steps;
 }
@@ -97,7 +97,8 @@ Verdict WithinBounds(const OracleInput& in, const std::string& relation, const C
   std::map<Key, const Comparison*> mine;
   for (const auto& c : in.numeric->comparisons) mine[{c.step, c.kind, c.tensor, c.detail}] = &c;
   const bool sgd = in.cfg.optimizer.kind == OptimizerKind::kSgd;
-  const int64_t same_until = FirstDifferentDecision(*in.ref, *ref, in.outcome.obs, e.obs, in.cfg.steps);
+  const int64_t same_until =
+      FirstDifferentDecision(*in.ref, *ref, in.outcome.obs, e.obs, in.cfg.steps);
   for (const auto& cb : own.comparisons) {
     if (!cb.detail.empty() || cb.step >= same_until) continue;
     if (!sgd && cb.kind != "loss" && cb.kind != "grad" && cb.kind != "grad_norm") continue;

@@ -7,7 +7,8 @@
 namespace paradiff {
 
 std::string MirrorPreconditions(const Config& cfg) {
-  for (int64_t step : {int64_t{0}, cfg.checkpoint.save_at > 0 ? cfg.checkpoint.save_at : int64_t{0}}) {
+  for (int64_t step :
+       {int64_t{0}, cfg.checkpoint.save_at > 0 ? cfg.checkpoint.save_at : int64_t{0}}) {
     const ParallelConfig& p = LayoutAtStep(cfg, step).parallel;
     if (p.tp > 1) return "tensor parallelism: partial sums the twin does not form";
     if (p.pp > 1) return "pipeline parallelism: a stage's accumulation order differs";
@@ -32,7 +33,8 @@ Verdict MirrorOracle::Check(const OracleInput& in) const {
   }
   if (in.assembly == nullptr || in.ref == nullptr)
     return SkipVerdict(name(), "the engine failed; nothing to compare");
-  if (!in.outcome.reporting.grad) return SkipVerdict(name(), "the run does not report its gradients");
+  if (!in.outcome.reporting.grad)
+    return SkipVerdict(name(), "the run does not report its gradients");
   if (!(in.ref->reduction == in.outcome.reporting.reduction))
     return SkipVerdict(name(),
                        "the reference mirrors another reduction structure than the run declares");
@@ -50,15 +52,17 @@ Verdict MirrorOracle::Check(const OracleInput& in) const {
     // A tied embedding's two gradient contributions (input embedding, output head) are added in
     // another order by the engine than by the twin's autograd: not mirrored.
     if (q.kind == "grad" && in.cfg.model.tied_embeddings && q.tensor == "embed.wte") continue;
-    const BitwiseDiff d = CompareBitwise(ValueOf(run, q), ValueOf(twin, q), HeldDType(in.cfg, q.kind));
+    const BitwiseDiff d =
+        CompareBitwise(ValueOf(run, q), ValueOf(twin, q), HeldDType(in.cfg, q.kind));
     if (d.equal()) continue;
     if (q.kind != "grad") {
       state_equal = false;
       continue;
     }
-    return BitwiseFinding(in.cfg, name(), "", q, d, "the distributed run",
-                          "the same-precision twin, which mirrors its arithmetic from the same state "
-                          "(Note [Mirrored arithmetic])");
+    return BitwiseFinding(
+        in.cfg, name(), "", q, d, "the distributed run",
+        "the same-precision twin, which mirrors its arithmetic from the same state "
+        "(Note [Mirrored arithmetic])");
   }
   return Verdict{};
 }

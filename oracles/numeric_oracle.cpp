@@ -51,8 +51,8 @@ double AdamRatioBound(double b1, double b2, int64_t steps) {
     if (b2 == 0) return INFINITY;
     double sum = 0;
     for (int64_t k = 0; k < t; ++k) sum += std::pow(b1 * b1 / b2, static_cast<double>(k));
-    const double r = (1 - b1) / std::sqrt(1 - b2) * std::sqrt(sum) * std::sqrt(1 - std::pow(b2, t)) /
-                     (1 - std::pow(b1, t));
+    const double r = (1 - b1) / std::sqrt(1 - b2) * std::sqrt(sum) *
+                     std::sqrt(1 - std::pow(b2, t)) / (1 - std::pow(b1, t));
     worst = std::max(worst, r);
   }
   return worst;
@@ -139,7 +139,8 @@ class EffectiveGradient {
   at::Tensor operator()(const at::Tensor& g, double grad_norm,
                         const std::map<std::string, at::Tensor>* prev, bool masters = true) const {
     if (!g.defined() || !decays()) return g;
-    const double coef = std::isfinite(grad_norm) ? ClipCoefficient(cfg.clip_grad_norm, grad_norm) : 1.0;
+    const double coef =
+        std::isfinite(grad_norm) ? ClipCoefficient(cfg.clip_grad_norm, grad_norm) : 1.0;
     at::Tensor p;
     if (prev == nullptr) {
       if (!initial_.defined()) initial_ = GenerateParam(ps, cfg.seed).reshape({-1});
@@ -300,7 +301,8 @@ Verdict OverflowDecision(const Config& cfg, const Assembly& dist, const RefPair&
   RefOrigin from;
   from.step = s - 1;
   if (s > 0)
-    from.state = CanRestart(cfg, dist.reporting) ? &dist.steps[s - 1].tensors : &ref.same.steps[s - 1].tensors;
+    from.state = CanRestart(cfg, dist.reporting) ? &dist.steps[s - 1].tensors
+                                                 : &ref.same.steps[s - 1].tensors;
   from.skips = SkippedSteps(ref.same);
   const double margin = OverflowMargin(LayoutAtStep(cfg, s));
   from.scale_factor = run_skipped ? margin : 1.0 / margin;
@@ -311,8 +313,8 @@ Verdict OverflowDecision(const Config& cfg, const Assembly& dist, const RefPair&
                   : OverflowFinding(s, "skip", "margin", run_skipped ? 0 : 1, run_skipped ? 1 : 0);
   std::ostringstream msg;
   msg << "step " << s << ": the run " << (run_skipped ? "skipped" : "took")
-      << " the step for overflow, the same-precision reference " << (run_skipped ? "took" : "skipped")
-      << " it";
+      << " the step for overflow, the same-precision reference "
+      << (run_skipped ? "took" : "skipped") << " it";
   std::ostringstream at;
   at << (run_skipped ? "" : "1/") << margin << (run_skipped ? "x" : "");
   if (borderline) {
@@ -320,7 +322,8 @@ Verdict OverflowDecision(const Config& cfg, const Assembly& dist, const RefPair&
         << (run_skipped ? "overflows" : "does not overflow") << " too)";
   } else {
     msg << ", and " << (run_skipped ? "stays finite" : "overflows") << " even at " << at.str()
-        << " the loss scale from the run's own state: not a borderline overflow (Note [Overflow margin])";
+        << " the loss scale from the run's own state: not a borderline overflow (Note [Overflow "
+           "margin])";
   }
   msg << " (seed " << cfg.seed << ")";
   v.message = msg.str();
@@ -339,9 +342,11 @@ std::optional<Verdict> NonFiniteStep(const Config& cfg, const Assembly& dist, in
     if (key.rfind("grad:", 0) != 0 || value.isfinite().all().item<bool>()) continue;
     Verdict v = OverflowFinding(s, "skip", "consistency", /*expected=*/1, /*actual=*/0);
     v.where.tensor = key.substr(5);
-    v.message = "step " + std::to_string(s) + ": the run took the step although its reported gradient " +
-                key.substr(5) + " is not finite: the overflow check missed it (Note [Overflow "
-                "consistency]; seed " + std::to_string(cfg.seed) + ")";
+    v.message = "step " + std::to_string(s) +
+                ": the run took the step although its reported gradient " + key.substr(5) +
+                " is not finite: the overflow check missed it (Note [Overflow "
+                "consistency]; seed " +
+                std::to_string(cfg.seed) + ")";
     return v;
   }
   return std::nullopt;
@@ -365,8 +370,11 @@ std::optional<Verdict> DivergedReference(const Config& cfg, const RefPair& ref, 
     std::ostringstream msg;
     msg << "step " << s << ": the " << (step == &ref.same.steps[s] ? "same-precision" : "float64")
         << " reference diverged (its loss or parameters are not finite): the config trains "
-           "unstably (optimizer.lr=" << cfg.optimizer.lr << "); steps from here are not judged "
-           "(Note [Diverged reference]; seed " << cfg.seed << ")";
+           "unstably (optimizer.lr="
+        << cfg.optimizer.lr
+        << "); steps from here are not judged "
+           "(Note [Diverged reference]; seed "
+        << cfg.seed << ")";
     v.message = msg.str();
     return v;
   }
@@ -381,7 +389,9 @@ std::optional<Verdict> DivergedReference(const Config& cfg, const RefPair& ref, 
 class StepComparer {
  public:
   StepComparer(const Config& cfg, const Assembly& dist)
-      : cfg_(&cfg), dist_(&dist), spec_(BuildModelSpec(cfg.model)),
+      : cfg_(&cfg),
+        dist_(&dist),
+        spec_(BuildModelSpec(cfg.model)),
         kinds_(ExpectedKinds(cfg, dist.reporting)) {
     for (const auto& ps : spec_.params) grad_elems_ += ps.numel();  // the squares a norm sums
   }
@@ -464,16 +474,15 @@ std::optional<Verdict> StepComparer::Step(int64_t s, const RefPair& ref, int64_t
     const std::string key = "grad:" + ps.name;
     add(CompareTensor(d.tensors.at(key), r.tensors.at(key), t.tensors.at(key), tol("grad"),
                       rms["grad"], age),
-        s,
-        "gradient", "grad", ps.name, Name(ps.layer));
+        s, "gradient", "grad", ps.name, Name(ps.layer));
   }
   if (!r.skipped) {
     if (reported.grad) {
       add(NormConsistency(d, spec, ctx), s, "reduction", "grad_norm", "", "");
       out.back().detail = "consistency";
     }
-    add(CompareScalar(d.grad_norm, r.grad_norm, t.grad_norm, norm_tol), s, "reduction",
-        "grad_norm", "", "");
+    add(CompareScalar(d.grad_norm, r.grad_norm, t.grad_norm, norm_tol), s, "reduction", "grad_norm",
+        "", "");
   }
   const bool adam = cfg.optimizer.kind != OptimizerKind::kSgd;
   for (const auto& ps : spec.params) {
@@ -499,7 +508,8 @@ std::optional<Verdict> StepComparer::Step(int64_t s, const RefPair& ref, int64_t
       const std::string key = kind + ":" + ps.name;
       const at::Tensor &dv = d.tensors.at(key), &rv = r.tensors.at(key), &tv = t.tensors.at(key);
       auto found = ill_.find(ps.name);
-      const at::Tensor mask = found != ill_.end() ? found->second : at::zeros({ps.numel()}, at::kBool);
+      const at::Tensor mask =
+          found != ill_.end() ? found->second : at::zeros({ps.numel()}, at::kBool);
       Comparison c;
       if (adam && (kind == "param" || kind == "master")) {
         c = CompareAdamParam(dv, rv, tv, mask, tol(kind), max_move, cfg.precision.param, rms[kind],
@@ -508,7 +518,8 @@ std::optional<Verdict> StepComparer::Step(int64_t s, const RefPair& ref, int64_t
         // An ill-conditioned element's first moment is its gradient's noise, averaged: compared
         // it would compare two roundings (its sign and size decide nothing but its own step,
         // which CompareAdamParam bounds). The rest is compared as usual.
-        c = CompareTensor(at::where(mask, tv, dv), at::where(mask, tv, rv), tv, tol(kind), rms[kind], age);
+        c = CompareTensor(at::where(mask, tv, dv), at::where(mask, tv, rv), tv, tol(kind),
+                          rms[kind], age);
       } else {
         c = CompareTensor(dv, rv, tv, tol(kind), rms[kind], age);
       }
@@ -612,9 +623,9 @@ NumericResult CheckNumerics(const Config& cfg, const Assembly& dist, const RefPa
         << (c.detail == "consistency"
                 ? " reported by the engine differs from the norm of the gradients it reports"
                 : " differs from the reference")
-        << ": relative error "
-        << c.error << " > bound " << c.bound << " (ratio " << c.ratio() << "); worst index " << c.index
-        << " expected " << c.expected << " actual " << c.actual << " (seed " << cfg.seed << ")";
+        << ": relative error " << c.error << " > bound " << c.bound << " (ratio " << c.ratio()
+        << "); worst index " << c.index << " expected " << c.expected << " actual " << c.actual
+        << " (seed " << cfg.seed << ")";
     if (!out.restarts.empty())
       msg << "; compared from the run's own state since step " << out.restarts.back() - 1
           << " (Note [Restarted comparison])";

@@ -11,7 +11,8 @@ namespace {
 template <typename T>
 void Widen(const at::Tensor& src, double* dst) {
   const T* p = src.data_ptr<T>();
-  std::transform(p, p + src.numel(), dst, [](T v) { return static_cast<double>(static_cast<float>(v)); });
+  std::transform(p, p + src.numel(), dst,
+                 [](T v) { return static_cast<double>(static_cast<float>(v)); });
 }
 
 }  // namespace
@@ -30,9 +31,14 @@ void CopyAsDouble(const at::Tensor& src, double* dst) {
         std::copy(p, p + src.numel(), dst);
         return;
       }
-      case at::kBFloat16: Widen<at::BFloat16>(src, dst); return;
-      case at::kHalf: Widen<at::Half>(src, dst); return;
-      default: break;
+      case at::kBFloat16:
+        Widen<at::BFloat16>(src, dst);
+        return;
+      case at::kHalf:
+        Widen<at::Half>(src, dst);
+        return;
+      default:
+        break;
     }
   }
   // Anything else (not reported by the engines; kept correct rather than fast).

@@ -168,7 +168,8 @@ RefRun RunReference(const Config& cfg, const GradReduction& red, bool truth,
   int64_t updates = 0;  // optimizer updates applied (skipped steps do not count)
   const int64_t first = origin != nullptr ? origin->step + 1 : 0;
   const int64_t last = origin != nullptr && origin->steps >= 0
-                           ? std::min(cfg.steps, first + origin->steps) : cfg.steps;
+                           ? std::min(cfg.steps, first + origin->steps)
+                           : cfg.steps;
   for (int64_t step = 0; step < first; ++step) {  // the loss scale and the update count so far
     const bool skipped = origin->skips.at(step);
     scaler.After(skipped);
@@ -177,7 +178,8 @@ RefRun RunReference(const Config& cfg, const GradReduction& red, bool truth,
   RefRun run;
   for (int64_t step = first; step < last; ++step) {
     RefStep rs;
-    const double scale = scaler.scale() * (origin != nullptr && step == first ? origin->scale_factor : 1.0);
+    const double scale =
+        scaler.scale() * (origin != nullptr && step == first ? origin->scale_factor : 1.0);
     double loss_sum = 0;
     // Note [Batched truth]: the twin mirrors the run's micro-batches one by one (their rounding is
     // what it calibrates); the truth has no rounding worth mirroring, so it takes the step's M
@@ -198,7 +200,8 @@ RefRun RunReference(const Config& cfg, const GradReduction& red, bool truth,
     // After a checkpoint's reload the run has the reload layout: its split into accumulation steps
     // and its pipeline order (the global batch is the same).
     const Config layout = LayoutAtStep(cfg, step);
-    const double loss_mult = batched ? 1.0 : 1.0 / static_cast<double>(layout.batch.accumulation_steps);
+    const double loss_mult =
+        batched ? 1.0 : 1.0 / static_cast<double>(layout.batch.accumulation_steps);
     std::vector<std::vector<at::Tensor>> pass_grads(passes);  // [global micro-batch][parameter]
     for (int64_t g = 0; g < passes; ++g) {
       MicroBatch mb = MakeMicroBatch(cfg, step, g);
@@ -253,7 +256,8 @@ RefRun RunReference(const Config& cfg, const GradReduction& red, bool truth,
       at::Tensor g = acc[i].to(sdt);
       if (coef < 1.0) g.mul_(coef);
       if (!overflow) {
-        at::Tensor target = has_master ? st.master[i] : (pdt == sdt ? st.params[i] : st.params[i].to(sdt));
+        at::Tensor target =
+            has_master ? st.master[i] : (pdt == sdt ? st.params[i] : st.params[i].to(sdt));
         OptimizerUpdate(cfg.optimizer, updates + 1, target, g, st.slots[i]);
         if (!target.is_same(st.params[i])) st.params[i].copy_(target);
       }

@@ -43,8 +43,8 @@ struct RefRun {
 };
 
 struct RefPair {
-  RefRun truth;  // float64 everywhere
-  RefRun same;   // the config's precision
+  RefRun truth;             // float64 everywhere
+  RefRun same;              // the config's precision
   GradReduction reduction;  // the declared structure both mirror (restarts keep it)
 };
 
@@ -55,7 +55,7 @@ struct RefOrigin {
   // The run's assembled "kind:tensor" -> flat float64: param, master (when the config keeps
   // master weights) and the optimizer slots. Null: the initial parameters (step must be -1).
   const std::map<std::string, at::Tensor>* state = nullptr;
-  std::vector<bool> skips;  // the overflow decisions of steps 0 .. step (they set the loss scale)
+  std::vector<bool> skips;    // the overflow decisions of steps 0 .. step (they set the loss scale)
   int64_t steps = -1;         // how many steps to run (-1: to the last)
   double scale_factor = 1.0;  // the first step runs at its loss scale times this
 };

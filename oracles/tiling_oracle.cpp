@@ -1,7 +1,5 @@
 #include "oracles/tiling_oracle.h"
 
-#include "kernels/engine.h"
-
 #include <ATen/ATen.h>
 
 #include <algorithm>
@@ -10,6 +8,7 @@
 #include <vector>
 
 #include "core/model_spec.h"
+#include "kernels/engine.h"
 #include "oracles/layout_expectation.h"
 #include "oracles/tolerance.h"
 
@@ -73,7 +72,8 @@ Verdict CheckTilingOf(const Config& cfg, const Observations& obs, const Reportin
   for (int64_t step = 0; step < cfg.steps; ++step) {
     // Padding (alignment, dp padding, padded vocabulary rows) is zero and never updated.
     for (const auto& rank : obs.ranks) {
-      if (step >= static_cast<int64_t>(rank.steps.size()) || rank.steps[step].padding_max_abs == 0) continue;
+      if (step >= static_cast<int64_t>(rank.steps.size()) || rank.steps[step].padding_max_abs == 0)
+        continue;
       if (NonFinitePropagated(rank.steps[step])) continue;
       Verdict v;
       v.kind = VerdictKind::kInvariant;
@@ -85,7 +85,8 @@ Verdict CheckTilingOf(const Config& cfg, const Observations& obs, const Reportin
       v.where.actual = rank.steps[step].padding_max_abs;
       v.where.detail = "padding";
       v.message = "rank " + std::to_string(rank.rank) + " holds non-zero padding after step " +
-                  std::to_string(step) + " (max |value| " + std::to_string(rank.steps[step].padding_max_abs) +
+                  std::to_string(step) + " (max |value| " +
+                  std::to_string(rank.steps[step].padding_max_abs) +
                   "; padding must stay zero) (seed " + std::to_string(cfg.seed) + ")";
       return v;
     }
@@ -132,19 +133,21 @@ Verdict CheckTilingOf(const Config& cfg, const Observations& obs, const Reportin
                              " element(s) held by no rank, the first at index " +
                              std::to_string(first));
         }
-        const auto off = std::find_if(count.begin(), count.end(), [&](int32_t c) { return c != want; });
+        const auto off =
+            std::find_if(count.begin(), count.end(), [&](int32_t c) { return c != want; });
         if (off == count.end()) continue;
         const int64_t first = off - count.begin();
         const int64_t got = *off;
-        const int64_t n = std::count_if(count.begin(), count.end(), [&](int32_t c) { return c != want; });
+        const int64_t n =
+            std::count_if(count.begin(), count.end(), [&](int32_t c) { return c != want; });
         return Finding(
             cfg, step, kind, &ps, ps.name, -1, first, n, got > want ? "overlap" : "replication",
             key + "[" + std::to_string(first) + "] is held by " + std::to_string(got) +
                 " ranks, expected " + std::to_string(want) + " (ZeRO stage " +
                 std::to_string(layout.zero.stage) + ", dp " + std::to_string(layout.parallel.dp) +
                 ", tp " + std::to_string(layout.parallel.tp) + ", pp " +
-                std::to_string(layout.parallel.pp) + "); " +
-                std::to_string(n) + " element(s) of the tensor are off");
+                std::to_string(layout.parallel.pp) + "); " + std::to_string(n) +
+                " element(s) of the tensor are off");
       }
     }
   }

@@ -1,9 +1,9 @@
 #include "oracles/tolerance.h"
 
-#include "oracles/bitwise.h"
-
 #include <algorithm>
 #include <cmath>
+
+#include "oracles/bitwise.h"
 
 namespace paradiff {
 
@@ -12,10 +12,10 @@ namespace {
 // Base entries per storage dtype. The floor is a multiple of the dtype's unit roundoff u
 // (fp32 2^-24, bf16 2^-8, fp16 2^-11): a handful of roundings of difference between two
 // summation orders, relative to the tensor norm.
-constexpr Tolerance kFp32{8.0, 256 * 5.96e-8};   // ~1.5e-5: reduction order over <= 64 ranks
-constexpr Tolerance kBf16{4.0, 4 * 3.91e-3};     // ~1.6e-2: one extra bf16 rounding per element
-constexpr Tolerance kFp16{4.0, 8 * 4.88e-4};     // ~3.9e-3: one extra fp16 rounding per element
-constexpr Tolerance kFp64{8.0, 1e-12};           // float64 quantities (never the run's own dtype)
+constexpr Tolerance kFp32{8.0, 256 * 5.96e-8};  // ~1.5e-5: reduction order over <= 64 ranks
+constexpr Tolerance kBf16{4.0, 4 * 3.91e-3};    // ~1.6e-2: one extra bf16 rounding per element
+constexpr Tolerance kFp16{4.0, 8 * 4.88e-4};    // ~3.9e-3: one extra fp16 rounding per element
+constexpr Tolerance kFp64{8.0, 1e-12};          // float64 quantities (never the run's own dtype)
 
 // Note [Reported norm precision]: a run reports the global gradient norm it computed, in the
 // precision it declares (docs/TARGETS.md "grad_norm_dtype"; the built-in engine: float64), and
@@ -81,8 +81,10 @@ Tolerance LookupTolerance(const std::string& quantity, DType dtype, const Tolera
   if (quantity == "grad_norm_consistency")
     return {0.0, NormRoundingBound(dtype, ctx.grad_norm_terms) +
                      (ctx.inexact_unscale ? kUnscaleRoundings * 0x1p-24 : 0.0)};
-  Tolerance t = dtype == DType::kBf16 ? kBf16 : dtype == DType::kFp16 ? kFp16
-                : dtype == DType::kFp64 ? kFp64 : kFp32;
+  Tolerance t = dtype == DType::kBf16   ? kBf16
+                : dtype == DType::kFp16 ? kFp16
+                : dtype == DType::kFp64 ? kFp64
+                                        : kFp32;
   // Adam's update m / (sqrt(v) + eps) is ~sign(g) where |g| is at rounding level, so an element
   // whose gradient is noise moves by +-lr in either run: the parameters and the first moment
   // inherit the gradient's relative error amplified; widen the factor (the reference twin shows

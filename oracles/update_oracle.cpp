@@ -51,7 +51,7 @@ struct Expect {
 // The run's state, every tensor of a kind flattened into one vector in model order (one set of
 // operators per step instead of one per tensor), in float64.
 struct State {
-  at::Tensor param, master;          // master undefined without master weights
+  at::Tensor param, master;  // master undefined without master weights
   std::map<std::string, at::Tensor> slots;
 };
 
@@ -93,7 +93,8 @@ Expect Step(const OptimizerConfig& o, int64_t t, const at::Tensor& target, const
   }
   if (o.kind == OptimizerKind::kSgd) {
     const at::Tensor& buf = slots.at("momentum");
-    Expect b = t == 1 ? Expect{gp, gmag} : Expect{buf * o.momentum + gp, buf.abs() * o.momentum + gmag};
+    Expect b =
+        t == 1 ? Expect{gp, gmag} : Expect{buf * o.momentum + gp, buf.abs() * o.momentum + gmag};
     out["momentum"] = b;
     return {p - b.value * o.lr, p.abs() + b.mag * o.lr};
   }
@@ -123,7 +124,8 @@ Expect Step(const OptimizerConfig& o, int64_t t, const at::Tensor& target, const
   // gradient: expected -4.66e36, actual -3.32e36 (the ratio of 2^-149 to 1e-45), bound 4.4e30.
   at::Tensor v_err = v.mag * unit + kSubnormalFloor;
   at::Tensor denom_lo =
-      ((v.value - v_err).clamp_min(0).sqrt() / std::sqrt(bc2) + (o.eps - kSubnormalFloor)).clamp_min(0);
+      ((v.value - v_err).clamp_min(0).sqrt() / std::sqrt(bc2) + (o.eps - kSubnormalFloor))
+          .clamp_min(0);
   at::Tensor q_err = at::where(m.value.eq(0), at::zeros_like(denom),
                                m.value.abs() * (denom_lo.reciprocal() - denom.reciprocal()) / unit);
   return {p - q * (o.lr / bc1), p.abs() + (m.mag / denom + q_err) * (o.lr / bc1)};
@@ -134,7 +136,8 @@ Expect Step(const OptimizerConfig& o, int64_t t, const at::Tensor& target, const
 at::Tensor Ratios(const at::Tensor& actual, const at::Tensor& expected, const at::Tensor& bound) {
   at::Tensor diff = (actual - expected).abs();
   diff = at::where(actual.isfinite(), diff, at::full_like(diff, INFINITY));
-  at::Tensor ratio = at::where(expected.isfinite(), diff / bound.clamp_min(1e-300), at::zeros_like(diff));
+  at::Tensor ratio =
+      at::where(expected.isfinite(), diff / bound.clamp_min(1e-300), at::zeros_like(diff));
   return at::where(diff.eq(0), at::zeros_like(ratio), ratio);
 }
 
@@ -147,7 +150,8 @@ Comparison Worst(const at::Tensor& actual, const at::Tensor& expected, const at:
   w.actual = actual[w.index].item<double>();
   w.error = actual.isfinite()[w.index].item<bool>() ? std::fabs(w.actual - w.expected) : INFINITY;
   w.bound = bound[w.index].item<double>();
-  if (w.bound == 0 && w.error > 0) {  // must be equal: the error in float32 units (Note [Discrete bounds])
+  if (w.bound == 0 &&
+      w.error > 0) {  // must be equal: the error in float32 units (Note [Discrete bounds])
     w.error /= kFp32Unit * std::max(std::fabs(w.expected), 0x1p-126);
     w.bound = kDiscreteBound;
   }
@@ -160,7 +164,8 @@ Verdict UpdateOracle::Check(const OracleInput& in) const {
   if (in.assembly == nullptr) return SkipVerdict(name(), "the engine failed; nothing to compare");
   const Assembly& a = *in.assembly;
   if (!a.reporting.grad) return SkipVerdict(name(), "the run does not report its gradients");
-  if (!a.reporting.optimizer) return SkipVerdict(name(), "the run does not report its optimizer state");
+  if (!a.reporting.optimizer)
+    return SkipVerdict(name(), "the run does not report its optimizer state");
   const Config& cfg = in.cfg;
   const PrecisionConfig& pr = cfg.precision;
   const bool has_master = pr.keeps_master();
@@ -207,9 +212,8 @@ Verdict UpdateOracle::Check(const OracleInput& in) const {
       // rounding times lr / eps. Found by a helper at clip_grad_norm 1e-26 (ratio 2.8). Each
       // gradient's magnitude carries kSubnormalFloor's worth of absolute rounding, so the
       // bound follows it through the update.
-      Expect next = Step(cfg.optimizer, applied, has_master ? prev.master : prev.param, g,
-                         unit, MaxFinite(has_master ? DType::kFp32 : pr.param),
-                         prev.slots, e);
+      Expect next = Step(cfg.optimizer, applied, has_master ? prev.master : prev.param, g, unit,
+                         MaxFinite(has_master ? DType::kFp32 : pr.param), prev.slots, e);
       next.mag = next.mag * unit + kSubnormalFloor;
       for (const auto& n : slot_names) e[n].mag = e[n].mag * unit + kSubnormalFloor;
       if (has_master) {
@@ -225,10 +229,12 @@ Verdict UpdateOracle::Check(const OracleInput& in) const {
     // flat vectors are in model order, so the first violating element names the tensor.
     for (const auto& kind : ExpectedKinds(cfg, a.reporting)) {
       if (kind == "grad") continue;
-      const at::Tensor violations = Ratios(actual.at(kind), e.at(kind).value, e.at(kind).mag).gt(1.0).nonzero();
+      const at::Tensor violations =
+          Ratios(actual.at(kind), e.at(kind).value, e.at(kind).mag).gt(1.0).nonzero();
       if (violations.numel() == 0) continue;
       const int64_t first = violations[0][0].item<int64_t>();
-      const size_t t = static_cast<size_t>(std::upper_bound(ends.begin(), ends.end(), first) - ends.begin());
+      const size_t t =
+          static_cast<size_t>(std::upper_bound(ends.begin(), ends.end(), first) - ends.begin());
       const ParamSpec& ps = spec.params[t];
       const int64_t begin = ends[t] - ps.numel();
       auto part = [&](const at::Tensor& x) { return x.narrow(0, begin, ps.numel()); };
@@ -247,10 +253,10 @@ Verdict UpdateOracle::Check(const OracleInput& in) const {
       msg << "step " << step << " optimizer: " << kind << " of " << ps.name
           << " does not follow from the run's own gradient and state"
           << (as.skipped ? " (a skipped step must change nothing)" : "") << ": |actual - expected| "
-          << w.error << " > bound " << w.bound << " (ratio " << w.ratio() << ") at index " << w.index
-          << ": expected " << w.expected << " actual " << w.actual << " (" << Name(cfg.optimizer.kind)
-          << " update " << applied << ", reported gradient norm " << as.grad_norm
-          << ", clip coefficient " << coef << "; seed " << cfg.seed << ")";
+          << w.error << " > bound " << w.bound << " (ratio " << w.ratio() << ") at index "
+          << w.index << ": expected " << w.expected << " actual " << w.actual << " ("
+          << Name(cfg.optimizer.kind) << " update " << applied << ", reported gradient norm "
+          << as.grad_norm << ", clip coefficient " << coef << "; seed " << cfg.seed << ")";
       v.message = msg.str();
       return v;
     }

@@ -4,10 +4,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
-
-#include <nlohmann/json.hpp>
 
 #include "core/atomic_file.h"
 #include "core/config_json.h"
@@ -25,7 +24,8 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-const std::set<std::string> kKinds = {"param", "master", "grad", "exp_avg", "exp_avg_sq", "momentum"};
+const std::set<std::string> kKinds = {"param",   "master",     "grad",
+                                      "exp_avg", "exp_avg_sq", "momentum"};
 
 std::string Shape(const std::vector<int64_t>& s) {
   std::string out = "[";
@@ -42,7 +42,8 @@ bool Fail(ObservationError* err, const std::string& detail, int rank, const std:
 
 }  // namespace
 
-Status WriteRunDir(const Config& cfg, const std::vector<std::string>& kinds, const std::string& dir) {
+Status WriteRunDir(const Config& cfg, const std::vector<std::string>& kinds,
+                   const std::string& dir) {
   std::error_code ec;
   fs::create_directories(fs::path(dir) / "data", ec);
   fs::remove_all(fs::path(dir) / "out", ec);
@@ -62,7 +63,8 @@ Status WriteRunDir(const Config& cfg, const std::vector<std::string>& kinds, con
   SafeTensors init;
   for (const auto& ps : spec.params) {
     run["params"].push_back(ps.name);
-    init.tensors[ps.name] = GenerateParam(ps, cfg.seed).to(ToScalarType(cfg.precision.param)).contiguous();
+    init.tensors[ps.name] =
+        GenerateParam(ps, cfg.seed).to(ToScalarType(cfg.precision.param)).contiguous();
   }
   st.Merge(WriteFileAtomic(dir + "/run.json", run.dump(2) + "\n"));
   st.Merge(WriteSafeTensors(dir + "/init.safetensors", init));
@@ -82,8 +84,9 @@ Status WriteRunDir(const Config& cfg, const std::vector<std::string>& kinds, con
   return st;
 }
 
-bool ReadObservations(const Config& cfg, const std::string& dir, const std::vector<std::string>& kinds,
-                      Observations* obs, ObservationError* err) {
+bool ReadObservations(const Config& cfg, const std::string& dir,
+                      const std::vector<std::string>& kinds, Observations* obs,
+                      ObservationError* err) {
   const ModelSpec spec = BuildModelSpec(cfg.model);
   const std::set<std::string> declared(kinds.begin(), kinds.end());
   std::vector<std::set<std::string>> written(cfg.steps);  // per step: the kinds some rank wrote
@@ -91,23 +94,29 @@ bool ReadObservations(const Config& cfg, const std::string& dir, const std::vect
   for (int r = 0; r < cfg.parallel.world; ++r) {
     const std::string stem = dir + "/out/rank" + std::to_string(r);
     std::ifstream f(stem + ".json");
-    if (!f) return Fail(err, "no_output", r, "rank " + std::to_string(r) + " wrote no observations (" + stem + ".json is missing)");
+    if (!f)
+      return Fail(
+          err, "no_output", r,
+          "rank " + std::to_string(r) + " wrote no observations (" + stem + ".json is missing)");
     std::stringstream ss;
     ss << f.rdbuf();
     const json j = ParseJsonText(ss.str());
     if (j.is_discarded() || !j.is_object() || !j.contains("steps") || !j["steps"].is_array())
       return Fail(err, "bad_output", r, stem + ".json is not a JSON object with a \"steps\" array");
     if (static_cast<int64_t>(j["steps"].size()) != cfg.steps)
-      return Fail(err, "bad_output", r, "rank " + std::to_string(r) + " reported " + std::to_string(j["steps"].size()) +
-                                             " steps, the config has " + std::to_string(cfg.steps));
+      return Fail(err, "bad_output", r,
+                  "rank " + std::to_string(r) + " reported " + std::to_string(j["steps"].size()) +
+                      " steps, the config has " + std::to_string(cfg.steps));
     RankObservations ro;
     ro.rank = r;
     for (int64_t s = 0; s < cfg.steps; ++s) {
       const json& js = j["steps"][s];
       const std::string where = "rank " + std::to_string(r) + " step " + std::to_string(s);
-      if (!js.is_object() || !js.contains("loss_sum") || !js["loss_sum"].is_number() || !js.contains("loss_count") ||
-          !js["loss_count"].is_number_integer() || !js.contains("grad_norm") || !js["grad_norm"].is_number())
-        return Fail(err, "bad_output", r, where + ": needs loss_sum (number), loss_count (integer), grad_norm (number)");
+      if (!js.is_object() || !js.contains("loss_sum") || !js["loss_sum"].is_number() ||
+          !js.contains("loss_count") || !js["loss_count"].is_number_integer() ||
+          !js.contains("grad_norm") || !js["grad_norm"].is_number())
+        return Fail(err, "bad_output", r,
+                    where + ": needs loss_sum (number), loss_count (integer), grad_norm (number)");
       RankStep st;
       st.loss_sum = js["loss_sum"].get<double>();
       st.loss_count = js["loss_count"].get<int64_t>();
@@ -119,29 +128,38 @@ bool ReadObservations(const Config& cfg, const std::string& dir, const std::vect
       for (const auto& [name, t] : file.value().tensors) {
         const size_t colon = name.find(':');
         const std::string kind = name.substr(0, colon);
-        const ParamSpec* ps = colon == std::string::npos ? nullptr : spec.Find(name.substr(colon + 1));
+        const ParamSpec* ps =
+            colon == std::string::npos ? nullptr : spec.Find(name.substr(colon + 1));
         if (!kKinds.count(kind) || ps == nullptr)
-          return Fail(err, "bad_output", r, where + ": tensor '" + name + "' is not KIND:TENSOR of this model");
+          return Fail(err, "bad_output", r,
+                      where + ": tensor '" + name + "' is not KIND:TENSOR of this model");
         if (!declared.count(kind))
-          return Fail(err, "bad_output", r, where + ": tensor '" + name + "' is of kind " + kind +
-                                                ", which this run does not report (run.json kinds; the target file's \"reports\")");
+          return Fail(err, "bad_output", r,
+                      where + ": tensor '" + name + "' is of kind " + kind +
+                          ", which this run does not report (run.json kinds; the target file's "
+                          "\"reports\")");
         written[s].insert(kind);
-        if (!t.is_floating_point()) return Fail(err, "bad_output", r, where + ": " + name + " is not a floating-point tensor");
+        if (!t.is_floating_point())
+          return Fail(err, "bad_output", r,
+                      where + ": " + name + " is not a floating-point tensor");
         TensorPiece piece{kind, ps->name, 0, t.reshape({-1})};
         auto off = file.value().metadata.find("offset:" + name);
         if (off != file.value().metadata.end()) {
           try {
             piece.offset = std::stoll(off->second);
           } catch (const std::exception&) {
-            return Fail(err, "bad_output", r, where + ": metadata offset:" + name + " is not an integer");
+            return Fail(err, "bad_output", r,
+                        where + ": metadata offset:" + name + " is not an integer");
           }
           if (t.dim() != 1 || piece.offset < 0 || piece.offset + t.numel() > ps->numel())
-            return Fail(err, "shape", r, where + ": piece " + name + " of shape " + Shape(t.sizes().vec()) + " at offset " +
-                                            off->second + " is not a flat slice of the " + std::to_string(ps->numel()) +
-                                            "-element tensor");
+            return Fail(err, "shape", r,
+                        where + ": piece " + name + " of shape " + Shape(t.sizes().vec()) +
+                            " at offset " + off->second + " is not a flat slice of the " +
+                            std::to_string(ps->numel()) + "-element tensor");
         } else if (t.sizes().vec() != ps->shape) {
-          return Fail(err, "shape", r, where + ": " + name + " has shape " + Shape(t.sizes().vec()) + ", the model's " +
-                                          ps->name + " is " + Shape(ps->shape));
+          return Fail(err, "shape", r,
+                      where + ": " + name + " has shape " + Shape(t.sizes().vec()) +
+                          ", the model's " + ps->name + " is " + Shape(ps->shape));
         }
         st.pieces.push_back(std::move(piece));
       }
@@ -154,9 +172,10 @@ bool ReadObservations(const Config& cfg, const std::string& dir, const std::vect
   for (int64_t s = 0; s < cfg.steps; ++s)
     for (const auto& kind : kinds)
       if (!written[s].count(kind))
-        return Fail(err, "no_output", -1, "step " + std::to_string(s) + ": no rank wrote any " + kind +
-                                              " tensor, but the run reports " + kind +
-                                              " (run.json kinds; the target file's \"reports\")");
+        return Fail(err, "no_output", -1,
+                    "step " + std::to_string(s) + ": no rank wrote any " + kind +
+                        " tensor, but the run reports " + kind +
+                        " (run.json kinds; the target file's \"reports\")");
   return true;
 }
 

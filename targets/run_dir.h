@@ -28,7 +28,8 @@
 namespace paradiff {
 
 // Writes every input file of `cfg` into `dir` (created; out/ created empty).
-Status WriteRunDir(const Config& cfg, const std::vector<std::string>& kinds, const std::string& dir);
+Status WriteRunDir(const Config& cfg, const std::vector<std::string>& kinds,
+                   const std::string& dir);
 
 // What ReadObservations found wrong: "no_output" (a rank wrote nothing), "shape" (a tensor of the
 // wrong shape or size), "bad_output" (anything else malformed).
@@ -42,7 +43,8 @@ struct ObservationError {
 // (targets/target_file.h reporting: ExpectedKinds). A tensor of another kind is "bad_output"; a
 // declared kind that no rank wrote at some step is "no_output". On failure returns false and fills
 // `err`.
-bool ReadObservations(const Config& cfg, const std::string& dir, const std::vector<std::string>& kinds,
-                      Observations* obs, ObservationError* err);
+bool ReadObservations(const Config& cfg, const std::string& dir,
+                      const std::vector<std::string>& kinds, Observations* obs,
+                      ObservationError* err);
 
 }  // namespace paradiff

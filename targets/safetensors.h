@@ -16,8 +16,8 @@
 namespace paradiff {
 
 struct SafeTensors {
-  std::map<std::string, at::Tensor> tensors;        // name -> contiguous tensor with its shape
-  std::map<std::string, std::string> metadata;      // "__metadata__"
+  std::map<std::string, at::Tensor> tensors;    // name -> contiguous tensor with its shape
+  std::map<std::string, std::string> metadata;  // "__metadata__"
 };
 
 // Dtypes written and read: F64, F32, F16, BF16, I64, I32, BOOL.

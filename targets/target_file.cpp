@@ -5,13 +5,11 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 
-#include <nlohmann/json.hpp>
-
 #include "core/json_text.h"
-
 
 namespace paradiff {
 
@@ -35,25 +33,30 @@ std::string Join(const std::vector<std::string>& v) {
 // Reads the fields of one JSON object, recording an error per broken rule.
 class Reader {
  public:
-  Reader(const json& j, std::string prefix, Status* st) : j_(j), prefix_(std::move(prefix)), st_(st) {}
+  Reader(const json& j, std::string prefix, Status* st)
+      : j_(j), prefix_(std::move(prefix)), st_(st) {}
   void Error(const std::string& field, const std::string& rule) {
     st_->Merge(Status::Error(prefix_ + field, prefix_ + field + ": " + rule));
   }
   void Unknown(const std::set<std::string>& known) {
     for (const auto& [k, v] : j_.items())
-      if (!known.count(k)) Error(k, "unknown field (known: " + Join({known.begin(), known.end()}) + ")");
+      if (!known.count(k))
+        Error(k, "unknown field (known: " + Join({known.begin(), known.end()}) + ")");
   }
-  bool Strings(const std::string& k, std::vector<std::string>& out, const std::vector<std::string>& allowed) {
+  bool Strings(const std::string& k, std::vector<std::string>& out,
+               const std::vector<std::string>& allowed) {
     if (!j_.contains(k)) return false;
     const json& v = j_[k];
-    if (!v.is_array() || !std::all_of(v.begin(), v.end(), [](const json& x) { return x.is_string(); })) {
+    if (!v.is_array() ||
+        !std::all_of(v.begin(), v.end(), [](const json& x) { return x.is_string(); })) {
       Error(k, "must be an array of strings");
       return false;
     }
     out.clear();
     for (const auto& x : v) {
       const std::string s = x.get<std::string>();
-      if (!allowed.empty() && !Has(allowed, s)) Error(k, "'" + s + "' is not one of " + Join(allowed));
+      if (!allowed.empty() && !Has(allowed, s))
+        Error(k, "'" + s + "' is not one of " + Join(allowed));
       out.push_back(s);
     }
     return true;
@@ -61,7 +64,8 @@ class Reader {
   void Int(const std::string& k, int64_t& out, int64_t lo, int64_t hi) {
     if (!j_.contains(k)) return;
     if (!j_[k].is_number_integer() || j_[k].get<int64_t>() < lo || j_[k].get<int64_t>() > hi)
-      return Error(k, "must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+      return Error(
+          k, "must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
     out = j_[k].get<int64_t>();
   }
   void Bool(const std::string& k, bool& out) {
@@ -99,8 +103,8 @@ DType ParseDType(Reader& r, const json& p, const char* k, Status* st) {
 void ParseSupports(const json& s, TargetSpec& t, Status* st) {
   Reader r(s, "supports.", st);
   if (!s.is_object()) return r.Error("", "must be an object");
-  r.Unknown({"max_world", "parallel", "zero_stages", "models", "activations", "optimizers", "precision",
-             "clip_grad_norm", "loss_scale", "checkpoint", "max_steps"});
+  r.Unknown({"max_world", "parallel", "zero_stages", "models", "activations", "optimizers",
+             "precision", "clip_grad_norm", "loss_scale", "checkpoint", "max_steps"});
   r.Int("max_world", t.max_world, 1, 1024);
   r.Strings("parallel", t.parallel, {"dp", "tp", "pp", "sp"});
   r.Strings("models", t.models, {"gpt", "exact_linear"});
@@ -113,7 +117,8 @@ void ParseSupports(const json& s, TargetSpec& t, Status* st) {
   if (s.contains("zero_stages")) {
     const json& z = s["zero_stages"];
     t.zero_stages.clear();
-    if (!z.is_array() || z.empty()) r.Error("zero_stages", "must be a non-empty array of stages 0-3");
+    if (!z.is_array() || z.empty())
+      r.Error("zero_stages", "must be a non-empty array of stages 0-3");
     for (const auto& x : z.is_array() ? z : json::array()) {
       if (!x.is_number_integer() || x.get<int64_t>() < 0 || x.get<int64_t>() > 3)
         r.Error("zero_stages", "must be a non-empty array of stages 0-3");
@@ -148,7 +153,8 @@ void ParseSupports(const json& s, TargetSpec& t, Status* st) {
 }
 
 std::string Substitute(std::string a, const std::string& ph, const std::string& value) {
-  for (size_t p = a.find(ph); p != std::string::npos; p = a.find(ph, p + value.size())) a.replace(p, ph.size(), value);
+  for (size_t p = a.find(ph); p != std::string::npos; p = a.find(ph, p + value.size()))
+    a.replace(p, ph.size(), value);
   return a;
 }
 
@@ -222,10 +228,12 @@ StatusOr<TargetSpec> ParseTargetSpec(const std::string& text, const std::string&
   }
   if (j.contains("launcher")) {
     const json& l = j["launcher"];
-    if (!l.is_object()) r.Error("launcher", "must be an object {\"WORLD\" | \"default\": [argv prefix]}");
+    if (!l.is_object())
+      r.Error("launcher", "must be an object {\"WORLD\" | \"default\": [argv prefix]}");
     const json empty = json::object();
     for (const auto& [k, v] : (l.is_object() ? l : empty).items()) {
-      const bool key_ok = k == "default" || (!k.empty() && std::all_of(k.begin(), k.end(), ::isdigit));
+      const bool key_ok =
+          k == "default" || (!k.empty() && std::all_of(k.begin(), k.end(), ::isdigit));
       if (!key_ok) r.Error("launcher." + k, "keys are world sizes or \"default\"");
       Reader lr(l, "launcher.", &st);
       std::vector<std::string> argv;
@@ -284,8 +292,10 @@ StatusOr<TargetSpec> ParseTargetSpec(const std::string& text, const std::string&
     else
       r.Error("zero_stages_bitwise", "must be true or false");
   }
-  if (j.contains("supports")) ParseSupports(j["supports"], t, &st);
-  else r.Error("supports", "required: the config features the target can run");
+  if (j.contains("supports"))
+    ParseSupports(j["supports"], t, &st);
+  else
+    r.Error("supports", "required: the config features the target can run");
   if (!st.ok()) return st;
   return t;
 }
@@ -303,37 +313,54 @@ Status TargetSupports(const TargetSpec& t, const Config& c) {
   auto no = [&](const std::string& field, const std::string& why) {
     st.Merge(Status::Error(field, field + ": " + why + " (target " + t.name + ", " + t.path + ")"));
   };
-  if (!c.faults.empty()) no("faults", "bug-zoo switches belong to the built-in engine, not to an external target");
+  if (!c.faults.empty())
+    no("faults", "bug-zoo switches belong to the built-in engine, not to an external target");
   if (c.parallel.world > t.max_world)
-    no("parallel.world", std::to_string(c.parallel.world) + " exceeds the target's max_world " + std::to_string(t.max_world));
-  const std::pair<const char*, bool> dims[] = {{"dp", c.parallel.dp > 1}, {"tp", c.parallel.tp > 1},
-                                               {"pp", c.parallel.pp > 1}, {"sp", c.parallel.sp}};
+    no("parallel.world", std::to_string(c.parallel.world) + " exceeds the target's max_world " +
+                             std::to_string(t.max_world));
+  const std::pair<const char*, bool> dims[] = {{"dp", c.parallel.dp > 1},
+                                               {"tp", c.parallel.tp > 1},
+                                               {"pp", c.parallel.pp > 1},
+                                               {"sp", c.parallel.sp}};
   for (const auto& [dim, used] : dims)
     if (used && !Has(t.parallel, std::string(dim)))
-      no(std::string("parallel.") + dim, "the target does not support " + std::string(dim) + " parallelism");
-  if (!Has(t.zero_stages, c.zero.stage)) no("zero.stage", "stage " + std::to_string(c.zero.stage) + " is not supported");
-  if (!Has(t.models, std::string(Name(c.model.kind)))) no("model.kind", std::string(Name(c.model.kind)) + " is not supported");
+      no(std::string("parallel.") + dim,
+         "the target does not support " + std::string(dim) + " parallelism");
+  if (!Has(t.zero_stages, c.zero.stage))
+    no("zero.stage", "stage " + std::to_string(c.zero.stage) + " is not supported");
+  if (!Has(t.models, std::string(Name(c.model.kind))))
+    no("model.kind", std::string(Name(c.model.kind)) + " is not supported");
   if (c.model.kind == ModelKind::kGpt && !Has(t.activations, std::string(Name(c.model.activation))))
     no("model.activation", std::string(Name(c.model.activation)) + " is not supported");
   if (!Has(t.optimizers, std::string(Name(c.optimizer.kind))))
-    no("optimizer.kind", std::string(Name(c.optimizer.kind)) + " is not supported (" + Join(t.optimizers) + ")");
+    no("optimizer.kind",
+       std::string(Name(c.optimizer.kind)) + " is not supported (" + Join(t.optimizers) + ")");
   const PrecisionConfig& p = c.precision;
-  const bool precision_ok = std::any_of(t.precisions.begin(), t.precisions.end(), [&](const TargetPrecision& q) {
-    return q.param == p.param && q.compute == p.compute && q.reduce == p.reduce && q.accumulate == p.accumulate &&
-           (q.master_weights < 0 || p.param == DType::kFp32 || q.master_weights == (p.master_weights ? 1 : 0));
-  });
+  const bool precision_ok =
+      std::any_of(t.precisions.begin(), t.precisions.end(), [&](const TargetPrecision& q) {
+        return q.param == p.param && q.compute == p.compute && q.reduce == p.reduce &&
+               q.accumulate == p.accumulate &&
+               (q.master_weights < 0 || p.param == DType::kFp32 ||
+                q.master_weights == (p.master_weights ? 1 : 0));
+      });
   if (!precision_ok)
-    no("precision", std::string("param=") + Name(p.param) + " compute=" + Name(p.compute) + " reduce=" +
-                        Name(p.reduce) + " accumulate=" + Name(p.accumulate) + " is not a supported combination");
-  if (c.clip_grad_norm > 0 && !t.clip_grad_norm) no("clip_grad_norm", "gradient clipping is not supported");
-  if (p.loss_scale.mode != LossScaleMode::kNone && !t.loss_scale) no("precision.loss_scale.mode", "loss scaling is not supported");
-  if (c.checkpoint.save_at > 0 && !t.checkpoint) no("checkpoint.save_at", "checkpoints are not supported");
+    no("precision", std::string("param=") + Name(p.param) + " compute=" + Name(p.compute) +
+                        " reduce=" + Name(p.reduce) + " accumulate=" + Name(p.accumulate) +
+                        " is not a supported combination");
+  if (c.clip_grad_norm > 0 && !t.clip_grad_norm)
+    no("clip_grad_norm", "gradient clipping is not supported");
+  if (p.loss_scale.mode != LossScaleMode::kNone && !t.loss_scale)
+    no("precision.loss_scale.mode", "loss scaling is not supported");
+  if (c.checkpoint.save_at > 0 && !t.checkpoint)
+    no("checkpoint.save_at", "checkpoints are not supported");
   if (t.max_steps > 0 && c.steps > t.max_steps)
-    no("steps", std::to_string(c.steps) + " exceeds the target's max_steps " + std::to_string(t.max_steps));
+    no("steps",
+       std::to_string(c.steps) + " exceeds the target's max_steps " + std::to_string(t.max_steps));
   return st;
 }
 
-std::vector<std::string> TargetArgv(const TargetSpec& t, const Config& cfg, const std::string& run_dir) {
+std::vector<std::string> TargetArgv(const TargetSpec& t, const Config& cfg,
+                                    const std::string& run_dir) {
   std::vector<std::string> argv;
   auto it = t.launcher.find(std::to_string(cfg.parallel.world));
   if (it == t.launcher.end()) it = t.launcher.find("default");

@@ -16,15 +16,16 @@
 namespace paradiff {
 
 struct TargetPrecision {
-  DType param = DType::kFp32, compute = DType::kFp32, reduce = DType::kFp32, accumulate = DType::kFp32;
+  DType param = DType::kFp32, compute = DType::kFp32, reduce = DType::kFp32,
+        accumulate = DType::kFp32;
   int master_weights = -1;  // -1: either; 0 / 1: only that value (meaningful when param != fp32)
 };
 
 struct TargetSpec {
   std::string name;
-  std::string path;  // the target file
-  std::string dir;   // its directory, the {target_dir} placeholder
-  std::vector<std::string> command;                          // argv template of the target
+  std::string path;                  // the target file
+  std::string dir;                   // its directory, the {target_dir} placeholder
+  std::vector<std::string> command;  // argv template of the target
   std::map<std::string, std::vector<std::string>> launcher;  // "1", "2", ... or "default" -> prefix
   int64_t timeout_s = 300;                                   // watchdog of one run
   // Supported features (the "supports" object).
@@ -52,6 +53,7 @@ Status TargetSupports(const TargetSpec& t, const Config& cfg);
 
 // The full argv of one run: the launcher for cfg's world size (or "default"), then the command,
 // with {run_dir}, {target_dir} and {world} substituted.
-std::vector<std::string> TargetArgv(const TargetSpec& t, const Config& cfg, const std::string& run_dir);
+std::vector<std::string> TargetArgv(const TargetSpec& t, const Config& cfg,
+                                    const std::string& run_dir);
 
 }  // namespace paradiff

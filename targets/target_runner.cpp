@@ -31,7 +31,8 @@ std::string MakeRunDir(const TargetRunOptions& o) {
   fs::create_directories(parent, ec);
   std::string tmpl = (parent / "paradiff-target-XXXXXX").string();
   if (::mkdtemp(&tmpl[0]) == nullptr)
-    throw std::runtime_error("target runner: cannot create a run dir " + tmpl + ": " + std::strerror(errno));
+    throw std::runtime_error("target runner: cannot create a run dir " + tmpl + ": " +
+                             std::strerror(errno));
   return tmpl;
 }
 
@@ -46,8 +47,8 @@ std::string LogTail(const std::string& path) {
   return out;
 }
 
-EngineOutcome Failure(const TargetSpec& t, const std::string& kind, const std::string& detail, int rank,
-                      const std::string& msg) {
+EngineOutcome Failure(const TargetSpec& t, const std::string& kind, const std::string& detail,
+                      int rank, const std::string& msg) {
   EngineOutcome out;
   out.ok = false;
   out.target = t.name;
@@ -102,21 +103,25 @@ EngineOutcome RunTarget(const TargetSpec& t, const Config& cfg, const TargetRunO
                    "hang: still running after timeout_s=" + std::to_string(t.timeout_s) +
                        " s; the watchdog killed its session" + kept);
   if (WIFSIGNALED(status))
-    return Failure(t, "crash", "signal", -1, "crashed: killed by signal " + std::to_string(WTERMSIG(status)) + kept);
+    return Failure(t, "crash", "signal", -1,
+                   "crashed: killed by signal " + std::to_string(WTERMSIG(status)) + kept);
   if (WEXITSTATUS(status) != 0)
-    return Failure(t, "crash", "exit", -1, "crashed: exited with code " + std::to_string(WEXITSTATUS(status)) + kept);
+    return Failure(t, "crash", "exit", -1,
+                   "crashed: exited with code " + std::to_string(WEXITSTATUS(status)) + kept);
   EngineOutcome out;
   out.target = t.name;
   out.reporting = t.reporting;
   ObservationError err;
   if (!ReadObservations(cfg, dir, kinds, &out.obs, &err))
-    return Failure(t, "crash", err.detail, err.rank, "exited 0 but its observations are unusable: " + err.message + kept);
+    return Failure(t, "crash", err.detail, err.rank,
+                   "exited 0 but its observations are unusable: " + err.message + kept);
   std::error_code ec;
   if (!o.keep) fs::remove_all(dir, ec);
   return out;
 }
 
-std::function<EngineOutcome(const Config&)> MakeTargetRunner(const TargetSpec& t, const TargetRunOptions& o) {
+std::function<EngineOutcome(const Config&)> MakeTargetRunner(const TargetSpec& t,
+                                                             const TargetRunOptions& o) {
   return [t, o](const Config& cfg) { return RunTarget(t, cfg, o); };
 }
 

@@ -33,6 +33,7 @@ struct TargetRunOptions {
 EngineOutcome RunTarget(const TargetSpec& t, const Config& cfg, const TargetRunOptions& o);
 
 // RunTarget bound to a target, as an oracles/oracle.h EngineRunner.
-std::function<EngineOutcome(const Config&)> MakeTargetRunner(const TargetSpec& t, const TargetRunOptions& o = {});
+std::function<EngineOutcome(const Config&)> MakeTargetRunner(const TargetSpec& t,
+                                                             const TargetRunOptions& o = {});
 
 }  // namespace paradiff

@@ -10,10 +10,9 @@
 // a value that cannot be mapped is an error naming the key and the rule.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/config.h"
 #include "core/status.h"

@@ -63,23 +63,25 @@ po::options_description Options(const std::string& sub, Args& a) {
     d.add_options()("backend", po::value<std::string>(&a.backend),
                     "override the config's backend: local | mpi (mpi runs the ranks under mpirun)");
   if (sub == "run")
-    d.add_options()("cross-backend", po::bool_switch(&a.cross_backend),
-                    "also run the config on the mpi backend; its observations must equal the local ones");
+    d.add_options()(
+        "cross-backend", po::bool_switch(&a.cross_backend),
+        "also run the config on the mpi backend; its observations must equal the local ones");
   if (sub == "campaign")
     d.add_options()("distributed", po::bool_switch(&a.distributed),
                     "run under mpirun: rank 0 drives the campaign, every other rank is a worker");
   if (sub == "run" || sub == "campaign" || sub == "minimize" || sub == "replay" || sub == "gate")
-    d.add_options()
-      ("oracles", po::value<std::vector<std::string>>(&a.oracles)->composing(),
-       "oracles to apply: names or sets, comma-separated, repeatable (default | all | numeric,tiling,...)")
-      ("target", po::value<std::string>(&a.target),
-       "check an external target described by this file instead of the built-in engine (docs/TARGETS.md)");
+    d.add_options()("oracles", po::value<std::vector<std::string>>(&a.oracles)->composing(),
+                    "oracles to apply: names or sets, comma-separated, repeatable (default | all | "
+                    "numeric,tiling,...)")("target", po::value<std::string>(&a.target),
+                                           "check an external target described by this file "
+                                           "instead of the built-in engine (docs/TARGETS.md)");
   if (sub == "rank")
-    d.add_options()
-      ("obs-dir", po::value<std::string>(&a.obs_dir), "write rank<r>.log and rank<r>.obs here (required)")
-      ("native-reduction", po::bool_switch(&a.native_reduction), "reduce with MPI's own ops (not rank order)")
-      ("debug-hang-rank", po::value<int>(&a.debug_hang_rank), "testing: this rank sleeps forever")
-      ("debug-crash-rank", po::value<int>(&a.debug_crash_rank), "testing: this rank aborts");
+    d.add_options()("obs-dir", po::value<std::string>(&a.obs_dir),
+                    "write rank<r>.log and rank<r>.obs here (required)")(
+        "native-reduction", po::bool_switch(&a.native_reduction),
+        "reduce with MPI's own ops (not rank order)")(
+        "debug-hang-rank", po::value<int>(&a.debug_hang_rank), "testing: this rank sleeps forever")(
+        "debug-crash-rank", po::value<int>(&a.debug_crash_rank), "testing: this rank aborts");
   if (sub == "run") {
     d.add_options()("inject", po::value<std::vector<std::string>>(&a.inject)->composing(),
                     "turn on a bug-zoo fault switch (repeatable; see docs/BUGZOO.md)")(
@@ -96,62 +98,74 @@ po::options_description Options(const std::string& sub, Args& a) {
         po::value<int64_t>(&a.timeout_ms)->default_value(kDefaultCollectiveTimeout.count()),
         "watchdog of every check: a rank waiting longer than this in one collective is a hang");
   if (sub == "minimize")
-    d.add_options()
-      ("inject", po::value<std::vector<std::string>>(&a.inject)->composing(),
-       "turn on a bug-zoo fault switch (repeatable); kept in the minimized config")
-      ("out", po::value<std::string>(&a.out), "write the minimized config here (required)")
-      ("budget", po::value<std::string>(&a.budget), "stop shrinking after this long: 90s, 10m");
+    d.add_options()("inject", po::value<std::vector<std::string>>(&a.inject)->composing(),
+                    "turn on a bug-zoo fault switch (repeatable); kept in the minimized config")(
+        "out", po::value<std::string>(&a.out), "write the minimized config here (required)")(
+        "budget", po::value<std::string>(&a.budget), "stop shrinking after this long: 90s, 10m");
   if (sub == "import" || sub == "export")
-    d.add_options()("out", po::value<std::string>(&a.out), "write the result here instead of stdout");
+    d.add_options()("out", po::value<std::string>(&a.out),
+                    "write the result here instead of stdout");
   if (sub == "gate")
-    d.add_options()
-      ("suite", po::value<std::string>(&a.suite), "directory of configs expected to pass (required)")
-      ("regression", po::value<std::string>(&a.regression), "regression corpus (NAME.json + NAME.expect.json)")
-      ("budget", po::value<std::string>(&a.budget), "also fuzz for this long: 90s, 10m")
-      ("seed", po::value<uint64_t>(&a.seed)->default_value(1), "seed of the gate's campaign")
-      ("jobs", po::value<int>(&a.jobs)->default_value(1), "worker processes of the gate's campaign")
-      ("workdir", po::value<std::string>(&a.workdir), "work dir of the gate's campaign (default: a temporary one)")
-      ("baseline", po::value<std::string>(&a.baseline), "JSON list of known signatures: only others fail the gate")
-      ("junit", po::value<std::string>(&a.junit), "write JUnit XML here")
-      ("json", po::value<std::string>(&a.json), "write the JSON result here")
-      ("html", po::value<std::string>(&a.html), "write the HTML report here");
+    d.add_options()("suite", po::value<std::string>(&a.suite),
+                    "directory of configs expected to pass (required)")(
+        "regression", po::value<std::string>(&a.regression),
+        "regression corpus (NAME.json + NAME.expect.json)")(
+        "budget", po::value<std::string>(&a.budget), "also fuzz for this long: 90s, 10m")(
+        "seed", po::value<uint64_t>(&a.seed)->default_value(1), "seed of the gate's campaign")(
+        "jobs", po::value<int>(&a.jobs)->default_value(1),
+        "worker processes of the gate's campaign")(
+        "workdir", po::value<std::string>(&a.workdir),
+        "work dir of the gate's campaign (default: a temporary one)")(
+        "baseline", po::value<std::string>(&a.baseline),
+        "JSON list of known signatures: only others fail the gate")(
+        "junit", po::value<std::string>(&a.junit), "write JUnit XML here")(
+        "json", po::value<std::string>(&a.json), "write the JSON result here")(
+        "html", po::value<std::string>(&a.html), "write the HTML report here");
   if (sub == "gate" || sub == "campaign")
-    d.add_options()
-      ("minimize-budget-s", po::value<double>(&a.minimize_budget_s)->default_value(20),
-       "after fuzzing, minimize each new finding for at most this long (0 = do not minimize)");
+    d.add_options()(
+        "minimize-budget-s", po::value<double>(&a.minimize_budget_s)->default_value(20),
+        "after fuzzing, minimize each new finding for at most this long (0 = do not minimize)");
   if (sub == "report")
-    d.add_options()("html", po::value<std::string>(&a.html), "write the HTML report here (required)");
+    d.add_options()("html", po::value<std::string>(&a.html),
+                    "write the HTML report here (required)");
   if (sub == "zoo") {
-    d.add_options()
-      ("workdir", po::value<std::string>(&a.workdir)->default_value("work/zoo"), "one campaign work dir per switch goes here")
-      ("budget", po::value<std::string>(&a.budget)->default_value("60s"), "time budget per switch (and for the clean run)")
-      ("jobs", po::value<int>(&a.jobs)->default_value(2), "worker processes per campaign")
-      ("seed", po::value<uint64_t>(&a.seed)->default_value(1), "campaign seed")
-      ("corpus", po::value<std::string>(&a.corpus)->default_value("corpus/seed"), "seed corpus")
-      ("json", po::value<std::string>(&a.json), "write the table as JSON here")
-      ("stop-on-first", po::bool_switch(&a.stop_on_first), "end each switch's campaign at its first finding")
-      ("only", po::value<std::vector<std::string>>(&a.inject)->composing(), "run only this switch (repeatable)")
-      ("runs", po::value<int64_t>(&a.runs), "executions per campaign instead of a time budget (deterministic)")
-      ("minimize-budget-s", po::value<double>(&a.minimize_budget_s)->default_value(10),
-       "seconds to minimize each finding (0 = off)");
+    d.add_options()("workdir", po::value<std::string>(&a.workdir)->default_value("work/zoo"),
+                    "one campaign work dir per switch goes here")(
+        "budget", po::value<std::string>(&a.budget)->default_value("60s"),
+        "time budget per switch (and for the clean run)")(
+        "jobs", po::value<int>(&a.jobs)->default_value(2), "worker processes per campaign")(
+        "seed", po::value<uint64_t>(&a.seed)->default_value(1), "campaign seed")(
+        "corpus", po::value<std::string>(&a.corpus)->default_value("corpus/seed"), "seed corpus")(
+        "json", po::value<std::string>(&a.json), "write the table as JSON here")(
+        "stop-on-first", po::bool_switch(&a.stop_on_first),
+        "end each switch's campaign at its first finding")(
+        "only", po::value<std::vector<std::string>>(&a.inject)->composing(),
+        "run only this switch (repeatable)")(
+        "runs", po::value<int64_t>(&a.runs),
+        "executions per campaign instead of a time budget (deterministic)")(
+        "minimize-budget-s", po::value<double>(&a.minimize_budget_s)->default_value(10),
+        "seconds to minimize each finding (0 = off)");
   }
   if (sub == "campaign") {
-    d.add_options()
-      ("workdir", po::value<std::string>(&a.workdir), "work dir: findings/, corpus/, stats.json (resumed if present)")
-      ("budget", po::value<std::string>(&a.budget), "total time budget: 90s, 10m, 8h")
-      ("runs", po::value<int64_t>(&a.runs), "total executions budget")
-      ("jobs", po::value<int>(&a.jobs)->default_value(1), "worker processes")
-      ("seed", po::value<uint64_t>(&a.seed)->default_value(1), "campaign seed (same seed, same configs)")
-      ("corpus", po::value<std::string>(&a.corpus), "seed corpus directory of JSON configs")
-      ("inject", po::value<std::vector<std::string>>(&a.inject)->composing(),
-       "turn on a bug-zoo fault switch in every config (repeatable)")
-      ("stop-on-first", po::bool_switch(&a.stop_on_first), "stop at the first finding")
-      ("task-timeout-s", po::value<double>(&a.task_timeout_s)->default_value(120),
-       "a config whose check takes longer is recorded as a hang")
-      ("worker-mem-mb", po::value<int64_t>(&a.worker_mem_mb)->default_value(8192),
-       "address-space limit of each worker process")
-      ("debug-crash-at", po::value<int64_t>(&a.debug_crash_at), "testing: the worker aborts at this execution")
-      ("debug-hang-at", po::value<int64_t>(&a.debug_hang_at), "testing: the worker blocks at this execution");
+    d.add_options()("workdir", po::value<std::string>(&a.workdir),
+                    "work dir: findings/, corpus/, stats.json (resumed if present)")(
+        "budget", po::value<std::string>(&a.budget), "total time budget: 90s, 10m, 8h")(
+        "runs", po::value<int64_t>(&a.runs), "total executions budget")(
+        "jobs", po::value<int>(&a.jobs)->default_value(1), "worker processes")(
+        "seed", po::value<uint64_t>(&a.seed)->default_value(1),
+        "campaign seed (same seed, same configs)")("corpus", po::value<std::string>(&a.corpus),
+                                                   "seed corpus directory of JSON configs")(
+        "inject", po::value<std::vector<std::string>>(&a.inject)->composing(),
+        "turn on a bug-zoo fault switch in every config (repeatable)")(
+        "stop-on-first", po::bool_switch(&a.stop_on_first), "stop at the first finding")(
+        "task-timeout-s", po::value<double>(&a.task_timeout_s)->default_value(120),
+        "a config whose check takes longer is recorded as a hang")(
+        "worker-mem-mb", po::value<int64_t>(&a.worker_mem_mb)->default_value(8192),
+        "address-space limit of each worker process")(
+        "debug-crash-at", po::value<int64_t>(&a.debug_crash_at),
+        "testing: the worker aborts at this execution")(
+        "debug-hang-at", po::value<int64_t>(&a.debug_hang_at),
+        "testing: the worker blocks at this execution");
   }
   if (sub == "validate" || sub == "run" || sub == "minimize" || sub == "replay")
     d.add_options()("quiet,q", po::bool_switch(&a.quiet), "print only ERROR and SUMMARY lines");

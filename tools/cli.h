@@ -33,24 +33,24 @@ struct Args {
   int64_t debug_hang_at = -1;     // --debug-hang-at N (tests)
   double minimize_budget_s = 20;  // --minimize-budget-s (campaign, gate; 0 = off)
   // minimize, replay, gate, report
-  std::string out;                      // --out MIN.json
-  std::string html;                     // --html FILE
-  std::string junit;                    // --junit FILE
-  std::string json;                     // --json FILE
-  std::string suite;                    // --suite DIR
-  std::string regression;               // --regression DIR
-  std::string baseline;                 // --baseline FILE
+  std::string out;         // --out MIN.json
+  std::string html;        // --html FILE
+  std::string junit;       // --junit FILE
+  std::string json;        // --json FILE
+  std::string suite;       // --suite DIR
+  std::string regression;  // --regression DIR
+  std::string baseline;    // --baseline FILE
   // run: backend override; rank (hidden, the mpi backend's per-rank process)
-  std::string backend;                  // --backend local|mpi ("" = the config's)
-  std::string obs_dir;                  // --obs-dir DIR
-  bool native_reduction = false;        // --native-reduction
-  int debug_hang_rank = -1;             // --debug-hang-rank R (tests)
-  int debug_crash_rank = -1;            // --debug-crash-rank R (tests)
+  std::string backend;            // --backend local|mpi ("" = the config's)
+  std::string obs_dir;            // --obs-dir DIR
+  bool native_reduction = false;  // --native-reduction
+  int debug_hang_rank = -1;       // --debug-hang-rank R (tests)
+  int debug_crash_rank = -1;      // --debug-crash-rank R (tests)
   // oracle selection, external targets, backends
-  std::vector<std::string> oracles;     // --oracles NAME[,NAME] (repeatable; names or sets)
-  std::string target;                   // --target FILE (an external target, docs/TARGETS.md)
-  bool distributed = false;             // campaign --distributed (under mpirun)
-  bool cross_backend = false;           // run --cross-backend (local vs mpi)
+  std::vector<std::string> oracles;  // --oracles NAME[,NAME] (repeatable; names or sets)
+  std::string target;                // --target FILE (an external target, docs/TARGETS.md)
+  bool distributed = false;          // campaign --distributed (under mpirun)
+  bool cross_backend = false;        // run --cross-backend (local vs mpi)
 };
 
 // "90s", "10m", "8h", "1.5h" or plain seconds; -1 on a malformed value.

@@ -5,8 +5,8 @@
 #include <cstdio>
 #include <iostream>
 
-#include "core/self_exe.h"
 #include "core/exit_codes.h"
+#include "core/self_exe.h"
 #include "fuzz/campaign.h"
 #ifdef PARADIFF_HAVE_MPI
 #include "comm/mpi_communicator.h"
@@ -47,7 +47,8 @@ int DistributedCampaign(CampaignOptions o) {
   return code;
 #else
   (void)o;
-  std::cerr << "ERROR: --distributed needs the mpi backend, and this paradiff was built without MPI\n";
+  std::cerr
+      << "ERROR: --distributed needs the mpi backend, and this paradiff was built without MPI\n";
   return kExitBadInput;
 #endif
 }
@@ -96,17 +97,19 @@ int RunAndSummarize(const CampaignOptions& o) {
     return kExitBadInput;
   }
   const CampaignSummary& s = r.value();
-  for (const auto& sig : s.signatures) std::printf("INFO: finding %s/findings/%s\n", o.workdir.c_str(), sig.c_str());
+  for (const auto& sig : s.signatures)
+    std::printf("INFO: finding %s/findings/%s\n", o.workdir.c_str(), sig.c_str());
   for (const auto& sig : s.inconclusive_reasons)
     std::printf("INFO: inconclusive %s/inconclusive/%s\n", o.workdir.c_str(), sig.c_str());
-  std::printf("SUMMARY: paradiff: campaign %s seed=%llu execs=%lld findings=%lld unique=%lld new=%lld "
-              "inconclusive=%lld rejected=%lld pairs=%lld/%lld elapsed=%.0fs%s\n",
-              s.unique ? "FINDINGS" : "CLEAN", static_cast<unsigned long long>(o.seed),
-              static_cast<long long>(s.execs), static_cast<long long>(s.findings),
-              static_cast<long long>(s.unique), static_cast<long long>(s.new_unique),
-              static_cast<long long>(s.inconclusive), static_cast<long long>(s.rejected),
-              static_cast<long long>(s.pairs_covered), static_cast<long long>(s.pairs_possible),
-              s.elapsed_s, s.interrupted ? " (interrupted; rerun the same command to resume)" : "");
+  std::printf(
+      "SUMMARY: paradiff: campaign %s seed=%llu execs=%lld findings=%lld unique=%lld new=%lld "
+      "inconclusive=%lld rejected=%lld pairs=%lld/%lld elapsed=%.0fs%s\n",
+      s.unique ? "FINDINGS" : "CLEAN", static_cast<unsigned long long>(o.seed),
+      static_cast<long long>(s.execs), static_cast<long long>(s.findings),
+      static_cast<long long>(s.unique), static_cast<long long>(s.new_unique),
+      static_cast<long long>(s.inconclusive), static_cast<long long>(s.rejected),
+      static_cast<long long>(s.pairs_covered), static_cast<long long>(s.pairs_possible),
+      s.elapsed_s, s.interrupted ? " (interrupted; rerun the same command to resume)" : "");
   return s.unique ? kExitFinding : kExitPass;
 }
 

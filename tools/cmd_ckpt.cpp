@@ -28,7 +28,8 @@ int Save(const std::string& path, const std::string& dir) {
     std::cerr << "ERROR: the run failed before saving: " << out.failure << "\n";
     return kExitFinding;
   }
-  std::cout << "SUMMARY: paradiff: ckpt saved " << c.steps << " steps of " << path << " to " << dir << "\n";
+  std::cout << "SUMMARY: paradiff: ckpt saved " << c.steps << " steps of " << path << " to " << dir
+            << "\n";
   return kExitPass;
 }
 
@@ -41,7 +42,8 @@ int Inspect(const std::string& dir) {
     std::cout << "INFO:   rank " << rank["rank"] << " " << rank["file"].get<std::string>() << " "
               << rank["bytes"] << " bytes, " << rank["pieces"].size() << " pieces, checksum "
               << rank["checksum"].get<std::string>() << "\n";
-  std::cout << "SUMMARY: paradiff: ckpt inspect OK (" << m["ranks"].size() << " rank files verified)\n";
+  std::cout << "SUMMARY: paradiff: ckpt inspect OK (" << m["ranks"].size()
+            << " rank files verified)\n";
   return kExitPass;
 }
 

@@ -9,9 +9,9 @@
 #include <cstdio>
 #include <iostream>
 
-#include "core/self_exe.h"
 #include "core/atomic_file.h"
 #include "core/exit_codes.h"
+#include "core/self_exe.h"
 #include "fuzz/gate.h"
 #include "targets/system_under_test.h"
 #include "tools/cli.h"

@@ -1,6 +1,7 @@
-// `paradiff import deepspeed DS_CONFIG.json [--out CONFIG.json]`: a paradiff config from a DeepSpeed
-// config (targets/translate.h); model, seed and steps are paradiff's defaults. Prints the config (or
-// writes --out) and one WARNING per DeepSpeed key without a counterpart. Exit 2 on bad input.
+// `paradiff import deepspeed DS_CONFIG.json [--out CONFIG.json]`: a paradiff config from a
+// DeepSpeed config (targets/translate.h); model, seed and steps are paradiff's defaults. Prints the
+// config (or writes --out) and one WARNING per DeepSpeed key without a counterpart. Exit 2 on bad
+// input.
 #include <fstream>
 #include <iostream>
 #include <sstream>

@@ -37,7 +37,8 @@ int CmdMinimize(const Args& args) {
   StatusOr<Config> loaded = LoadCheckedConfig(path, args.inject);
   StatusOr<SystemUnderTest> sut = LoadSystemUnderTest(args.target);
   if (!sut.ok()) {
-    for (const auto& e : sut.status().errors()) std::cerr << "ERROR: --target " << args.target << ": " << e.message << "\n";
+    for (const auto& e : sut.status().errors())
+      std::cerr << "ERROR: --target " << args.target << ": " << e.message << "\n";
     return kExitBadInput;
   }
   const SystemUnderTest system = sut.value();

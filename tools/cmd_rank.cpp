@@ -58,7 +58,8 @@ class RankLog {
 };
 
 // Trains this rank and returns its observations (the collective log included).
-RankObservations TrainRank(const Config& cfg, const Args& args, MpiRuntime& mpi, const RankLog& log) {
+RankObservations TrainRank(const Config& cfg, const Args& args, MpiRuntime& mpi,
+                           const RankLog& log) {
   MpiOptions mo;
   mo.reduction = args.native_reduction ? MpiReduction::kNative : MpiReduction::kRankOrder;
   mo.progress = [&log](const std::string& line) { log.Line(line); };
@@ -86,7 +87,8 @@ RankObservations TrainRank(const Config& cfg, const Args& args, MpiRuntime& mpi,
 
 int CmdRank(const Args& args) {
   if (args.positional.size() != 1 || args.obs_dir.empty()) {
-    std::cerr << "ERROR: rank takes exactly one CONFIG and --obs-dir DIR (see paradiff rank --help)\n";
+    std::cerr
+        << "ERROR: rank takes exactly one CONFIG and --obs-dir DIR (see paradiff rank --help)\n";
     return kExitBadInput;
   }
   MpiRuntime mpi(nullptr, nullptr);
@@ -97,8 +99,8 @@ int CmdRank(const Args& args) {
     std::cerr << "ERROR: rank " << r << ": cannot open " << base << ".log\n";
     mpi.Abort(kExitInternal);
   }
-  log.Line("start world_rank=" + std::to_string(r) + " world_size=" + std::to_string(mpi.world_size()) +
-           " pid=" + std::to_string(::getpid()));
+  log.Line("start world_rank=" + std::to_string(r) + " world_size=" +
+           std::to_string(mpi.world_size()) + " pid=" + std::to_string(::getpid()));
   try {
     StatusOr<Config> loaded = LoadCheckedConfig(args.positional[0], {});
     if (!loaded.ok()) {

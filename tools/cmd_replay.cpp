@@ -30,7 +30,8 @@ int CmdReplay(const Args& args) {
   opts.oracles = args.oracles;
   StatusOr<SystemUnderTest> sut = LoadSystemUnderTest(args.target);
   if (!sut.ok()) {
-    for (const auto& e : sut.status().errors()) std::cerr << "ERROR: --target " << args.target << ": " << e.message << "\n";
+    for (const auto& e : sut.status().errors())
+      std::cerr << "ERROR: --target " << args.target << ": " << e.message << "\n";
     return kExitBadInput;
   }
   opts.run_engine = sut.value().Runner();

@@ -18,10 +18,11 @@ namespace {
 
 std::string Describe(const Config& c) {
   char buf[256];
-  std::snprintf(buf, sizeof buf, "world=%lld (tp=%lld pp=%lld dp=%lld) zero=%lld param=%s compute=%s",
-                static_cast<long long>(c.parallel.world), static_cast<long long>(c.parallel.tp),
-                static_cast<long long>(c.parallel.pp), static_cast<long long>(c.parallel.dp),
-                static_cast<long long>(c.zero.stage), Name(c.precision.param), Name(c.precision.compute));
+  std::snprintf(
+      buf, sizeof buf, "world=%lld (tp=%lld pp=%lld dp=%lld) zero=%lld param=%s compute=%s",
+      static_cast<long long>(c.parallel.world), static_cast<long long>(c.parallel.tp),
+      static_cast<long long>(c.parallel.pp), static_cast<long long>(c.parallel.dp),
+      static_cast<long long>(c.zero.stage), Name(c.precision.param), Name(c.precision.compute));
   return buf;
 }
 
@@ -32,16 +33,18 @@ void PrintSummary(const Config& cfg, const CheckResult& res, const std::string& 
   if (v.kind == VerdictKind::kPass) {
     double worst = 0;
     for (const auto& r : res.rows) worst = std::max(worst, r.worst_ratio);
-    std::printf("SUMMARY: paradiff: PASS %s seed=%llu compared=%zu worst_ratio=%.3g\n", what.c_str(),
-                static_cast<unsigned long long>(cfg.seed), res.comparisons.size(), worst);
+    std::printf("SUMMARY: paradiff: PASS %s seed=%llu compared=%zu worst_ratio=%.3g\n",
+                what.c_str(), static_cast<unsigned long long>(cfg.seed), res.comparisons.size(),
+                worst);
     return;
   }
   // An inconclusive check is not a finding (exit 0): its summary must not read as one.
   const bool inconclusive = v.kind == VerdictKind::kInconclusive;
   std::printf("SUMMARY: paradiff: %s kind=%s sig=%s %s seed=%llu step=%lld phase=%s tensor=%s\n",
-              inconclusive ? "INCONCLUSIVE" : "FINDING", Name(v.kind), v.Signature().c_str(), what.c_str(),
-              static_cast<unsigned long long>(cfg.seed), static_cast<long long>(v.where.step),
-              v.where.phase.c_str(), v.where.tensor.empty() ? "-" : v.where.tensor.c_str());
+              inconclusive ? "INCONCLUSIVE" : "FINDING", Name(v.kind), v.Signature().c_str(),
+              what.c_str(), static_cast<unsigned long long>(cfg.seed),
+              static_cast<long long>(v.where.step), v.where.phase.c_str(),
+              v.where.tensor.empty() ? "-" : v.where.tensor.c_str());
 }
 
 int CmdRun(const Args& args) {
@@ -52,14 +55,16 @@ int CmdRun(const Args& args) {
   const std::string& path = args.positional[0];
   StatusOr<Config> loaded = LoadCheckedConfig(path, args.inject);
   if (!loaded.ok()) {
-    for (const auto& e : loaded.status().errors()) std::cerr << "ERROR: " << path << ": " << e.message << "\n";
+    for (const auto& e : loaded.status().errors())
+      std::cerr << "ERROR: " << path << ": " << e.message << "\n";
     return kExitBadInput;
   }
   Config cfg = loaded.value();
   if (!args.backend.empty()) cfg.backend = args.backend == "mpi" ? Backend::kMpi : Backend::kLocal;
   StatusOr<SystemUnderTest> sut = LoadSystemUnderTest(args.target);
   if (!sut.ok()) {
-    for (const auto& e : sut.status().errors()) std::cerr << "ERROR: --target " << args.target << ": " << e.message << "\n";
+    for (const auto& e : sut.status().errors())
+      std::cerr << "ERROR: --target " << args.target << ": " << e.message << "\n";
     return kExitBadInput;
   }
   const Status sup = sut.value().Supports(cfg);
@@ -75,8 +80,9 @@ int CmdRun(const Args& args) {
   opts.timeout = std::chrono::milliseconds(args.timeout_ms);
   opts.oracles = args.oracles;
   if (args.cross_backend && !args.target.empty()) {
-    std::cerr << "ERROR: --cross-backend compares the built-in engine's backends; it does not apply "
-                 "to --target\n";
+    std::cerr
+        << "ERROR: --cross-backend compares the built-in engine's backends; it does not apply "
+           "to --target\n";
     return kExitBadInput;
   }
   if (args.cross_backend) {  // the selection (default when none) plus the cross-backend oracle
@@ -86,8 +92,8 @@ int CmdRun(const Args& args) {
   opts.run_engine = sut.value().Runner();
   const CheckResult res = CheckRun(cfg, opts);
   if (!args.quiet) {
-    std::printf("%4s  %14s  %14s  %14s  %11s  %s\n", "step", "loss(dist)", "loss(same)", "loss(fp64)",
-                "worst e/b", "where");
+    std::printf("%4s  %14s  %14s  %14s  %11s  %s\n", "step", "loss(dist)", "loss(same)",
+                "loss(fp64)", "worst e/b", "where");
     for (const auto& r : res.rows)
       std::printf("%4lld  %14.8f  %14.8f  %14.8f  %11.3g  %s%s\n", static_cast<long long>(r.step),
                   r.loss_dist, r.loss_same, r.loss_truth, r.worst_ratio, r.worst_where.c_str(),
@@ -103,7 +109,8 @@ int CmdRun(const Args& args) {
     Status w;
     if (!args.report.empty()) w.Merge(WriteFileAtomic(args.report, report.dump(2) + "\n"));
     if (!args.html.empty())
-      w.Merge(WriteFileAtomic(args.html, html::Page("paradiff run " + path, html::ReportSection(report, "run", path))));
+      w.Merge(WriteFileAtomic(
+          args.html, html::Page("paradiff run " + path, html::ReportSection(report, "run", path))));
     if (!w.ok()) {
       std::cerr << "ERROR: " << w.ToString() << "\n";
       return kExitInternal;

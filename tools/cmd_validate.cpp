@@ -3,8 +3,8 @@
 
 #include "core/budget.h"
 #include "core/config_json.h"
-#include "core/model_spec.h"
 #include "core/exit_codes.h"
+#include "core/model_spec.h"
 #include "kernels/engine.h"
 #include "tools/cli.h"
 #include "tools/load_config.h"
@@ -26,15 +26,18 @@ int CmdValidate(const Args& args) {
     StatusOr<Config> cfg = LoadCheckedConfig(path, {});
     if (!cfg.ok()) {
       ++bad;
-      for (const auto& e : cfg.status().errors()) std::cerr << "ERROR: " << path << ": " << e.message << "\n";
+      for (const auto& e : cfg.status().errors())
+        std::cerr << "ERROR: " << path << ": " << e.message << "\n";
       continue;
     }
     if (!args.quiet) {
-      std::cout << "OK: " << path << " seed=" << cfg.value().seed << " world=" << cfg.value().parallel.world
+      std::cout << "OK: " << path << " seed=" << cfg.value().seed
+                << " world=" << cfg.value().parallel.world
                 << " params=" << ModelParameterCount(cfg.value().model) << "\n";
       const Status sup = EngineSupports(cfg.value());
       for (const auto& e : sup.errors())
-        std::cout << "WARNING: " << path << ": valid, but this engine build cannot run it: " << e.message << "\n";
+        std::cout << "WARNING: " << path
+                  << ": valid, but this engine build cannot run it: " << e.message << "\n";
     }
   }
   std::cout << "SUMMARY: paradiff: validate " << args.positional.size() - bad << " valid, " << bad

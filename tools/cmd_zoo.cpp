@@ -5,9 +5,9 @@
 #include <cstdio>
 #include <iostream>
 
-#include "core/self_exe.h"
 #include "core/atomic_file.h"
 #include "core/exit_codes.h"
+#include "core/self_exe.h"
 #include "fuzz/zoo.h"
 #include "tools/cli.h"
 
@@ -58,11 +58,13 @@ int CmdZoo(const Args& a) {
     char size[32];
     std::snprintf(size, sizeof size, "%lld/%lld/%lld", static_cast<long long>(row.min_world),
                   static_cast<long long>(row.min_layers), static_cast<long long>(row.min_steps));
-    std::printf("%-36s %-6s %9.1f %7lld %5lld %-17s %s\n", row.name.c_str(), row.found ? "yes" : "NO",
-                row.time_to_detect_s, static_cast<long long>(row.execs_to_detect),
-                static_cast<long long>(row.signatures), row.found ? size : "-", row.signature.c_str());
+    std::printf("%-36s %-6s %9.1f %7lld %5lld %-17s %s\n", row.name.c_str(),
+                row.found ? "yes" : "NO", row.time_to_detect_s,
+                static_cast<long long>(row.execs_to_detect), static_cast<long long>(row.signatures),
+                row.found ? size : "-", row.signature.c_str());
   }
-  for (const auto& sig : z.false_positive_signatures) std::printf("WARNING: false positive %s\n", sig.c_str());
+  for (const auto& sig : z.false_positive_signatures)
+    std::printf("WARNING: false positive %s\n", sig.c_str());
   if (!a.json.empty()) {
     const Status w = WriteFileAtomic(a.json, z.ToJson().dump(2) + "\n");
     if (!w.ok()) {
@@ -71,9 +73,11 @@ int CmdZoo(const Args& a) {
     }
   }
   const bool all = z.detection_rate == 1.0;
-  std::printf("SUMMARY: paradiff: zoo detected=%.0f%% median_time_to_detect=%.1fs false_positives=%lld budget=%.0fs runs=%lld seed=%llu\n",
-              100 * z.detection_rate, z.median_time_to_detect_s, static_cast<long long>(z.false_positives),
-              o.budget_s, static_cast<long long>(o.runs), static_cast<unsigned long long>(o.seed));
+  std::printf(
+      "SUMMARY: paradiff: zoo detected=%.0f%% median_time_to_detect=%.1fs false_positives=%lld "
+      "budget=%.0fs runs=%lld seed=%llu\n",
+      100 * z.detection_rate, z.median_time_to_detect_s, static_cast<long long>(z.false_positives),
+      o.budget_s, static_cast<long long>(o.runs), static_cast<unsigned long long>(o.seed));
   return all && z.false_positives == 0 ? kExitPass : kExitFinding;
 }
 

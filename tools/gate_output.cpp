@@ -108,13 +108,15 @@ std::string GateHtml(const GateResult& r, const GateOptions& opts) {
             (has_report ? "<a href=\"#" + svg::Escape(anchor) + "\">" + svg::Escape(c.name) + "</a>"
                         : svg::Escape(c.name)) +
             "</td><td><span class=\"badge " + Name(c.status) + "\">" + Name(c.status) +
-            "</span></td><td>" + svg::Escape(c.expected) + "</td><td>" + svg::Escape(c.got) + "</td><td>" +
-            Seconds(c.seconds) + "</td><td class=\"msg\">" + svg::Escape(c.message) + "</td></tr>";
+            "</span></td><td>" + svg::Escape(c.expected) + "</td><td>" + svg::Escape(c.got) +
+            "</td><td>" + Seconds(c.seconds) + "</td><td class=\"msg\">" + svg::Escape(c.message) +
+            "</td></tr>";
     if (has_report)
-      sections += html::ReportSection(c.report, anchor, c.group + ": " + c.name,
-                                      "<p>gate status <b>" + std::string(Name(c.status)) +
-                                          "</b>, expected <code>" + svg::Escape(c.expected) +
-                                          "</code>, file <code>" + svg::Escape(c.path) + "</code></p>");
+      sections +=
+          html::ReportSection(c.report, anchor, c.group + ": " + c.name,
+                              "<p>gate status <b>" + std::string(Name(c.status)) +
+                                  "</b>, expected <code>" + svg::Escape(c.expected) +
+                                  "</code>, file <code>" + svg::Escape(c.path) + "</code></p>");
   }
   body += "</table>" + sections;
   if (r.campaign_ran)

@@ -14,5 +14,4 @@ namespace paradiff {
 std::string GateJunitXml(const GateResult& result);
 std::string GateHtml(const GateResult& result, const GateOptions& opts);
 
-
 }  // namespace paradiff

@@ -153,8 +153,9 @@ StatusOr<std::string> WorkDirHtml(const std::string& workdir) {
       Td(Text(stats, "findings")) + Td(Text(stats, "inconclusive")) + Td(Text(stats, "rejected")) +
       Td(Text(stats, "elapsed_s")) + "</tr></table>";
   const std::string history = CampaignHistoryHtml(stats);
-  body += "<p><a href=\"#findings\">findings</a> &middot; <a href=\"#inconclusive\">inconclusive</a>" +
-          std::string(history.empty() ? "" : " &middot; <a href=\"#history\">history</a>") + "</p>";
+  body +=
+      "<p><a href=\"#findings\">findings</a> &middot; <a href=\"#inconclusive\">inconclusive</a>" +
+      std::string(history.empty() ? "" : " &middot; <a href=\"#history\">history</a>") + "</p>";
   body += FindingsHtml(workdir) + InconclusiveHtml(workdir) + history;
   return html::Page("paradiff campaign " + workdir, body);
 }

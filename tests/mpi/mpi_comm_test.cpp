@@ -91,7 +91,8 @@ void CheckFailures(Communicator& world, Checker& check) {
     if (r == 0) g->Send(at::ones({3}), 1);
     at::Tensor recv = at::empty({4});
     if (r == 1)
-      mpirun_test::ExpectMismatch(check, "send/recv mismatch", [&] { g->Recv(recv, 0); }, "numel=3");
+      mpirun_test::ExpectMismatch(
+          check, "send/recv mismatch", [&] { g->Recv(recv, 0); }, "numel=3");
   }
   bool invalid = false;
   try {
@@ -100,7 +101,8 @@ void CheckFailures(Communicator& world, Checker& check) {
   } catch (const std::invalid_argument&) {
     invalid = true;
   }
-  check.Expect(invalid == (n != 1), "bad counts must throw std::invalid_argument before communicating");
+  check.Expect(invalid == (n != 1),
+               "bad counts must throw std::invalid_argument before communicating");
   g->Barrier();  // still in step after all of the above
 }
 
@@ -123,9 +125,13 @@ void CheckNative(MpiRuntime& rt, Communicator& exact, Checker& check) {
         mag = mag + x.abs();
       }
       if (op == ReduceOp::kAvg) want = want / n, mag = mag / n;
-      const double eps = st == at::kBFloat16 ? 1.0 / 128 : st == at::kHalf ? 1.0 / 1024
-                         : st == at::kFloat  ? 1e-6 : st == at::kDouble ? 1e-15 : 0.0;
-      const bool close = ((t.to(at::kDouble) - want).abs() <= mag * (n * eps) + 1e-30).all().item<bool>();
+      const double eps = st == at::kBFloat16 ? 1.0 / 128
+                         : st == at::kHalf   ? 1.0 / 1024
+                         : st == at::kFloat  ? 1e-6
+                         : st == at::kDouble ? 1e-15
+                                             : 0.0;
+      const bool close =
+          ((t.to(at::kDouble) - want).abs() <= mag * (n * eps) + 1e-30).all().item<bool>();
       check.Expect(close, std::string("native all_reduce ") + c10::toString(st) + " " + Name(op) +
                               " is not within n*eps of the exact result");
       at::Tensor all = at::empty({n * t.numel()}, t.options());
@@ -157,15 +163,17 @@ int main(int argc, char** argv) {
       CheckFailures(*world, check);
       CheckNative(rt, *world, check);
     } catch (const std::exception& e) {
-      std::cout << "FAIL: rank " << rt.world_rank() << ": unexpected exception: " << e.what() << std::endl;
+      std::cout << "FAIL: rank " << rt.world_rank() << ": unexpected exception: " << e.what()
+                << std::endl;
       rt.Abort(1);
     }
     at::Tensor f = at::full({1}, static_cast<int64_t>(check.failures()), at::kLong);
     world->AllReduce(f, ReduceOp::kSum);
     failures = f.item<int64_t>();
   }
-  std::cout << (failures == 0 ? "PASS" : "FAIL") << ": mpi_comm_test rank " << rt.world_rank() << " of "
-            << rt.world_size() << ": " << check.checks() << " checks, " << check.failures()
-            << " failed here, " << failures << " failed in the job" << std::endl;
+  std::cout << (failures == 0 ? "PASS" : "FAIL") << ": mpi_comm_test rank " << rt.world_rank()
+            << " of " << rt.world_size() << ": " << check.checks() << " checks, "
+            << check.failures() << " failed here, " << failures << " failed in the job"
+            << std::endl;
   return failures == 0 ? 0 : 1;
 }

@@ -43,7 +43,8 @@ struct Case {
 };
 
 Config LoadExample(const std::string& src, const std::string& name) {
-  StatusOr<Config> c = LoadConfigFile(name.rfind('/', 0) == 0 ? name : src + "/configs/examples/" + name);
+  StatusOr<Config> c =
+      LoadConfigFile(name.rfind('/', 0) == 0 ? name : src + "/configs/examples/" + name);
   if (!c.ok()) throw std::runtime_error(c.status().ToString());
   return c.value();
 }
@@ -52,7 +53,9 @@ MpiRunOptions Options(const Case& c, std::chrono::milliseconds timeout) {
   MpiRunOptions o;
   o.exe = c.exe;
   o.timeout = timeout;
-  o.work_dir = (fs::temp_directory_path() / ("paradiff-mpi-test-" + c.name + "-" + std::to_string(::getpid()))).string();
+  o.work_dir = (fs::temp_directory_path() /
+                ("paradiff-mpi-test-" + c.name + "-" + std::to_string(::getpid())))
+                   .string();
   return o;
 }
 
@@ -66,7 +69,8 @@ int ProcessesMentioning(const std::string& needle) {
   for (const auto& e : fs::directory_iterator("/proc")) {
     std::ifstream f(e.path() / "cmdline");
     std::string cmd((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-    if (!cmd.empty() && cmd.find(needle) != std::string::npos && e.path().filename() != std::to_string(::getpid()))
+    if (!cmd.empty() && cmd.find(needle) != std::string::npos &&
+        e.path().filename() != std::to_string(::getpid()))
       ++found;
   }
   return found;
@@ -102,14 +106,20 @@ std::string RunCase(const Case& c, const std::vector<std::string>& extra) {
     const auto t0 = Clock::now();
     const EngineOutcome out = RunEngineMpi(cfg, o);
     const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-    std::cout << "INFO: " << c.name << " reported after " << seconds << " s:\n" << out.failure << "\n";
-    if (out.ok || out.failure_kind != c.name) return "expected kind " + c.name + ", got '" + out.failure_kind + "'";
-    if (out.failure_rank != 1) return "expected rank 1 to be blamed, got " + std::to_string(out.failure_rank);
-    if (!fs::exists(o.work_dir + "/rank0.log") || !fs::exists(o.work_dir + "/rank1.log")) return "rank logs not kept";
+    std::cout << "INFO: " << c.name << " reported after " << seconds << " s:\n"
+              << out.failure << "\n";
+    if (out.ok || out.failure_kind != c.name)
+      return "expected kind " + c.name + ", got '" + out.failure_kind + "'";
+    if (out.failure_rank != 1)
+      return "expected rank 1 to be blamed, got " + std::to_string(out.failure_rank);
+    if (!fs::exists(o.work_dir + "/rank0.log") || !fs::exists(o.work_dir + "/rank1.log"))
+      return "rank logs not kept";
     std::string why;
     if (c.name == "hang") {
-      if (seconds > 3 + 20) return "the hang was reported only after " + std::to_string(seconds) + " s";
-      if (ProcessesMentioning(o.work_dir) != 0) return "processes of the killed job are still running";
+      if (seconds > 3 + 20)
+        return "the hang was reported only after " + std::to_string(seconds) + " s";
+      if (ProcessesMentioning(o.work_dir) != 0)
+        return "processes of the killed job are still running";
       for (const char* s : {"no rank made progress for 3000 ms", "rank 0: waiting in world#0 split",
                             "rank 1: running (last: debug: sleeping forever"})
         if (why.empty()) why = Contains(out.failure, s);
@@ -126,8 +136,10 @@ std::string RunCase(const Case& c, const std::vector<std::string>& extra) {
     const EngineOutcome local = RunEngine(cfg, std::chrono::seconds(60));
     const MpiRunOptions o = Options(c, std::chrono::seconds(60));
     const EngineOutcome mpi = RunEngineMpi(cfg, o);
-    if (local.failure_kind != "collective") return "local: expected a collective failure: " + local.failure;
-    if (mpi.failure_kind != "collective") return "mpi: expected a collective failure: " + mpi.failure;
+    if (local.failure_kind != "collective")
+      return "local: expected a collective failure: " + local.failure;
+    if (mpi.failure_kind != "collective")
+      return "mpi: expected a collective failure: " + mpi.failure;
     const std::string why = Contains(mpi.failure, "collective mismatch in group 'world/c0/c0.1'");
     if (why.empty()) fs::remove_all(o.work_dir);
     return why;

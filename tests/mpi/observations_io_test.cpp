@@ -27,7 +27,8 @@ RankObservations Sample() {
     for (auto type : {at::kFloat, at::kDouble, at::kBFloat16, at::kHalf, at::kLong})
       st.pieces.push_back({"grad", std::string("t.") + c10::toString(type), 5 * s, base.to(type)});
     st.pieces.push_back({"param", "empty", 0, at::empty({0}, at::kFloat)});
-    st.pieces.push_back({"param", "nan", 0, at::full({2}, std::numeric_limits<float>::quiet_NaN())});
+    st.pieces.push_back(
+        {"param", "nan", 0, at::full({2}, std::numeric_limits<float>::quiet_NaN())});
     st.pieces.push_back({"param", "undefined", 0, at::Tensor()});
     o.steps.push_back(st);
     MemoryAccount m;
@@ -95,7 +96,8 @@ TEST(ObservationsIo, RejectsTruncatedCorruptAndForeignInput) {
   EXPECT_FALSE(ParseObservations(good + "x", "f").ok());
   std::string huge = good;
   std::memset(&huge[12 + 4 + 8], 0xff, 8);  // the step count
-  EXPECT_NE(ParseObservations(huge, "f").status().ToString().find("implausible step count"), std::string::npos);
+  EXPECT_NE(ParseObservations(huge, "f").status().ToString().find("implausible step count"),
+            std::string::npos);
   EXPECT_FALSE(ReadObservationsFile("/nonexistent/rank0.obs").ok());
 }
 

@@ -1,11 +1,12 @@
 // Campaign pieces: the deterministic schedule, pair coverage, and idempotent finding records.
+#include "fuzz/campaign.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 
 #include "core/config_json.h"
-#include "fuzz/campaign.h"
 #include "fuzz/coverage.h"
 #include "fuzz/workdir.h"
 #include "kernels/engine.h"
@@ -28,7 +29,8 @@ TEST(CampaignSchedule, SameSeedSameConfigsAnyOrder) {
   EXPECT_EQ(forward, backward);
   o.seed = 43;
   int differ = 0;
-  for (int64_t i = 0; i < 40; ++i) differ += WriteConfig(ConfigAt(o, {}, Domain(), i)) != forward[i];
+  for (int64_t i = 0; i < 40; ++i)
+    differ += WriteConfig(ConfigAt(o, {}, Domain(), i)) != forward[i];
   EXPECT_GT(differ, 30);
 }
 
@@ -48,7 +50,7 @@ TEST(PairCoverage, CountsNewPairsOnlyOnce) {
   EXPECT_TRUE(cov.Add({"a=1", "b=1"}));
   EXPECT_FALSE(cov.Add({"b=1", "a=1"}));
   EXPECT_TRUE(cov.Add({"a=2", "b=1", "c=x"}));
-  EXPECT_EQ(cov.covered(), 4);   // a1b1, a2b1, a2cx, b1cx
+  EXPECT_EQ(cov.covered(), 4);                       // a1b1, a2b1, a2cx, b1cx
   EXPECT_EQ(cov.possible(), 2 * 1 + 2 * 1 + 1 * 1);  // a{1,2} x b{1}, a x c{x}, b x c
   PairCoverage copy;
   copy.FromJson(cov.ToJson());
@@ -61,8 +63,10 @@ TEST(WorkDir, RecordingTheSameExecutionTwiceCountsOnce) {
   std::filesystem::remove_all(root);
   WorkDir wd(root);
   Config c;
-  nlohmann::json v = {{"signature", "mismatch.numeric.grad.mlp.gradient"}, {"kind", "mismatch"},
-                      {"oracle", "numeric"}, {"message", "boom"}};
+  nlohmann::json v = {{"signature", "mismatch.numeric.grad.mlp.gradient"},
+                      {"kind", "mismatch"},
+                      {"oracle", "numeric"},
+                      {"message", "boom"}};
   EXPECT_TRUE(wd.RecordFinding(v, c, {{"x", 1}}, 5, 1.0).value());
   EXPECT_FALSE(wd.RecordFinding(v, c, {{"x", 1}}, 5, 2.0).value());  // a resumed re-run
   EXPECT_FALSE(wd.RecordFinding(v, c, {{"x", 1}}, 9, 3.0).value());
@@ -71,7 +75,8 @@ TEST(WorkDir, RecordingTheSameExecutionTwiceCountsOnce) {
   EXPECT_EQ(meta["count"], 2);
   EXPECT_EQ(meta["first_seen_index"], 5);
   EXPECT_EQ(meta["last_seen_index"], 9);
-  StatusOr<Config> back = LoadConfigFile(wd.FindingDir("mismatch.numeric.grad.mlp.gradient") + "/config.json");
+  StatusOr<Config> back =
+      LoadConfigFile(wd.FindingDir("mismatch.numeric.grad.mlp.gradient") + "/config.json");
   ASSERT_TRUE(back.ok());
   EXPECT_EQ(back.value(), c);
   std::filesystem::remove_all(root);

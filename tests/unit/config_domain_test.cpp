@@ -15,9 +15,9 @@
 
 #include "core/budget.h"
 #include "core/config_json.h"
-#include "fuzz/config_domain_internal.h"
 #include "core/model_spec.h"
 #include "core/validate.h"
+#include "fuzz/config_domain_internal.h"
 #include "kernels/engine.h"
 
 namespace paradiff {
@@ -124,8 +124,8 @@ TEST(ConfigDomain, DistributionLeansTowardBugTerritory) {
   const std::vector<Config> configs = Generate(3, EngineOptions(), kSamples);
   int dp_runs = 0, uneven = 0, accum = 0, bf16 = 0, bf16_no_master = 0, odd_world = 0,
       prime_world = 0, small_bucket = 0, large_bucket = 0, exact = 0, gqa = 0, swiglu = 0, tied = 0,
-      clip = 0, fp16 = 0, uneven_bucket_edge = 0, aligned_dp_runs = 0, flat_uneven = 0, plain_dp_runs = 0,
-      overflow_then_recover = 0;
+      clip = 0, fp16 = 0, uneven_bucket_edge = 0, aligned_dp_runs = 0, flat_uneven = 0,
+      plain_dp_runs = 0, overflow_then_recover = 0;
   std::set<int64_t> stages, worlds;
   std::set<OptimizerKind> optimizers;
   for (const Config& c : configs) {
@@ -161,7 +161,8 @@ TEST(ConfigDomain, DistributionLeansTowardBugTerritory) {
     // A first step every gradient overflows in, then a scale where steps apply.
     const LossScaleConfig& ls = c.precision.loss_scale;
     overflow_then_recover += ls.mode == LossScaleMode::kDynamic && ls.init >= std::ldexp(1.0, 28) &&
-                             ls.init * ls.backoff <= std::ldexp(1.0, 16) && ls.hysteresis == 1 && c.steps > 1;
+                             ls.init * ls.backoff <= std::ldexp(1.0, 16) && ls.hysteresis == 1 &&
+                             c.steps > 1;
   }
   EXPECT_GE(dp_runs, kSamples * 7 / 10);
   // Without the nudge toward uneven counts about 60% are uneven by chance; with it about 80%.
@@ -276,9 +277,9 @@ TEST(ConfigDomain, ClippingUnderLossScalingIsCommonAndApplies) {
   EXPECT_GE(overflowing * 100, kDraws * 5) << overflowing;
 }
 
-// See Note [Climbing loss scale]: a quarter of dynamic loss scaling starts below the partial-overflow
-// band and grows by 4 each step over max_scaler_steps, so its last scales pass 2^16..2^20
-// whatever the model; pp > 1 among them (stages must agree on the overflow) is not rare.
+// See Note [Climbing loss scale]: a quarter of dynamic loss scaling starts below the
+// partial-overflow band and grows by 4 each step over max_scaler_steps, so its last scales pass
+// 2^16..2^20 whatever the model; pp > 1 among them (stages must agree on the overflow) is not rare.
 TEST(ConfigDomain, DynamicScalingClimbsThroughThePartialOverflowBand) {
   const DomainOptions opts = EngineOptions();
   int dynamic = 0, climbing = 0, climbing_pp = 0;
@@ -290,20 +291,26 @@ TEST(ConfigDomain, DynamicScalingClimbsThroughThePartialOverflowBand) {
     ++climbing;
     climbing_pp += c.parallel.pp > 1;
     EXPECT_EQ(ls.growth_interval, 1);
-    EXPECT_LT(ls.init, std::ldexp(1.0, 17));  // 2^10..2^16, times a factor < 2 (Note [Inexact loss scales])
+    EXPECT_LT(ls.init,
+              std::ldexp(1.0, 17));  // 2^10..2^16, times a factor < 2 (Note [Inexact loss scales])
     EXPECT_EQ(c.steps, opts.max_scaler_steps);
     // Without an overflow the last step runs at init * 4^(steps - 1) >= 2^20.
-    EXPECT_GE(ls.init * std::pow(ls.growth_factor, static_cast<double>(c.steps - 1)), std::ldexp(1.0, 20));
+    EXPECT_GE(ls.init * std::pow(ls.growth_factor, static_cast<double>(c.steps - 1)),
+              std::ldexp(1.0, 20));
   }
   ASSERT_GT(dynamic, 0);
   EXPECT_GE(climbing * 100, dynamic * 15) << climbing << " of " << dynamic;
   EXPECT_GE(climbing_pp * 100, climbing * 10) << climbing_pp << " of " << climbing;
 }
 
-// See Note [Inexact loss scales]: a share of the loss scales are not powers of two, in every regime,
-// and plain dynamic scalers sometimes grow or back off by factors that are not powers of two.
+// See Note [Inexact loss scales]: a share of the loss scales are not powers of two, in every
+// regime, and plain dynamic scalers sometimes grow or back off by factors that are not powers of
+// two.
 TEST(ConfigDomain, SomeLossScalesAreNotPowersOfTwo) {
-  auto pow2 = [](double x) { int e = 0; return std::frexp(x, &e) == 0.5; };
+  auto pow2 = [](double x) {
+    int e = 0;
+    return std::frexp(x, &e) == 0.5;
+  };
   int scaled = 0, inexact = 0, inexact_recover = 0, inexact_growth = 0, inexact_backoff = 0;
   for (const Config& c : Generate(Mix64(27), EngineOptions(), 5000)) {
     const LossScaleConfig& ls = c.precision.loss_scale;
@@ -342,8 +349,9 @@ TEST(ConfigDomain, CheckpointsSaveTheScalerMidState) {
   ASSERT_GT(saved, 0);
   EXPECT_GE(mid_interval * 100, saved * 5) << mid_interval << " of " << saved;
   EXPECT_GE(mid_streak * 100, saved * 2) << mid_streak << " of " << saved;
-  std::printf("checkpointed dynamic scalers: %d; mid growth interval %d, inside the overflow streak %d\n",
-              saved, mid_interval, mid_streak);
+  std::printf(
+      "checkpointed dynamic scalers: %d; mid growth interval %d, inside the overflow streak %d\n",
+      saved, mid_interval, mid_streak);
 }
 
 TEST(ConfigDomain, ExactLinearConfigsAreDyadicFriendly) {

@@ -278,7 +278,8 @@ TEST(ConfigJson, ANulByteIsMalformedNotTheEnd) {
   const std::string text("{\"steps\": 2}\0{{{ garbage", 24);
   FieldError e = OnlyError(text);
   EXPECT_EQ(e.field, "");
-  EXPECT_EQ(e.message, "config: malformed JSON: at byte 13: a NUL character (JSON text holds none)");
+  EXPECT_EQ(e.message,
+            "config: malformed JSON: at byte 13: a NUL character (JSON text holds none)");
 }
 
 // The same rule for every other JSON file paradiff reads (work dirs, target files and outputs,

@@ -63,9 +63,11 @@ TEST(CrossBackendOracle, CatchesOneUlpOnTheOtherBackend) {
   EXPECT_EQ(v.where.tensor, tensor);
   EXPECT_NE(v.message.find("the mpi run"), std::string::npos) << v.message;
   EXPECT_EQ(v.Signature().rfind("mismatch.cross_backend.grad.", 0), 0u) << v.Signature();
-  EXPECT_EQ(v.where.detail, "replica_copy") << "rank 1's copy is a replica the assembly does not read";
+  EXPECT_EQ(v.where.detail, "replica_copy")
+      << "rank 1's copy is a replica the assembly does not read";
   // The copy the assembly reads: found through the assembled quantities.
-  const Verdict w = CheckAgainst(c, [&](EngineOutcome& e) { NudgeOneUlp(*FindPiece(e, 0, 1, "param"), 0); });
+  const Verdict w =
+      CheckAgainst(c, [&](EngineOutcome& e) { NudgeOneUlp(*FindPiece(e, 0, 1, "param"), 0); });
   ExpectLocalized(w);
   EXPECT_EQ(w.where.step, 1);
   EXPECT_EQ(w.where.detail, "");

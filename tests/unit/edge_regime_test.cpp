@@ -76,8 +76,8 @@ TEST(StoredRounding, AdamAtAFineTuningRateOnBf16ParametersPasses) {
     Config c = FineTuning();
     c.precision.master_weights = master;
     const testing::Harness h = MakeHarness(c, RunClean(c));
-    EXPECT_EQ(h.numeric.verdict.kind, VerdictKind::kPass) << "master " << master << ": "
-                                                          << h.numeric.verdict.message;
+    EXPECT_EQ(h.numeric.verdict.kind, VerdictKind::kPass)
+        << "master " << master << ": " << h.numeric.verdict.message;
   }
 }
 
@@ -102,8 +102,8 @@ Config Parsed(const std::string& text) {
 // beta2 = 0: the second moment is the last squared gradient, so |m / sqrt(v)| is no longer at
 // most about 1 and the numeric oracle's 4 lr bound on an Adam step was too tight (ratio 1.6).
 TEST(AdamWithoutSecondMomentMemory, PassesAndAGradientBugIsStillFound) {
-  const Config c =
-      Parsed(R"({"seed":2,"steps":2,"model":{"layers":1},"optimizer":{"kind":"adam","betas":[0.9,0]}})");
+  const Config c = Parsed(
+      R"({"seed":2,"steps":2,"model":{"layers":1},"optimizer":{"kind":"adam","betas":[0.9,0]}})");
   const testing::Harness h = MakeHarness(c, RunClean(c));
   EXPECT_EQ(h.numeric.verdict.kind, VerdictKind::kPass) << h.numeric.verdict.message;
   EngineOutcome e = RunClean(c);

@@ -40,7 +40,9 @@ TEST(EngineParity, MatrixDpZeroAccumBucketsOptimizerPrecision) {
     for (int64_t stage = 0; stage <= 3; ++stage, ++i) {
       Config c = SmallConfig(dp, stage);
       c.batch.accumulation_steps = 1 + i % 4;
-      c.zero.bucket_elems = (i % 3 == 0) ? 100 : (i % 3 == 1) ? 1000 : 1 << 20;  // < / ~ / > a tensor
+      c.zero.bucket_elems = (i % 3 == 0)   ? 100
+                            : (i % 3 == 1) ? 1000
+                                           : 1 << 20;  // < / ~ / > a tensor
       c.zero.align_elems = (i % 5 == 4) ? 8 : 1;
       c.optimizer.kind = (i % 2 == 0) ? OptimizerKind::kAdamW : OptimizerKind::kSgd;
       c.optimizer.weight_decay = (i % 4 == 1) ? 0.1 : 0.0;
@@ -166,7 +168,8 @@ TEST(EngineMetamorphic, ZeroStageKEqualsStage0BitwiseWithTensorParallel) {
     for (int64_t stage = 1; stage <= 3; ++stage) {
       Config c = base;
       c.zero.stage = stage;
-      ExpectBitwiseEqual(ref, Observe(c), Describe(c) + " tp=2 sp=" + std::to_string(sp) + " vs stage 0");
+      ExpectBitwiseEqual(ref, Observe(c),
+                         Describe(c) + " tp=2 sp=" + std::to_string(sp) + " vs stage 0");
     }
   }
 }

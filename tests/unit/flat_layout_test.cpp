@@ -1,12 +1,13 @@
 // FlatLayout / buckets / packs: shards tile the flat buffer, buckets cover every parameter once,
 // pack plans agree with the shards.
+#include "kernels/flat_layout.h"
+
 #include <gtest/gtest.h>
 
 #include <set>
 
 #include "core/rng.h"
 #include "kernels/buckets.h"
-#include "kernels/flat_layout.h"
 #include "kernels/flat_pack.h"
 
 namespace paradiff {

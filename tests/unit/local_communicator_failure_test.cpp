@@ -181,7 +181,8 @@ TEST(LocalCommunicatorFailure, AMemberThatFinishedMakesTheWaitAHangAtOnce) {
   const int hung = PrimaryErrorRank(results);
   ASSERT_GE(hung, 0);
   ASSERT_EQ(results[hung].error_kind, "hang") << results[hung].error;
-  EXPECT_TRUE(Contains(results[hung].error, "which can never complete: world rank 3 finished without it"))
+  EXPECT_TRUE(
+      Contains(results[hung].error, "which can never complete: world rank 3 finished without it"))
       << results[hung].error;
   EXPECT_TRUE(Contains(results[hung].error, "rank 3: finished")) << results[hung].error;
   // A receive from a rank that finished without sending is the same.

@@ -37,11 +37,10 @@ TEST(MemoryOracle, ExpectationMatchesCleanRunsAcrossLayouts) {
 }
 
 TEST(MemoryOracle, ExpectationMatchesCleanRunsUnderTensorAndPipelineParallel) {
-  const testing::TpPpLayout layouts[] = {{2, 1, 1, 0, 4, false, true}, {2, 1, 2, 3, 2, true, false},
-                       {4, 1, 1, 1, 1, false, true},  {4, 1, 2, 2, 2, false, true},
-                       {1, 2, 2, 1, 4, false, true},  {1, 3, 1, 0, 4, false, false},
-                       {4, 2, 1, 0, 4, false, false},
-                       {2, 2, 1, 2, 4, true, true},   {2, 2, 2, 1, 1, false, true}};
+  const testing::TpPpLayout layouts[] = {
+      {2, 1, 1, 0, 4, false, true},  {2, 1, 2, 3, 2, true, false}, {4, 1, 1, 1, 1, false, true},
+      {4, 1, 2, 2, 2, false, true},  {1, 2, 2, 1, 4, false, true}, {1, 3, 1, 0, 4, false, false},
+      {4, 2, 1, 0, 4, false, false}, {2, 2, 1, 2, 4, true, true},  {2, 2, 2, 1, 1, false, true}};
   int i = 0;
   for (const auto& l : layouts) {
     Config c = testing::TpPpConfig(l);
@@ -52,8 +51,7 @@ TEST(MemoryOracle, ExpectationMatchesCleanRunsUnderTensorAndPipelineParallel) {
     c.optimizer.kind = (++i % 2 == 0) ? OptimizerKind::kSgd : OptimizerKind::kAdamW;
     ASSERT_TRUE(Validate(c).ok()) << Validate(c).ToString();
     const Verdict v = CheckMemory(c, RunClean(c).obs);
-    EXPECT_EQ(v.kind, VerdictKind::kPass)
-        << testing::Describe(l) << ": " << v.message;
+    EXPECT_EQ(v.kind, VerdictKind::kPass) << testing::Describe(l) << ": " << v.message;
   }
 }
 
@@ -61,8 +59,8 @@ TEST(MemoryOracle, TensorParallelExpectationByHand) {
   // gpt hidden 32, 4 heads, ffn 64, vocab 61, seq 8, 2 layers, tied, tp 2: vocab padded to 64.
   Config c = SmallConfig(1, 0);
   c.parallel.tp = c.parallel.world = 2;
-  const int64_t per_layer = 2 * 32 + (32 * 32 + 32) / 2 + (2 * 32 * 32 + 2 * 32) / 2 + 32 * 32 / 2 + 32 +
-                            2 * 32 + (64 * 32 + 64) / 2 + 64 * 32 / 2 + 32;
+  const int64_t per_layer = 2 * 32 + (32 * 32 + 32) / 2 + (2 * 32 * 32 + 2 * 32) / 2 + 32 * 32 / 2 +
+                            32 + 2 * 32 + (64 * 32 + 64) / 2 + 64 * 32 / 2 + 32;
   const int64_t total = 64 / 2 * 32 + 8 * 32 + 2 * per_layer + 2 * 32;
   const MemoryExpectation m = ExpectedMemory(c, 1);
   EXPECT_EQ(m.exact.at("params"), total * 4) << "ln1, q, kv, proj(+bias), ln2, fc1, fc2(+bias)";

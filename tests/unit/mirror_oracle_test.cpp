@@ -78,7 +78,8 @@ TEST(MirrorOracle, ARoundingToBf16OfTheReducedGradientIsAFinding) {
   EngineOutcome e = RunClean(c);
   for (auto& r : e.obs.ranks)
     for (auto& piece : r.steps[0].pieces)
-      if (piece.kind == "grad") piece.values.copy_(piece.values.to(at::kBFloat16).to(piece.values.scalar_type()));
+      if (piece.kind == "grad")
+        piece.values.copy_(piece.values.to(at::kBFloat16).to(piece.values.scalar_type()));
   const Verdict v = Mirror(c, e);
   ExpectLocalized(v);
   EXPECT_EQ(v.where.phase, "gradient");

@@ -17,16 +17,16 @@ using testing::NudgeOneUlp;
 using testing::SmallConfig;
 
 TEST(OracleRegistry, NamesAndSets) {
-  const std::vector<std::string> all = {"validation", "collective", "tiling",      "replica",
-                                        "memory",     "numeric",    "update",      "exact",
+  const std::vector<std::string> all = {"validation", "collective",  "tiling",     "replica",
+                                        "memory",     "numeric",     "update",     "exact",
                                         "mirror",     "determinism", "metamorphic"};
   std::vector<std::string> every = all;
   every.push_back("cross_backend");
   EXPECT_EQ(AllOracleNames(), every);
   EXPECT_EQ(ThoroughOracleNames(), all) << "cross_backend is opt-in";
   EXPECT_EQ(ResolveOracleNames({"all,cross_backend"}).value(), every);
-  const std::vector<std::string> def = {"validation", "collective", "tiling", "replica",
-                                        "memory",     "numeric",    "update", "exact", "mirror"};
+  const std::vector<std::string> def = {"validation", "collective", "tiling", "replica", "memory",
+                                        "numeric",    "update",     "exact",  "mirror"};
   EXPECT_EQ(DefaultOracleNames(), def);
   EXPECT_EQ(ResolveOracleNames({}).value(), def);
   EXPECT_EQ(ResolveOracleNames({"all"}).value(), all);

@@ -136,8 +136,8 @@ inline Config TpPpConfig(const TpPpLayout& l) {
   return c;
 }
 inline std::string Describe(const TpPpLayout& l) {
-  return "tp " + std::to_string(l.tp) + " pp " + std::to_string(l.pp) + " dp " + std::to_string(l.dp) +
-         " stage " + std::to_string(l.stage);
+  return "tp " + std::to_string(l.tp) + " pp " + std::to_string(l.pp) + " dp " +
+         std::to_string(l.dp) + " stage " + std::to_string(l.stage);
 }
 
 }  // namespace paradiff::testing

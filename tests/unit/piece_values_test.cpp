@@ -1,15 +1,14 @@
-// CopyAsDouble (oracles/piece_values.h) gives exactly what .to(at::kDouble) gives, for every dtype a
-// rank reports, contiguous or not, including inf, nan and subnormals.
-#include <gtest/gtest.h>
+// CopyAsDouble (oracles/piece_values.h) gives exactly what .to(at::kDouble) gives, for every dtype
+// a rank reports, contiguous or not, including inf, nan and subnormals.
+#include "oracles/piece_values.h"
 
 #include <ATen/ATen.h>
+#include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <vector>
-
-#include "oracles/piece_values.h"
 
 namespace paradiff {
 namespace {
@@ -31,8 +30,8 @@ TEST(PieceValues, EveryReportedDtypeConvertsExactly) {
   for (auto dt : {at::kDouble, at::kFloat, at::kBFloat16, at::kHalf}) {
     at::Tensor t = base.to(dt);
     ExpectSameAsTo(t);
-    ExpectSameAsTo(t.view({3, 4}).t());    // not contiguous
-    ExpectSameAsTo(t.narrow(0, 2, 5));     // an interior run
+    ExpectSameAsTo(t.view({3, 4}).t());  // not contiguous
+    ExpectSameAsTo(t.narrow(0, 2, 5));   // an interior run
   }
   ExpectSameAsTo(at::arange(5, at::kLong));  // any other dtype takes the operator path
 }

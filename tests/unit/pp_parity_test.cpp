@@ -44,12 +44,13 @@ TEST(PpParity, MatrixStagesSchedulesLayersTiedTpDp) {
     for (Schedule s : {Schedule::kGpipe, Schedule::k1F1B, Schedule::kInterleaved}) {
       ++i;
       const int64_t v = s == Schedule::kInterleaved ? 2 : 1;
-      if (v > 1 && pp == 1) continue;  // interleaving needs pp > 1
+      if (v > 1 && pp == 1) continue;           // interleaving needs pp > 1
       const int64_t layers = pp * v + (i % 3);  // often not divisible
       const int64_t tp = (i % 4 == 1) ? 2 : 1, dp = (i % 3 == 2) ? 2 : 1;
       Config c = Pp(pp, tp, dp, layers, s, v);
       c.model.tied_embeddings = (i % 2 == 0);
-      c.parallel.partition = (i % 5 == 3) ? PartitionMethod::kParameters : PartitionMethod::kUniform;
+      c.parallel.partition =
+          (i % 5 == 3) ? PartitionMethod::kParameters : PartitionMethod::kUniform;
       c.clip_grad_norm = (i % 4 == 0) ? 0.05 : 0.0;
       CheckResult r = Check(c, &cache);
       EXPECT_EQ(r.verdict.kind, VerdictKind::kPass) << Describe(c) << "\n" << r.verdict.message;

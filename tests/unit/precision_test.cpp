@@ -49,7 +49,8 @@ TEST(PrecisionParity, DtypesMasterScalingClippingLayouts) {
   int i = 0;
   for (DType d : {DType::kFp32, DType::kBf16, DType::kFp16}) {
     for (bool master : {true, false}) {
-      for (LossScaleMode mode : {LossScaleMode::kNone, LossScaleMode::kStatic, LossScaleMode::kDynamic}) {
+      for (LossScaleMode mode :
+           {LossScaleMode::kNone, LossScaleMode::kStatic, LossScaleMode::kDynamic}) {
         Config c = Layout(i++);
         c.precision.param = c.precision.compute = d;
         c.precision.master_weights = master;
@@ -197,7 +198,8 @@ TEST(PrecisionFaults, UnscaleWithNewScale) {
   ExpectCaught(c, f, "mismatch.numeric.grad_norm.-.reduction.");
   c.clip_grad_norm = 0;
   CheckResult r = Check(c);
-  EXPECT_NE(r.verdict.where.tensor_kind, "param") << "without clipping only the reported norm may differ";
+  EXPECT_NE(r.verdict.where.tensor_kind, "param")
+      << "without clipping only the reported norm may differ";
   c.clip_grad_norm = 0.05;
   c.precision.loss_scale.mode = LossScaleMode::kStatic;
   ExpectSilent(c, f + " with a static scale");

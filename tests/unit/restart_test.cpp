@@ -79,7 +79,8 @@ TEST(LocalRestart, FromTheTwinsOwnStateContinuesTheTwinBitForBit) {
       if (key.rfind("grad:", 0) == 0) continue;
       EXPECT_TRUE(at::equal(again.same.steps[k].tensors.at(key), value)) << key;
       const std::string truth_key = key.rfind("param:", 0) == 0 ? "master:" + key.substr(6) : key;
-      EXPECT_TRUE(at::equal(again.truth.steps[k].tensors.at(key), base.same.steps[k].tensors.at(truth_key)))
+      EXPECT_TRUE(
+          at::equal(again.truth.steps[k].tensors.at(key), base.same.steps[k].tensors.at(truth_key)))
           << key;
     }
   }

@@ -1,6 +1,8 @@
 // The paradiff executable that ranks and workers are started from (core/self_exe.h): a program
 // that links the engine but is not paradiff (this test, a benchmark) must never start copies of
 // itself as mpi ranks; without a known paradiff it gets an environment error that says what to set.
+#include "core/self_exe.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -8,7 +10,6 @@
 #include <string>
 
 #include "core/config.h"
-#include "core/self_exe.h"
 #include "kernels/engine.h"
 
 namespace paradiff {

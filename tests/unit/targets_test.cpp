@@ -41,24 +41,30 @@ TEST(SafeTensors, RoundTripAndTruncation) {
   std::ofstream(path, std::ios::binary) << bytes.substr(0, bytes.size() - 4);
   StatusOr<SafeTensors> cut = ReadSafeTensors(path);
   ASSERT_FALSE(cut.ok());
-  EXPECT_NE(cut.status().ToString().find("outside the"), std::string::npos) << cut.status().ToString();
+  EXPECT_NE(cut.status().ToString().find("outside the"), std::string::npos)
+      << cut.status().ToString();
 }
 
 TEST(TargetFile, RulesAndSupport) {
-  StatusOr<TargetSpec> bad = ParseTargetSpec(R"({"protocol": 1, "name": "x", "command": ["/bin/true", "{oops}"],
-      "supports": {"optimizers": ["lamb"]}, "extra": 1})", "t.json");
+  StatusOr<TargetSpec> bad =
+      ParseTargetSpec(R"({"protocol": 1, "name": "x", "command": ["/bin/true", "{oops}"],
+      "supports": {"optimizers": ["lamb"]}, "extra": 1})",
+                      "t.json");
   ASSERT_FALSE(bad.ok());
   const std::string msg = bad.status().ToString();
   EXPECT_NE(msg.find("unknown placeholder {oops}"), std::string::npos) << msg;
   EXPECT_NE(msg.find("'lamb' is not one of"), std::string::npos) << msg;
   EXPECT_NE(msg.find("extra: unknown field"), std::string::npos) << msg;
-  StatusOr<TargetSpec> ok = ParseTargetSpec(R"({"protocol": 1, "name": "x", "command": ["/bin/true", "{run_dir}"],
-      "launcher": {"default": ["/bin/env", "W={world}"]}, "supports": {"max_world": 2, "zero_stages": [0, 1]}})", "t.json");
+  StatusOr<TargetSpec> ok =
+      ParseTargetSpec(R"({"protocol": 1, "name": "x", "command": ["/bin/true", "{run_dir}"],
+      "launcher": {"default": ["/bin/env", "W={world}"]}, "supports": {"max_world": 2, "zero_stages": [0, 1]}})",
+                      "t.json");
   ASSERT_TRUE(ok.ok()) << ok.status().ToString();
   Config c;
   c.parallel.dp = c.parallel.world = 2;
   EXPECT_TRUE(TargetSupports(ok.value(), c).ok());
-  EXPECT_EQ(TargetArgv(ok.value(), c, "/r"), (std::vector<std::string>{"/bin/env", "W=2", "/bin/true", "/r"}));
+  EXPECT_EQ(TargetArgv(ok.value(), c, "/r"),
+            (std::vector<std::string>{"/bin/env", "W=2", "/bin/true", "/r"}));
   c.zero.stage = 2;
   c.parallel.dp = c.parallel.world = 3;
   const Status no = TargetSupports(ok.value(), c);
@@ -83,7 +89,10 @@ TEST(Translate, DeepSpeedRoundTrip) {
   StatusOr<DeepSpeedImport> back = ImportDeepSpeed(ExportDeepSpeed(c), Config{});
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_TRUE(back.value().config == c);
-  EXPECT_FALSE(ImportDeepSpeed(nlohmann::json{{"train_batch_size", 7}, {"train_micro_batch_size_per_gpu", 2}}, Config{}).ok());
+  EXPECT_FALSE(
+      ImportDeepSpeed(
+          nlohmann::json{{"train_batch_size", 7}, {"train_micro_batch_size_per_gpu", 2}}, Config{})
+          .ok());
 }
 
 TEST(TargetFile, ReportsAndNormPrecision) {
@@ -192,7 +201,8 @@ TEST(TargetFile, NothingIsAssumedThatTheFileDoesNotDeclare) {
   EXPECT_FALSE(old.ok()) << "dp_sum_order is now grad_reduction.order";
 }
 
-// See Note [Reported norm precision]: u * (n + 2), and the float64 bound the constant it always was.
+// See Note [Reported norm precision]: u * (n + 2), and the float64 bound the constant it always
+// was.
 TEST(Tolerance, NormRoundingBound) {
   EXPECT_EQ(NormRoundingBound(DType::kFp64, 19360), 1e-8);
   EXPECT_EQ(NormRoundingBound(DType::kFp32, 19360), std::ldexp(19362.0, -24));

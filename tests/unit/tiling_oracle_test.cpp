@@ -3,8 +3,9 @@
 // reported twice where the state is partitioned (overlap), and a missing step.
 #include "oracles/tiling_oracle.h"
 
-#include <cmath>
 #include <gtest/gtest.h>
+
+#include <cmath>
 
 #include "tests/unit/oracle_test_util.h"
 
@@ -59,18 +60,20 @@ TEST(TilingOracle, ExpectedHoldersFollowTensorAndPipelineSplits) {
   EXPECT_EQ(ExpectedHolders(c, "exp_avg", *mqa.Find("blocks.0.attn.kv.weight")), 4)
       << "one kv head shared by all four tp ranks";
   c.model.kv_heads = 2;
-  EXPECT_EQ(ExpectedHolders(c, "exp_avg", *BuildModelSpec(c.model).Find("blocks.0.attn.kv.weight")), 2);
+  EXPECT_EQ(ExpectedHolders(c, "exp_avg", *BuildModelSpec(c.model).Find("blocks.0.attn.kv.weight")),
+            2);
 }
 
 TEST(TilingOracle, SilentOnCleanTensorAndPipelineParallelRuns) {
-  const testing::TpPpLayout layouts[] = {{2, 1, 2, 3, 2, true, false}, {4, 1, 1, 1, 1, false, true},
-                       {1, 3, 2, 2, 4, false, true},  {2, 2, 2, 1, 4, false, true},
-                       {4, 2, 1, 0, 2, true, false}};
+  const testing::TpPpLayout layouts[] = {{2, 1, 2, 3, 2, true, false},
+                                         {4, 1, 1, 1, 1, false, true},
+                                         {1, 3, 2, 2, 4, false, true},
+                                         {2, 2, 2, 1, 4, false, true},
+                                         {4, 2, 1, 0, 2, true, false}};
   for (const auto& l : layouts) {
     const Config c = testing::TpPpConfig(l);
     const Verdict v = CheckTiling(c, RunClean(c).obs);
-    EXPECT_EQ(v.kind, VerdictKind::kPass)
-        << testing::Describe(l) << ": " << v.message;
+    EXPECT_EQ(v.kind, VerdictKind::kPass) << testing::Describe(l) << ": " << v.message;
   }
 }
 

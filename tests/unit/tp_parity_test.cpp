@@ -82,8 +82,8 @@ TEST(TpLayout, ShardsTileEveryLogicalTensorOnce) {
     for (size_t i = 0; i < spec.params.size(); ++i) {
       auto rep = BuildTpShards(spec, m, tp, 0)[i].rep;
       const int want = rep == TpReplication::kReplicated ? tp
-                       : rep == TpReplication::kShared  ? tp / m.kv_heads
-                                                        : 1;
+                       : rep == TpReplication::kShared   ? tp / m.kv_heads
+                                                         : 1;
       for (int c : count[i]) ASSERT_EQ(c, want) << spec.params[i].name << " tp=" << tp;
     }
   }
@@ -121,7 +121,8 @@ TEST(TpFaults, ClipCountReplicatedPerTpRank) {
                "mismatch.numeric.grad_norm.-.reduction.consistency");
   c.clip_grad_norm = 0.0;  // no clipping: the norm is still reported, but nothing depends on it
   CheckResult r = Check(c);
-  EXPECT_NE(r.verdict.where.tensor_kind, "param") << "without clipping only the reported norm may differ";
+  EXPECT_NE(r.verdict.where.tensor_kind, "param")
+      << "without clipping only the reported norm may differ";
   Config one = Tp(1, 2, 0);
   one.clip_grad_norm = 0.05;
   one.faults = {"clip.count_replicated_per_tp_rank"};

@@ -51,7 +51,8 @@ TEST(UpdateOracle, SilentOnCleanRuns) {
   std::vector<Case> cases;
   for (OptimizerKind k : {OptimizerKind::kSgd, OptimizerKind::kAdam, OptimizerKind::kAdamW}) {
     cases.push_back({"fp32 dp2 zero1", WithOptimizer(SmallConfig(2, 1), k, 0.05)});
-    cases.push_back({"bf16 master dp2 zero2", Bf16Master(WithOptimizer(SmallConfig(2, 2), k, 0.05))});
+    cases.push_back(
+        {"bf16 master dp2 zero2", Bf16Master(WithOptimizer(SmallConfig(2, 2), k, 0.05))});
     Config no_master = Bf16Master(WithOptimizer(SmallConfig(2, 3), k, 0.0));
     no_master.precision.master_weights = false;
     cases.push_back({"bf16 without master dp2 zero3", no_master});
@@ -83,7 +84,8 @@ TEST(UpdateOracle, SilentOnCleanRuns) {
     const testing::Harness h = MakeHarness(k.cfg, e);
     for (const auto& s : h.assembly.steps) any_skip = any_skip || s.skipped;
     const Verdict v = UpdateOracle().Check(h.Input());
-    EXPECT_EQ(v.kind, VerdictKind::kPass) << k.what << " (" << Name(k.cfg.optimizer.kind) << "): " << v.message;
+    EXPECT_EQ(v.kind, VerdictKind::kPass)
+        << k.what << " (" << Name(k.cfg.optimizer.kind) << "): " << v.message;
     EXPECT_FALSE(IsSkip(v)) << k.what;
   }
   EXPECT_TRUE(any_skip) << "the fp16 case must exercise skipped steps";
@@ -102,12 +104,13 @@ TEST(UpdateOracle, CatchesAMasterWeightNudgedFarBelowTheNumericBound) {
   ExpectFinding(v, 1, "master");
   EXPECT_EQ(v.where.tensor, p->tensor);
   EXPECT_EQ(v.where.index, p->offset);
-  EXPECT_EQ(v.Signature(), "mismatch.update." + v.where.tensor_kind + "." + v.where.layer + ".optimizer");
+  EXPECT_EQ(v.Signature(),
+            "mismatch.update." + v.where.tensor_kind + "." + v.where.layer + ".optimizer");
 }
 
-// See Note [Subnormal gradients]: clipped to 1e-30, Adam's gradients sit in float32's subnormal range,
-// where rounding is absolute and Adam divides it by ~eps; the bound follows it (it was a false
-// finding at 1e-26), yet a master weight nudged by 1e-5 relative is still caught there.
+// See Note [Subnormal gradients]: clipped to 1e-30, Adam's gradients sit in float32's subnormal
+// range, where rounding is absolute and Adam divides it by ~eps; the bound follows it (it was a
+// false finding at 1e-26), yet a master weight nudged by 1e-5 relative is still caught there.
 TEST(UpdateOracle, TinyClippedGradientsUnderAdam) {
   Config c = Bf16Master(WithOptimizer(SmallConfig(2, 2), OptimizerKind::kAdamW, 0.05));
   c.clip_grad_norm = 1e-30;
