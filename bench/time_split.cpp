@@ -12,7 +12,7 @@
 // microsecond), not its arithmetic.
 //
 // "Harness overhead" vs "model arithmetic" is measured in instructions by callgrind, not here
-// (Note [Callgrind attribution] in bench/callgrind_split.py; scripts/bench part `callgrind`):
+// (see Note [Callgrind attribution] in bench/callgrind_split.py; scripts/bench part `callgrind`):
 // timing every operator with a thread CPU clock costs two system calls per operator and would
 // measure mostly itself.
 //

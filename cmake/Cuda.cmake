@@ -13,7 +13,7 @@ add_library(paradiff_cuda_twins STATIC ${PROJECT_SOURCE_DIR}/kernels/cuda/cpu_tw
 # paradiff_flags stays private: its options are host-compiler flags that nvcc would reject.
 target_include_directories(paradiff_cuda_twins PUBLIC ${PROJECT_SOURCE_DIR})
 target_link_libraries(paradiff_cuda_twins PRIVATE paradiff_flags)
-# Note [Fused Adam arithmetic] (cpu_twins.h): one rounding per operation, never a fused multiply-add.
+# See Note [Fused Adam arithmetic] (cpu_twins.h): one rounding per operation, never a fused multiply-add.
 target_compile_options(paradiff_cuda_twins PRIVATE -ffp-contract=off)
 
 include(CheckLanguage)

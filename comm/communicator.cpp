@@ -1,5 +1,5 @@
 // Names of the collective vocabulary, fingerprint comparison and printing, and the fingerprint
-// sequencer shared by every backend and decorator (Note [Fingerprint numbering]).
+// sequencer shared by every backend and decorator (see Note [Fingerprint numbering]).
 #include "comm/communicator.h"
 
 #include <cstdio>

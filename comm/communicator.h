@@ -68,7 +68,7 @@ uint64_t CountsHash(const std::vector<int64_t>& counts);
 // The dtype's name as Fingerprint::dtype spells it ("float", "c10::BFloat16", ...).
 std::string DtypeName(const at::Tensor& t);
 
-// Numbers one rank's calls on one group (Note [Fingerprint numbering]) and builds fingerprints.
+// Numbers one rank's calls on one group (see Note [Fingerprint numbering]) and builds fingerprints.
 class FingerprintSequencer {
  public:
   FingerprintSequencer(std::string group, int rank, int size);

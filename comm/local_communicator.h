@@ -5,7 +5,7 @@
 // Rank(r) hands out rank r's communicator on the group "world" (once per rank). Communicators keep
 // the shared state alive, so they may outlive the LocalWorld object.
 //
-// Contract (Note [Local rendezvous] in local_group.h):
+// Contract (see Note [Local rendezvous] in local_group.h):
 // - Reductions run in rank order (in0 + in1 + ... left to right, in the tensor's dtype; avg divides
 //   that sum by the group size in the same dtype), so results are bitwise identical on every rank
 //   and from run to run; ReduceScatter reduces exactly like AllReduce and keeps a piece.

@@ -1,5 +1,5 @@
 // The arithmetic of the local backend's collectives, performed by the last rank to arrive for every
-// rank of the group (Note [Local rendezvous]). Inputs are read in rank order and staged in a
+// rank of the group (see Note [Local rendezvous]). Inputs are read in rank order and staged in a
 // private buffer before any output is written, so outputs may alias inputs (ZeRO's in-place
 // gathers).
 //

@@ -1,5 +1,5 @@
-// The rendezvous, mailboxes, abort and status table of the local backend (Note [Local rendezvous]).
-// The arithmetic of each collective lives in local_execute.cpp.
+// The rendezvous, mailboxes, abort and status table of the local backend (see Note [Local
+// rendezvous]). The arithmetic of each collective lives in local_execute.cpp.
 #include "comm/local_group.h"
 
 #include <algorithm>

@@ -95,8 +95,9 @@ class LocalGroup {
   int size() const { return static_cast<int>(members_.size()); }
   int world_rank(int group_rank) const { return members_[group_rank]; }
 
-  // Runs one collective for group rank `rank` (Note [Local rendezvous]). Throws CollectiveMismatch,
-  // CollectiveHang, CollectiveAborted, or std::runtime_error if the operation itself failed.
+  // Runs one collective for group rank `rank` (see Note [Local rendezvous]). Throws
+  // CollectiveMismatch, CollectiveHang, CollectiveAborted, or std::runtime_error if the operation
+  // itself failed.
   void Collective(int rank, Slot& slot);
   // Buffered: queues a copy of `t` for `dst` and returns.
   void Send(int rank, int dst, const Fingerprint& fp, const at::Tensor& t);

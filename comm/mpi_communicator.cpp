@@ -40,7 +40,7 @@ void Check(int rc, const char* call, const char* file, int line) {
                            std::to_string(line) + ": " + call + ": " + text);
 }
 
-// Combines two 16-bit floats in float and rounds back (Note [MPI reduction order], kNative).
+// Combines two 16-bit floats in float and rounds back (see Note [MPI reduction order], kNative).
 template <typename T, bool kMax>
 void Combine16(void* in, void* inout, int* len, MPI_Datatype* /*type*/) {
   const T* a = static_cast<const T*>(in);
@@ -61,7 +61,7 @@ struct Context {
 
 namespace {
 
-constexpr int kHeaderTag = 1;  // Send's header message (Note [MPI fingerprint check])
+constexpr int kHeaderTag = 1;  // Send's header message (see Note [MPI fingerprint check])
 constexpr int kDataTag = 2;    // Send's payload
 
 constexpr comm_args::ArgRules kRules{"mpi"};
@@ -161,7 +161,7 @@ class MpiCommunicator : public Communicator {
     for (auto& p : pending_) {
       if (finalized) {
         (void)p.release();     // MPI is gone; nothing may touch the requests
-      } else if (unwinding) {  // Note [MPI buffered send]: MPI may still read the copy
+      } else if (unwinding) {  // see Note [MPI buffered send]: MPI may still read the copy
         for (MPI_Request& r : p->req)
           if (r != MPI_REQUEST_NULL) MPI_Request_free(&r);
         (void)p.release();
@@ -347,7 +347,7 @@ class MpiCommunicator : public Communicator {
   }
   void Done(const Fingerprint& fp) const { Progress("done", fp); }
 
-  // Note [MPI fingerprint check].
+  // See Note [MPI fingerprint check].
   void Agree(const Fingerprint& fp) {
     if (!opts_.check_fingerprints) return;
     const uint64_t mine = CallHash(fp);
@@ -384,7 +384,7 @@ class MpiCommunicator : public Communicator {
         pending_.end());
   }
 
-  // Note [MPI reduction order], kRankOrder: this rank's piece of the reduction of `in`, reduced
+  // See Note [MPI reduction order], kRankOrder: this rank's piece of the reduction of `in`, reduced
   // from every rank's copy of that piece in rank order, exactly like the local backend.
   at::Tensor ReduceOwnedPiece(const at::Tensor& in, const std::vector<int64_t>& counts,
                               ReduceOp op) {
@@ -454,7 +454,7 @@ class MpiCommunicator : public Communicator {
   MpiOptions opts_;
   int rank_, size_;
   FingerprintSequencer sequencer_;
-  std::vector<std::unique_ptr<PendingSend>> pending_;  // Note [MPI buffered send]
+  std::vector<std::unique_ptr<PendingSend>> pending_;  // see Note [MPI buffered send]
   int splits_done_ = 0;
 };
 

@@ -55,7 +55,7 @@ enum class MpiReduction { kRankOrder, kNative };
 
 struct MpiOptions {
   MpiReduction reduction = MpiReduction::kRankOrder;
-  bool check_fingerprints = true;  // Note [MPI fingerprint check]
+  bool check_fingerprints = true;  // see Note [MPI fingerprint check]
   // Called on this rank before ("enter <fingerprint>") and after ("done <fingerprint>") every call,
   // for the executor's progress log and hang reports. May be empty.
   std::function<void(const std::string& line)> progress;

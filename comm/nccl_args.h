@@ -2,11 +2,11 @@
 // the NCCL calls: no NCCL or CUDA header here. Part of paradiff_nccl.
 //
 // - Rules: what the shared argument checks (comm/arg_checks.h) accept on this backend.
-// - Wire fingerprints (Note [NCCL fingerprint check]): a Fingerprint as kWireWords int64 words,
+// - Wire fingerprints (see Note [NCCL fingerprint check]): a Fingerprint as kWireWords int64 words,
 //   all-gathered before every collective. Strings travel as hashes (group) or dtype codes, so a
 //   fingerprint read back names the caller's own group when the hash matches and "<another
 //   group>" otherwise.
-// - Point-to-point header (Note [NCCL buffered send]): what Send tells Recv about the payload.
+// - Point-to-point header (see Note [NCCL buffered send]): what Send tells Recv about the payload.
 #pragma once
 
 #include <ATen/core/Tensor.h>

@@ -122,7 +122,7 @@ class NcclCommunicator : public Communicator {
     (void)cudaSetDevice(world_->device);
     bool abort = unwinding || !world_->abort_reason.empty();
     if (!abort) {
-      try {  // Note [NCCL buffered send]: sends still in flight reach their receivers first
+      try {  // see Note [NCCL buffered send]: sends still in flight reach their receivers first
         up_.stream.Synchronize();
         down_.stream.Synchronize();
       } catch (const std::exception&) {
@@ -173,7 +173,7 @@ class NcclCommunicator : public Communicator {
       if (std::all_of(counts.begin(), counts.end(), [&](int64_t c) { return c == counts[0]; })) {
         PARADIFF_NCCL_CHECK(coll_, ncclAllGather(buf.get() + off[rank_], buf.get(), counts[0] * es,
                                                  ncclUint8, coll_, s));
-      } else {  // Note [NCCL uneven counts]
+      } else {  // see Note [NCCL uneven counts]
         PARADIFF_NCCL_CHECK(coll_, ncclGroupStart());
         for (int r = 0; r < size_; ++r)
           if (counts[r] > 0)
@@ -203,7 +203,7 @@ class NcclCommunicator : public Communicator {
       if (std::all_of(counts.begin(), counts.end(), [&](int64_t c) { return c == counts[0]; })) {
         PARADIFF_NCCL_CHECK(coll_, ncclReduceScatter(src.get(), dst.get(), counts[0], type,
                                                      nccl::ReduceOpOf(op), coll_, s));
-      } else {  // Note [NCCL uneven counts]
+      } else {  // see Note [NCCL uneven counts]
         PARADIFF_NCCL_CHECK(coll_, ncclGroupStart());
         for (int r = 0; r < size_; ++r)
           if (counts[r] > 0)
@@ -235,7 +235,7 @@ class NcclCommunicator : public Communicator {
   void Send(const at::Tensor& t, int dst) override {
     comm_args::CheckPointToPoint(rules(), CollOp::kSend, t, dst, rank_, size_);
     const Fingerprint fp = sequencer_.PointToPoint(CollOp::kSend, t.numel(), DtypeName(t), dst);
-    Call(fp, -1, [&] {  // Note [NCCL buffered send]
+    Call(fp, -1, [&] {  // see Note [NCCL buffered send]
       const nccl::PointHeader header = nccl::MakeHeader(fp, t);
       const size_t header_bytes = world_->options.check_fingerprints ? sizeof header : 0;
       if (header_bytes + t.nbytes() == 0) return;
@@ -418,7 +418,7 @@ class NcclCommunicator : public Communicator {
     Progress("done", fp);
   }
 
-  // Note [NCCL fingerprint check].
+  // See Note [NCCL fingerprint check].
   void Agree(const Fingerprint& fp, int dtype_code) {
     if (!world_->options.check_fingerprints || size_ == 1) return;
     const cudaStream_t s = coll_stream_.get();

@@ -68,7 +68,7 @@ struct NcclOptions {
   // The rank's CUDA device; -1: bootstrap rank % device count (one node, one GPU per rank). NCCL
   // refuses two ranks of one communicator on one GPU.
   int device = -1;
-  bool check_fingerprints = true;  // Note [NCCL fingerprint check]
+  bool check_fingerprints = true;  // see Note [NCCL fingerprint check]
   // 0: wait forever (the executor's watchdog decides).
   std::chrono::milliseconds timeout{0};
   // Called on this rank before ("enter <fingerprint>") and after ("done <fingerprint>") every

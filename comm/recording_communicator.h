@@ -1,6 +1,7 @@
 // RecordingCommunicator: a decorator that appends the fingerprint of every call one rank makes
-// ({group, seq, op, numel, dtype, root/peer, rank, counts hash}, numbered as in Note [Fingerprint
-// numbering]) to that rank's collective log, then forwards the call to the wrapped communicator.
+// ({group, seq, op, numel, dtype, root/peer, rank, counts hash}, numbered as in see Note
+// [Fingerprint numbering]) to that rank's collective log, then forwards the call to the wrapped
+// communicator.
 //
 // Owns the wrapped communicator (or borrows it: the second constructor, for the communicator that
 // RunLocalRanks lends each rank; it must outlive this). Does not own the log, which must outlive

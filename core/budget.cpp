@@ -22,11 +22,9 @@
 //   world * (bytes per rank + steps * P / (tp * pp) * kReportedKinds * 4)    -- ranks, reports
 //   + steps * P * kReportedKinds * 8 * kRecordedRuns                          -- truth, twin, run
 //   + P * kReferenceStateBytes                                               -- reference state
-// (kReportedKinds: parameters, gradients, master weights, two optimizer slots, at most). Found by
-// a helper: a 20M-parameter config within the per-rank limit kept 5.1 GB resident at world 1, and
-// one at dp 32 ran out of an 8 GB address space as an engine "crash". Measured against the
-// estimate: a 5M-parameter GPT (32k vocabulary) at tp 2 x dp 4 over 8 steps kept 10.1 GB
-// resident, estimated 9.8 GB.
+// (kReportedKinds: parameters, gradients, master weights, two optimizer slots, at most). The
+// per-rank estimate alone leaves out the records and the reference pair, so a config within the
+// per-rank limit can still exhaust the process. Evidence: docs/EVIDENCE.md.
 #include "core/budget.h"
 
 #include <algorithm>

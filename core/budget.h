@@ -44,8 +44,8 @@ Status CheckConfig(const Config& config, const ResourceBudget& budget);
 // value when the structure makes it meaningless. Saturates at a huge value instead of overflowing.
 double EstimateBytesPerRank(const Config& config);
 
-// The analytical estimate of a whole check's memory in bytes (formula in budget.cpp, Note [Bytes
-// per process]), or a negative value when the structure makes it meaningless.
+// The analytical estimate of a whole check's memory in bytes (formula in budget.cpp, see Note
+// [Bytes per process]), or a negative value when the structure makes it meaningless.
 double EstimateBytesPerProcess(const Config& config);
 
 }  // namespace paradiff

@@ -1,6 +1,6 @@
 // Counter-based randomness. Every random value in paradiff is a pure function of an explicit seed,
 // a stream name and an index, so any rank can generate exactly its own slice of a logical tensor
-// (Note [Sharded generation]) and every run is reproducible from the seed its report prints.
+// (see Note [Sharded generation]) and every run is reproducible from the seed its report prints.
 //
 // Note [Sharded generation]: parameters and data are functions of (seed, tensor name, global
 // element index). A shard of any layout is produced by evaluating the same function on its global

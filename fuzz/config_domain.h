@@ -21,12 +21,12 @@ struct DomainOptions {
   int64_t max_layers = 4;   // largest model.layers
   int64_t max_hidden = 64;  // largest model.hidden
   int64_t max_steps = 3;    // largest steps
-  // Largest model.vocab: the embedding-heavy draws (Note [Embedding-heavy models] in
+  // Largest model.vocab: the embedding-heavy draws (see Note [Embedding-heavy models] in
   // config_generate.cpp) reach it; the rest stay at 17..97.
   int64_t max_vocab = 512;
   // Largest steps of a config with dynamic loss scaling, in place of max_steps: the scaler's state
-  // machine (hysteresis, backoff, growth) needs several steps to show (Note [Climbing loss scale]
-  // in config_generate.cpp).
+  // machine (hysteresis, backoff, growth) needs several steps to show (see Note [Climbing loss
+  // scale] in config_generate.cpp).
   int64_t max_scaler_steps = 8;
   double invalid_share = 0.0;       // share of deliberately invalid configs (Generate / Mutate)
   std::vector<std::string> faults;  // copied into every generated config

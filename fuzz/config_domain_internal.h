@@ -74,7 +74,7 @@ void DrawCheckpointLayout(Config& c, SeqRng& rng);
 // optimizer.*: sgd / adam / adamw with sane learning rates; exact_linear gets dyadic sgd.
 void DrawOptimizer(Config& c, SeqRng& rng);
 // clip_grad_norm: 0 or a small value that actually clips (never for exact_linear); more often
-// under loss scaling, whose initial scale it then often lowers to where steps apply (Note
+// under loss scaling, whose initial scale it then often lowers to where steps apply (see Note
 // [Clipping under loss scaling]). Draw it after the precision.
 void DrawClip(Config& c, SeqRng& rng);
 // Accumulation steps 1..4, favoring > 1; a multiple of pp under the interleaved schedule.

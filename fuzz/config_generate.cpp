@@ -34,13 +34,13 @@ constexpr double kKvPerRankShare = 0.2;   // gpt, given tp > 1: grouped attentio
 constexpr int64_t kMaxKvPerRankHeads = 16;
 constexpr double kOverflowThenRecoverShare = 0.25;  // of dynamic loss scaling (DrawPrecision)
 constexpr int kRecoverMinLog2 = 28;                 // overflow-then-recover starts at 2^28 .. 2^40
-constexpr double kClimbShare = 0.35;         // of dynamic loss scaling: Note [Climbing loss scale]
-constexpr double kInexactScaleShare = 0.15;  // Note [Inexact loss scales]
+constexpr double kClimbShare = 0.35;  // of dynamic loss scaling: See Note [Climbing loss scale]
+constexpr double kInexactScaleShare = 0.15;  // see Note [Inexact loss scales]
 constexpr double kFineTuningLrShare = 0.15;  // of Adam learning rates: 1e-6..1e-3
-constexpr double kLargeVocabShare = 0.2;     // Note [Embedding-heavy models]
+constexpr double kLargeVocabShare = 0.2;     // see Note [Embedding-heavy models]
 constexpr double kClimbGrowth = 4;  // two octaves a step: never jumps the partial-overflow band
 // Clipping (gpt only), more often with loss scaling, where a first applied scale above the
-// applied band is lowered into it at this share (Note [Clipping under loss scaling]).
+// applied band is lowered into it at this share (see Note [Clipping under loss scaling]).
 constexpr double kClipShare = 0.3;
 constexpr double kClipShareScaled = 0.6;
 constexpr double kClipAppliedScaleShare = 0.5;
@@ -48,7 +48,7 @@ constexpr int kAppliedScaleMinLog2 = 10;  // the applied band: loss scales at wh
 constexpr int kAppliedScaleMaxLog2 = 16;  // of generated models apply (no fp16 overflow)
 constexpr double kCheckpointShare = 0.3;
 constexpr double kCheckpointShareDynamic = 0.6;  // with dynamic loss scaling
-constexpr double kScalerMidStateShare = 0.8;     // of those: Note [Scaler state at the save]
+constexpr double kScalerMidStateShare = 0.8;     // of those: See Note [Scaler state at the save]
 constexpr double kBackendShare = 0.04;
 constexpr double kUnevenDpShare = 0.85;  // nudge the model so dp does not divide its parameters
 constexpr int kMaxNudges = 16;
@@ -86,16 +86,15 @@ int64_t DrawVocab(SeqRng& rng, int64_t tp) {
 // Note [Embedding-heavy models]: in a real LLM the embedding is the largest tensor (a third of
 // GPT-2 small, 50k x 768), so ZeRO's shard boundaries fall inside it and a pipeline's first and
 // last stages are mostly embedding, each partitioned differently over dp. Vocabularies of
-// 17..97 on hidden sizes up to 64 never made it so: a tied embedding summed across stages
-// after the dp reduce-scatter (Megatron-LM issue 844) adds a partly reduced shard to a local
-// one only where the two stages' owned ranges of it differ, and the held-out mechanism
-// tied_sync_after_rs was missed (620 executions). So a share of the sharded layouts (ZeRO
-// stage >= 1 or pp > 1) without fp16 compute get a vocabulary up to DomainOptions::max_vocab
-// (512; the libFuzzer target's size budget keeps 128). The choice comes from a side stream
-// seeded by the config's own seed: the main draw sequence, and so every other config a
-// campaign draws, is unchanged (a first version drew it in the main stream and moved the fp16
-// zoo switches' first finding at seed 1 from within 200 configs to 385). fp16 is left out: its
-// overflow bands are tuned on the small vocabularies (Note [Climbing loss scale]).
+// 17..97 on hidden sizes up to 64 do not make it so, and a bug may show only there: a tied
+// embedding summed across stages after the dp reduce-scatter (Megatron-LM issue 844) adds a
+// partly reduced shard to a local one only where the two stages' owned ranges of it differ. So
+// a share of the sharded layouts (ZeRO stage >= 1 or pp > 1) without fp16 compute get a
+// vocabulary up to DomainOptions::max_vocab (512; the libFuzzer target's size budget keeps 128).
+// The choice comes from a side stream seeded by the config's own seed: the main draw sequence,
+// and so every other config a campaign draws, is unchanged. fp16 is left out: its overflow bands
+// are tuned on the small vocabularies (see Note [Climbing loss scale]).
+// Evidence: docs/EVIDENCE.md.
 void MaybeEmbeddingHeavy(Config& c, int64_t max_vocab) {
   if (max_vocab <= kMaxVocab || c.model.kind != ModelKind::kGpt) return;
   if (c.precision.compute == DType::kFp16 || (c.parallel.pp == 1 && c.zero.stage == 0)) return;
@@ -208,7 +207,7 @@ void DrawGptModel(Config& c, SeqRng& rng, int64_t max_layers, int64_t max_hidden
   m.activation = rng.Chance(0.4) ? Activation::kSwiglu : Activation::kGelu;
 }
 
-// exact_linear: power-of-two sizes so every intermediate is dyadic (Note [Sharded generation]).
+// exact_linear: power-of-two sizes so every intermediate is dyadic (see Note [Sharded generation]).
 void DrawExactModel(Config& c, SeqRng& rng, int64_t max_layers, int64_t max_hidden) {
   std::vector<int64_t> hidden;
   for (int64_t h = 1; h <= max_hidden; h *= 2)
@@ -220,7 +219,7 @@ void DrawExactModel(Config& c, SeqRng& rng, int64_t max_layers, int64_t max_hidd
 
 void DrawCheckpoint(Config& c, SeqRng& rng, double exotic) {
   // A dynamic loss scaler is the checkpointed state with the most branches (three numbers, each
-  // lost by some real reload; Note [Scaler state at the save]): checkpoint it twice as often.
+  // lost by some real reload; see Note [Scaler state at the save]): checkpoint it twice as often.
   const bool dynamic = c.precision.loss_scale.mode == LossScaleMode::kDynamic;
   if (c.steps < 2 || !rng.Chance((dynamic ? kCheckpointShareDynamic : kCheckpointShare) * exotic))
     return;
@@ -244,10 +243,9 @@ bool OverflowsFirst(const LossScaleConfig& ls) {
 // - overflow-then-recover with hysteresis h >= 2 overflows at steps 0 .. h - 1; mostly the save
 //   falls inside that streak (save_at < h, hysteresis partly spent), with steps left for the
 //   backoff that lost hysteresis delays.
-// Climbing scalers (growth_interval 1, Note [Climbing loss scale]) spend and restore hysteresis
+// Climbing scalers (growth_interval 1, see Note [Climbing loss scale]) spend and restore hysteresis
 // over their own steps. Whichever of the checkpoint and the scaler is drawn last applies this.
-// Measured by the held-out mechanisms ckpt_hysteresis and ckpt_growth_tracker (docs/ZOO.md): not
-// found in 90 s before.
+// Evidence: docs/EVIDENCE.md.
 void MoveScalerStateBeforeSave(Config& c, SeqRng& rng) {
   LossScaleConfig& ls = c.precision.loss_scale;
   int64_t& save_at = c.checkpoint.save_at;
@@ -402,12 +400,13 @@ void DrawPrecision(Config& c, SeqRng& rng, double exotic) {
 
 // Note [Inexact loss scales]: most configs scale by powers of two, where scaling and unscaling are
 // exact; a scale that is not one (an initial scale of 3000, a growth factor of 1.5, a backoff of
-// 0.75) makes unscaling round every gradient, and a harness that only ever saw powers of two
-// mistook that rounding for a bug (Note [Inexact unscaling] in oracles/tolerance.cpp). So a share
-// of the draws multiplies the initial scale by a factor in (1, 2) (the octave, and with it the
-// overflow-then-recover and climbing regimes above, stays the same) and, in the plain dynamic
+// 0.75) makes unscaling round every gradient, and the oracles must tell that rounding from a bug
+// (see Note [Inexact unscaling] in oracles/tolerance.cpp), which only such draws exercise. So a
+// share of the draws multiplies the initial scale by a factor in (1, 2) (the octave, and with it
+// the overflow-then-recover and climbing regimes above, stays the same) and, in the plain dynamic
 // regime, replaces the growth factor or the backoff with one that is not a power of two (a backoff
 // stays above 0.5: below it the draw would read as overflow-then-recover, FirstAppliedScale).
+// Evidence: docs/EVIDENCE.md.
 void DrawInexactScale(LossScaleConfig& s, SeqRng& rng) {
   static constexpr double kFactors[] = {1.5, 1.25, 1.1, 1.875, 1.0 + 1.0 / 3.0};
   s.init *= kFactors[rng.Below(std::size(kFactors))];
@@ -449,15 +448,11 @@ void DrawLossScale(Config& c, SeqRng& rng) {
     // it whatever the model, then the scaler's state machine runs (hysteresis spent, backoff,
     // growth restoring the hysteresis) over the longer runs a dynamic scaler gets (DomainOptions::
     // max_scaler_steps): at the band's edge it grows into an overflow, spends its hysteresis,
-    // backs off, grows again into the next overflow. Measured: a scaler that kept its spent
-    // hysteresis after growth was found only once runs had 8 steps and hysteresis up to 3.
-    // Session 6: of 40 climbing configs with ranks that check different gradients (ZeRO >= 1,
-    // tp or pp), 16 never overflowed from starts of 2^10..2^13 (the walk ended at 2^24..2^27,
-    // below the band of models with small gradients); starting some up to 2^16 (ending at 2^30)
-    // let 5 of 12 of those reach it. With the climbing share raised from 25% to 35% of dynamic
-    // scaling and dynamic from 70% to 80% of loss scaling (about a fifth of the known mechanisms
-    // need a loss scale that moves), a planted per-rank overflow decision took 9..337 executions
-    // over campaign seeds 1..8 (median 44) instead of 9..684 (seeds 1..6).
+    // backs off, grows again into the next overflow. A scaler that keeps its spent hysteresis
+    // after growth shows only over such runs (8 steps, hysteresis up to 3). Starts range over
+    // 2^10..2^16, so the walk (ending at 2^24..2^30) also reaches the band of models with small
+    // gradients. Climbing is 35% of dynamic scaling and dynamic 80% of loss scaling: a share of
+    // the known mechanisms needs a loss scale that moves. Evidence: docs/EVIDENCE.md.
     s.init = std::ldexp(1.0, static_cast<int>(rng.Range(10, 16)));
     s.growth_factor = kClimbGrowth;
     s.growth_interval = 1;
@@ -483,8 +478,8 @@ void DrawOptimizer(Config& c, SeqRng& rng) {
     o.momentum = rng.Chance(0.3) ? 0.0 : 0.9;
   } else if (rng.Chance(kFineTuningLrShare)) {
     // Fine-tuning rates: an Adam step below the parameters' rounding, where the run's stored
-    // rounding and not the update decides how far a flipped element moves (Note [Stored rounding
-    // of a flipped element] in oracles/numeric_oracle.cpp; never drawn before session 6).
+    // rounding and not the update decides how far a flipped element moves (see Note [Stored
+    // rounding of a flipped element] in oracles/numeric_oracle.cpp).
     o.lr = Round2(LogUniform(rng, 1e-6, 1e-3));
   } else {
     o.lr = Round2(LogUniform(rng, 1e-3, 2e-2));
@@ -496,12 +491,10 @@ void DrawOptimizer(Config& c, SeqRng& rng) {
 // unscaled gradients (unscale, then clip, with the scale the step used), which only a config with
 // both shows, and only on steps that apply: a step skipped for an overflow clips nothing, and one
 // whose overflow decision is borderline is judged inconclusive. Most initial scales lie in or above
-// the band where the gradients of generated models overflow (DrawLossScale). Measured on 120
-// generated configs with both, under a planted "clip coefficient from the scaled norm" bug: it
-// showed in 42 of 42 whose first applied scale was at most 2^16 (overflow-then-recover included),
-// in 11 of 66 at 2^17..2^20 (41 inconclusive) and in none of 12 above. Hence clipping is drawn
-// more often under loss scaling, and then a first applied scale above 2^16 is often lowered into
-// the band where steps apply.
+// the band where the gradients of generated models overflow (DrawLossScale), where a clip that
+// reads the scaled norm rarely shows. Hence clipping is drawn more often under loss scaling, and
+// then a first applied scale above 2^16 is often lowered into the band where steps apply.
+// Evidence: docs/EVIDENCE.md.
 void DrawClip(Config& c, SeqRng& rng) {
   c.clip_grad_norm = 0.0;
   if (c.model.kind != ModelKind::kGpt) return;

@@ -4,7 +4,7 @@
 // description of each accepted step; the moves themselves are ShrinkCandidates'
 // (fuzz/config_domain.h).
 //
-// Contract (Note [Greedy 1-minimality]): the result shows exactly the original's signature (a
+// Contract (see Note [Greedy 1-minimality]): the result shows exactly the original's signature (a
 // candidate that shows another finding, passes, or is invalid / unsupported by this engine build
 // is never accepted: no drift to another bug), and, when `complete` is true, no single candidate
 // of ShrinkCandidates(result) that is valid and supported keeps that signature.

@@ -1,6 +1,6 @@
 // Replay (`paradiff replay`, the gate, the regression tests): re-checks stored configs in-process
 // and classifies each against what was expected of it. Owns the expansion of paths into configs
-// (Note [Replay paths]), the expectation file format, and the outcome classes.
+// (see Note [Replay paths]), the expectation file format, and the outcome classes.
 //
 // Note [Replay paths]: a PATH is
 //   - a config file NAME.json (its expectation: NAME.expect.json beside it, if present);
@@ -54,7 +54,7 @@ struct ReplayResult {
   nlohmann::json report;  // ReportJson of the check; null when invalid
 };
 
-// Expands PATHs (Note [Replay paths]); a missing path or a malformed expectation is an error.
+// Expands PATHs (see Note [Replay paths]); a missing path or a malformed expectation is an error.
 StatusOr<std::vector<ReplayItem>> CollectReplayItems(const std::vector<std::string>& paths);
 
 // The expected signature from NAME.expect.json beside `config_path`; "" when there is none.

@@ -1,6 +1,6 @@
 // WorkDir: a campaign's persistent state on disk. Every write is atomic (core/atomic_file.h) and
 // idempotent, so a campaign killed at any point (SIGINT or SIGKILL) resumes from it with nothing
-// lost and nothing counted twice (Note [Idempotent findings]).
+// lost and nothing counted twice (see Note [Idempotent findings]).
 //
 //   DIR/stats.json                      seed, options, completed execution indices, counters
 //   DIR/findings/<signature>/config.json    the first config that showed it (a reproducer)

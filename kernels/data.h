@@ -1,7 +1,7 @@
 // Training data as a pure function of (seed, step, global sample index): every layout slices the
 // same global batch. Micro-batch g of a step (0 <= g < dp * accumulation_steps) holds the samples
 // [g * micro_batch, (g + 1) * micro_batch) of that step; data-parallel rank r at micro-step m
-// processes micro-batch g = r * accumulation_steps + m (Note [Micro-batch order]).
+// processes micro-batch g = r * accumulation_steps + m (see Note [Micro-batch order]).
 //
 // Note [Micro-batch order]: ranks take contiguous blocks of micro-batches so that the reference,
 // which walks g = 0, 1, ... in order and accumulates in the configured dtype, adds the same

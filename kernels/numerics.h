@@ -1,5 +1,5 @@
 // Numerics: how a precision setting maps onto LibTorch dtypes on this device, and the fp16
-// emulation used on CPU (Note [fp16 emulation]). Pure per-tensor math, shared by the engine and
+// emulation used on CPU (see Note [fp16 emulation]). Pure per-tensor math, shared by the engine and
 // the reference.
 //
 // Note [fp16 emulation]: LibTorch's CPU kernels lack fp16 matmul / layer_norm / softmax. GPUs run
@@ -27,7 +27,7 @@ struct Numerics {
 };
 
 // Numerics for a compute dtype; kFp64 gives the float64 truth. The first call turns LibTorch's
-// oneDNN path off for the whole process (Note [No oneDNN] in numerics.cpp).
+// oneDNN path off for the whole process (see Note [No oneDNN] in numerics.cpp).
 Numerics MakeNumerics(DType compute);
 
 }  // namespace paradiff

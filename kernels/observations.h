@@ -1,7 +1,7 @@
 // Observations: what one distributed run reports, per rank and per step. Sharded state is reported
 // as pieces of logical tensors with their global offsets; the harness (oracles/assemble.h)
 // assembles them and checks that they tile each tensor, so an engine bug cannot hide behind the
-// engine's own gather (Note [Independent observation]).
+// engine's own gather (see Note [Independent observation]).
 //
 // Note [Independent observation]: every rank copies what it holds locally (a shard, or a full
 // replica) into pieces {kind, tensor, offset, values}. The engine's collectives are never used to

@@ -1,5 +1,5 @@
 // Parameter initialization as a pure function of (seed, parameter name, global element index)
-// (Note [Sharded generation] in core/rng.h). Shared by the engine (each rank generates its own
+// (see Note [Sharded generation] in core/rng.h). Shared by the engine (each rank generates its own
 // slice) and the reference (generates whole tensors).
 #pragma once
 

@@ -1,7 +1,7 @@
 // RankEngine::PipelineStep: one optimizer step of pipeline parallelism on this rank. Runs the
 // schedule of kernels/pipeline_plan.h; activations and their gradients move between neighbouring
 // stages with Send / Recv, each message preceded by a header {kind, global chunk, micro-batch} that
-// the receiver checks (Note [Tagged pipeline messages]). Local gradients accumulate over all
+// the receiver checks (see Note [Tagged pipeline messages]). Local gradients accumulate over all
 // micro-batches; after the flush the tied embedding's gradient is summed between the first and the
 // last stage, then gradients are reduced across data parallelism once.
 //

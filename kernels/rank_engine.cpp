@@ -142,7 +142,7 @@ RankEngine::~RankEngine() = default;
 void RankEngine::InitState() {
   const auto pdt = ToScalarType(cfg_.precision.param);
   const auto adt = AccumulateDType();
-  // Each rank generates exactly the elements it holds (Note [Sharded generation]).
+  // Each rank generates exactly the elements it holds (see Note [Sharded generation]).
   const int64_t held_begin = stage_ == 3 ? shard_begin_ : 0;
   const int64_t held_size = stage_ == 3 ? shard_size_ : layout_.padded();
   params_ = Zeros(held_size, pdt);
@@ -357,7 +357,7 @@ void RankEngine::OptimizerStep(int64_t update, const at::Tensor& grads) {
 
 void RankEngine::AddPieces(std::vector<TensorPiece>& out, const char* kind, const at::Tensor& buf,
                            int64_t buf_begin, int64_t begin, int64_t end) const {
-  // Local shard elements -> logical tensor offsets (Note [Independent observation]).
+  // Local shard elements -> logical tensor offsets (see Note [Independent observation]).
   for (const auto& p : layout_.Pieces(begin, end)) {
     shards_[p.entry].ForEachLogicalRun(
         p.param_offset, p.count, [&](int64_t local, int64_t logical, int64_t n) {

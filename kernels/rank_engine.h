@@ -2,8 +2,8 @@
 // stages 0-3, composed with tensor / sequence parallelism). Ranks are laid out tensor-parallel
 // fastest, then data-parallel, then pipeline: rank = (pp_rank * dp + dp_rank) * tp + tp_rank.
 // It owns that rank's flat buffers over its tensor-parallel shards (kernels/tp_layout.h), runs the
-// model unit by unit (Note [Layer-wise execution]), reduces gradients through GradReducer, updates
-// its shard, and reports observations (kernels/observations.h).
+// model unit by unit (see Note [Layer-wise execution]), reduces gradients through GradReducer,
+// updates its shard, and reports observations (kernels/observations.h).
 //
 // Note [Layer-wise execution]: forward runs unit by unit without autograd, keeping each unit's
 // input; backward walks the units in reverse, re-materializes each unit's parameters (ZeRO-3
@@ -57,7 +57,7 @@ class RankEngine {
   // Forward of `units` from x without autograd, keeping each unit's input.
   at::Tensor ForwardUnits(const std::vector<size_t>& units, at::Tensor x, const MicroBatch& mb,
                           std::vector<at::Tensor>& inputs);
-  // Backward of `units` by recomputation (Note [Layer-wise execution]); returns the gradient of
+  // Backward of `units` by recomputation (see Note [Layer-wise execution]); returns the gradient of
   // their input (undefined when they start with the embedding).
   at::Tensor BackwardUnits(const std::vector<size_t>& units, const std::vector<at::Tensor>& inputs,
                            at::Tensor grad_out, const MicroBatch& mb, int64_t micro_step);

@@ -1,5 +1,5 @@
 // Assembles each rank's reported pieces (kernels/observations.h) into whole logical tensors,
-// independently of the engine's collectives (Note [Independent observation]). Assembly itself
+// independently of the engine's collectives (see Note [Independent observation]). Assembly itself
 // never judges: AssembleTensors takes the first holder's value of every element and leaves
 // elements nobody holds at zero. The judging is done by the tiling oracle (every element held by
 // the expected ranks, pieces inside their tensor; oracles/tiling_oracle.h) and the replica oracle

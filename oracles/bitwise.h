@@ -3,7 +3,8 @@
 // place of the dtype the values were held in, so a finding reads "3 ulps" rather than "1e-9".
 // Equality is IEEE equality on the values (so -0.0 == 0.0) with NaN equal to NaN: two runs that
 // both produce NaN at an element agree there; a NaN against a number is an infinite distance.
-// The error is the worst distance in ulps and the bound kDiscreteBound (Note [Discrete bounds]).
+// The error is the worst distance in ulps and the bound kDiscreteBound (see Note [Discrete
+// bounds]).
 #pragma once
 
 #include <ATen/core/Tensor.h>

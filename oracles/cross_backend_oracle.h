@@ -1,6 +1,6 @@
 // The cross-backend oracle: the same config on the `local` backend (ranks as threads) and on `mpi`
 // (ranks as processes under mpirun, kernels/engine_mpi.h) gives bitwise-identical assembled
-// observations and identical collective logs. Both backends reduce in rank order (Note [MPI
+// observations and identical collective logs. Both backends reduce in rank order (see Note [MPI
 // reduction order], comm/mpi_communicator.h), so any difference is a backend bug: a reduction in
 // another order, a lost or duplicated message, a dtype changed on the wire, a group split
 // differently. The comparison is the determinism oracle's (CompareSecondRun); findings are

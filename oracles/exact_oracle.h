@@ -13,16 +13,12 @@
 // inexact (from there on the runs legitimately differ by rounding). Scalars: the loss is checked
 // when exact, the gradient norm never (a float64 square root of a sum in rank order). It is
 // skipped when the preconditions fail (kind, SGD, no clipping, fp32 param / compute / reduce /
-// accumulate) or no quantity of step 0 is exact. Measured (kDyadicScale 1/8, kDyadicData 1/4):
-// only step 0 is ever exact (after one update the products need more than 24 bits). Its
-// gradients (and the SGD momentum, a copy of them) are exact up to two layers of hidden 32
-// (seq_len 8, micro_batch 2, dp 2), not from three layers or hidden 64 on; its parameters are
-// exact only when lr * gradient is coarse next to the weights: with one layer, hidden 4-16,
-// seq_len 4-8, micro_batch 1-4, dp * accumulation_steps a power of two up to 8 and lr a power of
-// two >= 0.5 in most configs, with two layers from lr >= 64; the loss mostly rounds (its float32
-// sum of squares). On clean runs of 2048 configs (layers 1-2, hidden 4-32, seq_len 4-8,
-// micro_batch 1-2, accumulation 1-2, dp 1-8, ZeRO 0-3, lr 1/16 and 4) the oracle applied to 2040
-// and found nothing; tests/unit/exact_oracle_test.cpp keeps a matrix of them.
+// accumulate) or no quantity of step 0 is exact. Only step 0 is ever exact (after one update the
+// products need more than 24 bits), and only for small models: the gradients (and the SGD
+// momentum, a copy of them) of a layer or two of small hidden size, the parameters only where
+// lr * gradient is coarse next to the weights (a large power-of-two lr), the loss seldom (its
+// float32 sum of squares rounds). tests/unit/exact_oracle_test.cpp keeps a matrix of configs
+// inside that regime. Evidence: docs/EVIDENCE.md.
 #pragma once
 
 #include "core/config.h"

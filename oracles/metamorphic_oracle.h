@@ -5,13 +5,13 @@
 // supported by this engine build); otherwise it is skipped.
 // - zero_stage: ZeRO stage k vs stage 0 at equal dp (stage 0 vs stage 3 when the config is at 0)
 //   must agree bitwise in every reported quantity where the system promises it
-//   (Reporting::zero_stages_bitwise: the built-in engine, Note [Layer-wise execution] in
+//   (Reporting::zero_stages_bitwise: the built-in engine, see Note [Layer-wise execution] in
 //   kernels/rank_engine.h: all stages share one compute path and one norm partition); elsewhere
 //   (a framework whose stages reduce and take norms in other orders) within the sum of the two
 //   runs' bounds, like split.
-// - split: the same global batch split differently (Note [Split variant]) is the same data
+// - split: the same global batch split differently (see Note [Split variant]) is the same data
 //   (kernels/data.h: samples are a function of the global sample index), so the two runs agree
-//   within the sum of their own numeric bounds (Note [Cross-run bound]).
+//   within the sum of their own numeric bounds (see Note [Cross-run bound]).
 // - tp: tp = 1 vs tp = n (n = 2 from tp = 1) within the sum of the bounds likewise.
 // It costs up to three more engine runs and two references: off in the campaign default set, on
 // by name ("metamorphic", or the "all" set). Findings: kMismatch, oracle "metamorphic", detail
@@ -26,9 +26,9 @@
 // false positives, yet catches a split- or tp-dependent error that the reference shares (t is wrong
 // for both, bound_A and bound_B still measure rounding only). The variant must also pass the
 // numeric oracle against its own reference. Under Adam only the loss, the gradients and the
-// gradient norm are compared directly (Note [Adam sensitivity] in numeric_oracle.cpp: parameters
-// near zero gradient may legitimately move apart by about lr), and only the steps before the two
-// runs' overflow decisions part (Note [Different overflow decisions] in the .cpp).
+// gradient norm are compared directly (see Note [Adam sensitivity] in numeric_oracle.cpp:
+// parameters near zero gradient may legitimately move apart by about lr), and only the steps before
+// the two runs' overflow decisions part (see Note [Different overflow decisions] in the .cpp).
 #pragma once
 
 #include <optional>

@@ -3,7 +3,7 @@
 // self-test that plants the bug it must catch (tests/unit/*oracle*_test.cpp, docs/ORACLES.md).
 //
 // Contract: Check() never throws for anything the target did; it returns
-// - a finding (IsFinding(kind)) localized as Note [Localization] says,
+// - a finding (IsFinding(kind)) localized as see Note [Localization] says,
 // - kPass when the property holds, or
 // - a skip: kPass with oracle = name() and a message starting "skipped: " (SkipVerdict), when the
 //   oracle does not apply to this config or run (e.g. the exact oracle on a gpt model).

@@ -21,19 +21,19 @@ namespace {
 
 // Note [Reference snapshots]: a step's recorded tensors must be copies. In the truth run the live
 // state is already float64, so `.to(at::kDouble)` would return the live tensor itself; recording it
-// aliased the parameters / optimizer slots of later steps (and the gradient that clipping scales in
-// place), which made every earlier step compare against the final state and inflated the bound by
-// the same amount the error grew. Snapshot() always copies.
+// would alias the parameters / optimizer slots of later steps (and the gradient that clipping
+// scales in place), so every earlier step would compare against the final state, with a bound
+// inflated by the same amount as the error. Snapshot() always copies. Evidence: docs/EVIDENCE.md.
 at::Tensor Snapshot(const at::Tensor& t) {
   return t.to(at::kDouble, /*non_blocking=*/false, /*copy=*/true).reshape({-1});
 }
 
 // Note [Independent loss scale schedule]: the reference follows the loss scale schedule of
 // docs/CONFIG.md with its own few lines, not kernels/loss_scaler.cpp. The numeric oracle requires
-// the run's scale sequence to equal the reference's bit for bit (Note [Loss scale sequence]), which
-// tests the engine's scaler only if the two are written separately. Dynamic: an overflow resets
-// the run of clean steps and spends one unit of hysteresis; with none left (<= 1) the scale backs
-// off (not below min). growth_interval clean steps in a row grow the scale and restore the
+// the run's scale sequence to equal the reference's bit for bit (see Note [Loss scale sequence]),
+// which tests the engine's scaler only if the two are written separately. Dynamic: an overflow
+// resets the run of clean steps and spends one unit of hysteresis; with none left (<= 1) the scale
+// backs off (not below min). growth_interval clean steps in a row grow the scale and restore the
 // hysteresis. Static: constant. None: 1, and overflows are not looked for.
 class ScaleSchedule {
  public:
@@ -65,9 +65,9 @@ class ScaleSchedule {
 
 // Note [Mirrored reduction order]: the twin adds its micro-batch gradients (each already in the
 // accumulate dtype, as a rank's gradient buffer holds them) in the order the run declares
-// (Note [Declared reduction structure] in core/grad_reduction.h). Reduced every micro-step: each
-// micro-step's gradients are summed over dp (in rank order, in the reduce dtype), averaged, and
-// accumulated over the micro-steps (the built-in engine without pipelining,
+// (see Note [Declared reduction structure] in core/grad_reduction.h). Reduced every micro-step:
+// each micro-step's gradients are summed over dp (in rank order, in the reduce dtype), averaged,
+// and accumulated over the micro-steps (the built-in engine without pipelining,
 // comm/local_communicator.h). Reduced once per step: each rank first accumulates all its
 // micro-batches (in micro-step order, or with pipelining in its schedule's backward order,
 // docs/CONFIG.md `parallel.schedule`) and one sum over dp follows (pipeline flushes, DDP under
@@ -193,10 +193,10 @@ RefRun RunReference(const Config& cfg, const GradReduction& red, bool truth,
     // Note [Mirrored loss multiplier]: a run scales each micro-batch's loss by
     // scale / accumulation_steps and divides the data-parallel sum by dp afterwards; the twin does
     // the same (not scale / M), so that each micro-batch's 16-bit backward rounds exactly as a
-    // rank's does. With 1 / M instead, dp not a power of two put every gradient at another
-    // binade offset and made the twin's error an independent sample, too small now and then for a
-    // tensor of few elements (bf16 compute, dp 3: a clean run flagged at ratio 1.18). The dp
-    // average and the summation order: Note [Mirrored reduction order].
+    // rank's does. With 1 / M instead, a dp that is not a power of two puts every gradient at
+    // another binade offset and makes the twin's error an independent sample, now and then too
+    // small for a tensor of few elements. Evidence: docs/EVIDENCE.md. The dp average and the
+    // summation order: See Note [Mirrored reduction order].
     // After a checkpoint's reload the run has the reload layout: its split into accumulation steps
     // and its pipeline order (the global batch is the same).
     const Config layout = LayoutAtStep(cfg, step);
@@ -281,13 +281,13 @@ std::string ReferenceKey(const Config& cfg, const GradReduction& red) {
     key[k] = j[k];
   key["micro_batch"] = cfg.batch.micro_batch;
   key["micro_batches_per_step"] = MicroBatchesPerStep(cfg);
-  // The twin's loss multiplier and summation order follow the run's (Note [Mirrored loss
-  // multiplier], Note [Mirrored reduction order]): accumulation steps (hence dp), and with
+  // The twin's loss multiplier and summation order follow the run's (see Note [Mirrored loss
+  // multiplier], see Note [Mirrored reduction order]): accumulation steps (hence dp), and with
   // pipelining the order a stage's backward passes run in. A reference cached for one split of
   // the same micro-batches rounds like another split, not like this one.
   key["accumulation_steps"] = cfg.batch.accumulation_steps;
   key["stage_order"] = StageOrder(cfg);
-  // ... and the declared reduction structure (Note [Declared reduction structure]).
+  // ... and the declared reduction structure (see Note [Declared reduction structure]).
   key["reduction"] = {red.TwinReducesOncePerStep(cfg), red.TwinAveragesBeforeSum()};
   if (cfg.checkpoint.save_at > 0) {  // from the save on, the reload layout's (LayoutAtStep)
     const Config reload = LayoutAtStep(cfg, cfg.checkpoint.save_at);
@@ -300,16 +300,15 @@ std::string ReferenceKey(const Config& cfg, const GradReduction& red) {
 // Note [Local restart]: from step 1 on, the run and the reference step from states that already
 // differ by rounding, and the reference pair calibrates only its own trajectory's sensitivity to
 // such differences. A model can be far more sensitive along the run's direction than along the
-// twin's (fp32 AdamW, hidden 2, tied embeddings: layer norms over two nearly equal numbers turned
-// an ulp-level state difference into a 64% gradient difference in one step, while the twin's own
-// error stayed at 1e-8; corpus/regression/clean_fp32_adamw_dp3_tied_hidden2_step1.json). The
-// numeric oracle then asks a narrower question (numeric_oracle.cpp, Note [Restarted comparison]):
-// does the run's step follow from the run's own state? This restarts the pair from that state:
-// the twin from the run's parameters, master weights and optimizer slots, the truth from the same
-// values in float64 (from the master weights where the config keeps them), the loss scale and
-// update count replayed from the overflow decisions so far. The state is the run's assembled
-// observation (each rank's local shards), never the engine's own gather, and the reference code
-// is the same that runs from the initial parameters.
+// twin's (a layer norm over two nearly equal numbers can turn an ulp-level state difference into
+// a large gradient difference in one step, while the twin's own error stays small). The
+// numeric oracle then asks a narrower question (numeric_oracle.cpp, see Note [Restarted
+// comparison]): does the run's step follow from the run's own state? This restarts the pair from
+// that state: the twin from the run's parameters, master weights and optimizer slots, the truth
+// from the same values in float64 (from the master weights where the config keeps them), the loss
+// scale and update count replayed from the overflow decisions so far. The state is the run's
+// assembled observation (each rank's local shards), never the engine's own gather, and the
+// reference code is the same that runs from the initial parameters. Evidence: docs/EVIDENCE.md.
 RefPair RestartReferencePair(const Config& cfg, const RefPair& base, const RefOrigin& origin) {
   RefPair pair;
   pair.reduction = base.reduction;

@@ -1,12 +1,12 @@
 // The single-device reference trainer: the same model, data, optimizer and clipping as the
 // engine, on one device, with plain autograd over the whole model. It runs twice: in float64 (the
 // truth) and in the config's own precision (the same-precision twin, whose own error against the
-// truth calibrates the tolerance). It mirrors the run's micro-batch structure (Note [Micro-batch
-// order] in kernels/data.h): micro-batch g = 0 .. dp * accumulation_steps - 1, accumulated in the
-// configured accumulate dtype after a round trip through the reduce dtype, in the order the run
-// declares (Note [Mirrored reduction order] in reference.cpp).
+// truth calibrates the tolerance). It mirrors the run's micro-batch structure (see Note
+// [Micro-batch order] in kernels/data.h): micro-batch g = 0 .. dp * accumulation_steps - 1,
+// accumulated in the configured accumulate dtype after a round trip through the reduce dtype, in
+// the order the run declares (see Note [Mirrored reduction order] in reference.cpp).
 //
-// The float64 truth takes each step's micro-batches as one batch (Note [Batched truth] in
+// The float64 truth takes each step's micro-batches as one batch (see Note [Batched truth] in
 // reference.cpp).
 //
 // It never calls engine code that shards, partitions, buckets or communicates: only the pure
@@ -49,7 +49,7 @@ struct RefPair {
 };
 
 // A run's own state after one of its steps, from which the reference can restart
-// (Note [Local restart] in reference.cpp).
+// (see Note [Local restart] in reference.cpp).
 struct RefOrigin {
   int64_t step = 0;  // the state after this step (-1: the initial state); runs step + 1 ..
   // The run's assembled "kind:tensor" -> flat float64: param, master (when the config keeps
@@ -69,10 +69,10 @@ RefRun RunReference(const Config& cfg, const GradReduction& red, bool truth,
 // The twin, then the truth following the twin's overflow decisions.
 RefPair RunReferencePair(const Config& cfg, const GradReduction& red);
 // `base` up to origin.step, whose state there is replaced by the run's (both twin and truth), then
-// the pair restarted from that state (Note [Local restart]).
+// the pair restarted from that state (see Note [Local restart]).
 RefPair RestartReferencePair(const Config& cfg, const RefPair& base, const RefOrigin& origin);
 // Whether the same-precision twin overflows in the one step after `origin` (its loss scale times
-// origin.scale_factor); Note [Overflow margin] in numeric_oracle.cpp.
+// origin.scale_factor); see Note [Overflow margin] in numeric_oracle.cpp.
 bool TwinOverflows(const Config& cfg, const GradReduction& red, RefOrigin origin);
 // Skipped-step pattern of a run.
 std::vector<bool> SkippedSteps(const RefRun& run);

@@ -1,7 +1,7 @@
 // The tiling oracle (partition coverage): at every step, every element of every logical tensor a
 // run must report (gradients, parameters, master weights, optimizer slots) is held by the expected
 // number of ranks, and every reported piece lies inside a known tensor. The expected number is
-// exact in every layout (Note [Expected holders]). A rank that reported fewer steps than
+// exact in every layout (see Note [Expected holders]). A rank that reported fewer steps than
 // configured is a finding too.
 //
 // Note [Padding is not observable]: the engine reports pieces of logical tensors only

@@ -19,9 +19,9 @@ constexpr Tolerance kFp64{8.0, 1e-12};          // float64 quantities (never the
 
 // Note [Reported norm precision]: a run reports the global gradient norm it computed, in the
 // precision it declares (docs/TARGETS.md "grad_norm_dtype"; the built-in engine: float64), and
-// the numeric oracle compares it with the float64 norm of the gradients it reports (Note [Gradient
-// norm consistency] in numeric_oracle.cpp). Summing n non-negative squares with unit roundoff u
-// in any order (recursive, blocked, pairwise, or a norm of per-tensor norms as torch's
+// the numeric oracle compares it with the float64 norm of the gradients it reports (see Note
+// [Gradient norm consistency] in numeric_oracle.cpp). Summing n non-negative squares with unit
+// roundoff u in any order (recursive, blocked, pairwise, or a norm of per-tensor norms as torch's
 // clip_grad_norm_) has a relative error of at most (n - 1) u + O(u^2) (Higham, Accuracy and
 // Stability of Numerical Algorithms, 2nd ed., 4.2: gamma_{n-1}; the terms are non-negative, so the
 // error is relative to the sum itself); each square rounds once (u), and the square root halves
@@ -38,9 +38,9 @@ constexpr double kNormExtraRoundings = 2;
 // gradients it reports (and steps with) are unscaled element by element on a float32 copy: 1 /
 // scale rounded to float32, then each product rounded. With a power-of-two scale both are exact;
 // otherwise every reported element is off by at most 2 float32 roundings, so their norm is off by
-// at most as much, relative, from the norm of the scaled gradients over the scale. Found by a
-// helper writing held-out mutants: dp 2, fp16, dynamic scale 3000, ratio 1.07 against the float64
-// bound alone (corpus/regression/clean_fp16_dp2_scale3000_norm_consistency.json).
+// at most as much, relative, from the norm of the scaled gradients over the scale. The float64
+// bound alone does not cover that rounding, so those kUnscaleRoundings are added to it.
+// Evidence: docs/EVIDENCE.md.
 constexpr double kUnscaleRoundings = 2;
 
 struct NormPrecision {
@@ -92,8 +92,9 @@ Tolerance LookupTolerance(const std::string& quantity, DType dtype, const Tolera
   if (quantity == "param" || quantity == "master" || quantity == "exp_avg") t.factor *= 2;
   // The second moment is a sum of squares: relative errors double.
   if (quantity == "exp_avg_sq") t.floor *= 2;
-  // A norm computed coarser than float64 carries its own rounding (Note [Reported norm precision]),
-  // which the reference twin (a float64 norm) cannot show: add it to the floor. A float64 norm's
+  // A norm computed coarser than float64 carries its own rounding (see Note [Reported norm
+  // precision]), which the reference twin (a float64 norm) cannot show: add it to the floor. A
+  // float64 norm's
   // (<= 1e-8) is covered by the floor already, which is never below fp32's ~1.5e-5.
   if (quantity == "grad_norm" && ctx.grad_norm_dtype != DType::kFp64)
     t.floor += NormRoundingBound(ctx.grad_norm_dtype, ctx.grad_norm_terms);
@@ -102,18 +103,13 @@ Tolerance LookupTolerance(const std::string& quantity, DType dtype, const Tolera
     // update near half an ulp rounds either way, so parameters differ by an extra ulp per step.
     if (quantity == "param") t.floor *= 2;
   }
-  // Note [No trajectory widening]: up to session 5 the factor also grew from step 1 on, for
-  // trajectories the twin's own error does not track: x4 for 16-bit parameters without master
-  // weights, x4 after an Adam flip, x the ratio of the run's drift from the truth to the twin's
-  // (the former note 'State gap amplification'), and x sqrt(dp - 1) for dp partial sums added in
-  // a coarse reduce dtype (the former note 'Coarse reduction over dp'; the twin has mirrored that
-  // sum since session 4). Each covered a run that legitimately left the twin's trajectory. The
-  // restarted comparison (Note [Restarted comparison] in numeric_oracle.cpp) checks that case
-  // directly, from the run's own state with a first step's bounds, so the widenings only loosened
-  // every later step of every run. Removed in session 6 after: the clean regression corpus passes
-  // (4 of 18 configs now restart once; worst ratio 0.32), clean campaigns of 4,283 and 5,622
-  // configs (seeds 20, 21) have no finding, and 47 of the 48 held-out mechanisms are found (the
-  // 48th never triggers in a campaign; docs/ZOO.md, session 6).
+  // Note [No trajectory widening]: the factor does not grow with the step, nor for trajectories
+  // the twin's own error does not track (16-bit parameters without master weights, an Adam flip,
+  // a run drifting from the truth faster than the twin, dp partial sums added in a coarse reduce
+  // dtype, which the twin mirrors). A run that legitimately leaves the twin's trajectory is
+  // checked by the restarted comparison (see Note [Restarted comparison] in numeric_oracle.cpp),
+  // directly, from the run's own state with a first step's bounds; a widening for it would only
+  // loosen every later step of every run. Evidence: docs/EVIDENCE.md.
   if (ctx.low_precision_tensor_parallel) {
     // Row-parallel outputs are partial sums added across the tp group in the 16-bit compute dtype
     // (as Megatron does): one rounding per output more than the single-device twin has, which its

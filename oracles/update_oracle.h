@@ -19,7 +19,7 @@
 // |(1 - β1) g| for Adam's first moment, |p| + |lr m / denom| for a parameter, ...) and allows
 // kUpdateRoundings u mag, kUpdateRoundings = 16 (an Adam parameter takes about 8 roundings), plus
 // as many float32 subnormal spacings (2^-149: below 2^-126 rounding is absolute). A
-// clipped step adds the relative error of the reported norm at its declared precision (Note
+// clipped step adds the relative error of the reported norm at its declared precision (see Note
 // [Reported norm precision] in oracles/tolerance.cpp) to every gradient term. A parameter held
 // in 16 bits is a float32 result rounded once more: one ulp of its dtype on top (the float64
 // expectation, rounded, can land on the other side of a tie). With master weights the 16-bit

@@ -4,7 +4,7 @@
 //   EngineSupports declares unsupported by this build, never reaches the engine; CheckRun returns
 //   it as rejected (kInconclusive, not a finding) with the validator's messages.
 // - A config that passed the gate must run: an engine that refuses it anyway (fails with a
-//   refusal such as "not implemented" / "not supported"; Note [Refusal markers]) is a
+//   refusal such as "not implemented" / "not supported"; see Note [Refusal markers]) is a
 //   rejected-valid finding naming the field when the message names one. Any other failure is left
 //   to the collective oracle and CheckRun's crash verdict.
 // Not covered: accepted-invalid (the engine running a config the validator rejects) needs the

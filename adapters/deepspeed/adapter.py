@@ -163,7 +163,7 @@ def train(rank, world, run_dir, plant, extra):
     from model import Gpt
 
     torch.set_num_threads(1)
-    torch.backends.mkldnn.enabled = False  # as paradiff's reference (kernels/numerics.cpp, Note [No oneDNN])
+    torch.backends.mkldnn.enabled = False  # as paradiff's reference (kernels/numerics.cpp, see Note [No oneDNN])
     os.environ.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(world))
     cfg = json.load(open(os.path.join(run_dir, "config.json")))
     run = json.load(open(os.path.join(run_dir, "run.json")))

@@ -56,7 +56,7 @@ def sum_not_average(state, bucket):  # the planted bug: no division by the world
 
 def train(rank, world, run_dir, plant):
     torch.set_num_threads(1)
-    # paradiff's reference runs without oneDNN (kernels/numerics.cpp, Note [No oneDNN]); the
+    # paradiff's reference runs without oneDNN (kernels/numerics.cpp, see Note [No oneDNN]); the
     # adapter does too, so that at world 1 it computes exactly what the reference twin computes.
     torch.backends.mkldnn.enabled = False
     cfg = json.load(open(os.path.join(run_dir, "config.json")))

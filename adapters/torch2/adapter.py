@@ -119,7 +119,7 @@ def local_of(t):
 
 def train(rank, world, run_dir, a):
     torch.set_num_threads(1)
-    # paradiff's reference runs without oneDNN (kernels/numerics.cpp, Note [No oneDNN]); so does the
+    # paradiff's reference runs without oneDNN (kernels/numerics.cpp, see Note [No oneDNN]); so does the
     # adapter, so that at world 1 it computes exactly what the reference twin computes.
     torch.backends.mkldnn.enabled = False
     cfg = json.load(open(os.path.join(run_dir, "config.json")))

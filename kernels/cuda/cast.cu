@@ -1,6 +1,6 @@
 // CastToBFloat16Gpu / CastToHalfGpu (cuda_kernels.h): fp32 -> bf16 / fp16 with round-to-nearest-
 // even through the hardware conversions (cvt.rn.bf16.f32 / cvt.rn.f16.f32: IEEE rounding,
-// subnormals kept, overflow to inf). NaN becomes c10's pattern (Note [Cast NaN bits],
+// subnormals kept, overflow to inf). NaN becomes c10's pattern (see Note [Cast NaN bits],
 // cpu_twins.h) instead of CUDA's canonical 0x7FFF, so the result equals the CPU twins and
 // c10::BFloat16(float) / c10::Half(float) bit for bit.
 #include <cuda_bf16.h>

@@ -88,7 +88,7 @@ int64_t CountNonFinite(const void* data, int64_t n, FlatDtype dtype) {
 
 uint16_t FloatToBFloat16Bits(float x) {
   const uint32_t u = Bits(x);
-  if ((u & kFloatAbsMask) > kFloatInf) return 0x7FC0u;  // Note [Cast NaN bits]
+  if ((u & kFloatAbsMask) > kFloatInf) return 0x7FC0u;  // see Note [Cast NaN bits]
   const uint32_t bias = 0x7FFFu + ((u >> 16) & 1u);
   return static_cast<uint16_t>((u + bias) >> 16);
 }
@@ -97,7 +97,7 @@ uint16_t FloatToHalfBits(float x) {
   const uint32_t u = Bits(x);
   const uint16_t sign = static_cast<uint16_t>((u >> 16) & 0x8000u);
   const uint32_t a = u & kFloatAbsMask;
-  if (a > kFloatInf) return sign | 0x7E00u;  // Note [Cast NaN bits]
+  if (a > kFloatInf) return sign | 0x7E00u;  // see Note [Cast NaN bits]
   if (a >= kHalfOverflow) return sign | 0x7C00u;
   if (a <= kHalfHalfMinSub) return sign;
   uint32_t h, rem, half;
@@ -127,7 +127,7 @@ void CastToHalf(const float* in, uint16_t* out, int64_t n) {
 void AdamStep(const AdamStepParams& params, float* param, const float* grad, float* exp_avg,
               float* exp_avg_sq, int64_t n) {
   const AdamScalars s = MakeAdamScalars(params);
-  for (int64_t i = 0; i < n; ++i) {  // Note [Fused Adam arithmetic], operation by operation
+  for (int64_t i = 0; i < n; ++i) {  // see Note [Fused Adam arithmetic], operation by operation
     float p = param[i];
     float g = grad[i];
     if (s.decoupled) {

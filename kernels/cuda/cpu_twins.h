@@ -4,9 +4,9 @@
 // - CountNonFinite: the number of inf / nan elements of a flat float / half / bf16 buffer
 //   (decided on the bit pattern: exponent all ones).
 // - FloatToBFloat16Bits / FloatToHalfBits: fp32 -> bf16 / fp16 with round-to-nearest-even, equal to
-//   c10::BFloat16(float) / c10::Half(float), NaN included (Note [Cast NaN bits]).
+//   c10::BFloat16(float) / c10::Half(float), NaN included (see Note [Cast NaN bits]).
 // - AdamStep: one Adam / AdamW update of flat fp32 shards, equal to kernels/optim.cpp's
-//   OptimizerUpdate on fp32 tensors (Note [Fused Adam arithmetic]).
+//   OptimizerUpdate on fp32 tensors (see Note [Fused Adam arithmetic]).
 //
 // Note [Cast NaN bits]: c10's scalar conversions give NaN -> 0x7FC0 (bf16, sign dropped) and
 // NaN -> sign | 0x7E00 (fp16). The twins and the kernels return exactly those bits. ATen's
@@ -42,7 +42,7 @@ struct AdamStepParams {
   bool decoupled = false;  // true: AdamW (decoupled decay), false: Adam (L2 added to the gradient)
 };
 
-// The fp32 constants of Note [Fused Adam arithmetic].
+// The fp32 constants of see Note [Fused Adam arithmetic].
 struct AdamScalars {
   float decay = 1.0f;  // AdamW only
   float l2 = 0.0f;     // Adam only, used when use_l2 (weight_decay != 0 in double)

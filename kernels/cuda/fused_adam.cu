@@ -1,5 +1,5 @@
 // AdamStepGpu (cuda_kernels.h): one Adam / AdamW step on flat fp32 shards, one thread per element
-// (grid-stride). The arithmetic is Note [Fused Adam arithmetic] (cpu_twins.h) with explicit
+// (grid-stride). The arithmetic is see Note [Fused Adam arithmetic] (cpu_twins.h) with explicit
 // round-to-nearest intrinsics: nvcc would otherwise contract a * b + c into one FMA (one rounding
 // instead of two) and the result would differ from the twin and from kernels/optim.cpp.
 #include <cstdint>

@@ -40,7 +40,3 @@ add_test(NAME e2e.mutants_patch_applies
          COMMAND bash -c "command -v git >/dev/null || { echo 'SKIP: git is not on PATH'; exit 77; }; cd '${PROJECT_SOURCE_DIR}' && git apply --check tests/mutants/heldout.patch && echo 'heldout.patch applies'")
 set_tests_properties(e2e.mutants_patch_applies PROPERTIES LABELS "e2e" SKIP_RETURN_CODE 77 TIMEOUT 60)
 
-# Every note the tree mentions is defined exactly once (notes_test.py).
-add_test(NAME e2e.notes_defined_once
-         COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/e2e/notes_test.py ${PROJECT_SOURCE_DIR})
-set_tests_properties(e2e.notes_defined_once PROPERTIES LABELS "e2e;hygiene" TIMEOUT 60)

@@ -78,7 +78,7 @@ TEST(CastTwinTest, HalfEqualsC10ScalarConversion) {
 }
 
 // at::Tensor::to() may take a vectorized path: equal bits, except that any two NaNs are equal
-// (Note [Cast NaN bits]).
+// (see Note [Cast NaN bits]).
 TEST(CastTwinTest, BothCastsEqualTensorTo) {
   const std::vector<float> in = BoundaryFloats();
   const int64_t n = static_cast<int64_t>(in.size());

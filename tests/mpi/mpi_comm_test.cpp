@@ -4,11 +4,11 @@
 // aliased in-place gathers, buffered send/recv in a ring with a large message, splits with
 // negative colors and repeated splits) on the mpi backend and, in-process, on a local world of N
 // threads (comm/local_communicator.h), and requires its own outputs and group names to be
-// bitwise equal: the local backend is the serial reference (Note [MPI reduction order]). Then it
-// checks the failure paths (collective and point-to-point mismatches name both fingerprints,
-// bad arguments throw before any communication) and the native reduction mode (within a
-// tolerance of the exact result, identical on every rank).
-// Prints one "PASS"/"FAIL" line per rank; exits 0 only when every rank passed.
+// bitwise equal: the local backend is the serial reference (see Note [MPI reduction order]). Then
+// it checks the failure paths (collective and point-to-point mismatches name both fingerprints, bad
+// arguments throw before any communication) and the native reduction mode (within a tolerance of
+// the exact result, identical on every rank). Prints one "PASS"/"FAIL" line per rank; exits 0 only
+// when every rank passed.
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 

@@ -26,7 +26,7 @@ Config With(const Edit& edit) {
 
 // A realistic small run: a 4-layer, 128-wide GPT with an 8k vocabulary on tp=2 x dp=4. (With a
 // 32k vocabulary it kept 10.1 GB resident over its 8 steps, estimated 9.8 GB: over the process
-// budget, Note [Bytes per process].)
+// budget, see Note [Bytes per process].)
 Config Realistic() {
   Config c;
   c.model.layers = 4;

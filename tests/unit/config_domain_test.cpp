@@ -221,7 +221,7 @@ TEST(ConfigDomain, KvHeadsPerTpRankAreCommon) {
   EXPECT_GE(tp_mqa * 100, tp_gpt * 15) << tp_mqa << " of " << tp_gpt;
 }
 
-// Note [Embedding-heavy models] in config_generate.cpp: some sharded layouts (ZeRO >= 1 or
+// See Note [Embedding-heavy models] in config_generate.cpp: some sharded layouts (ZeRO >= 1 or
 // pp > 1) without fp16 compute get a vocabulary beyond the small range, up to max_vocab; a pipeline
 // with tied embeddings over dp among them (Megatron-LM issue 844's layout); the libFuzzer
 // target's budget (max_vocab at the small range) never does; the main draw stream is unchanged.
@@ -252,11 +252,11 @@ TEST(ConfigDomain, SomeShardedLayoutsAreEmbeddingHeavy) {
   EXPECT_EQ(same_but_vocab, 200);
 }
 
-// Clipping under loss scaling shows (unscale, then clip) only on steps that apply (Note [Clipping
-// under loss scaling]): the configs with both, and those whose first applied scale (the initial
-// one, or the one overflow-then-recover backs off to) is below the band where fp16 gradients of
-// generated models overflow. Measured with this seed: 9.9% and 6.4% of 5,000 (before: about 4.8%
-// and 1.5%); the floors leave room for other weights to move.
+// Clipping under loss scaling shows (unscale, then clip) only on steps that apply (see Note
+// [Clipping under loss scaling]): the configs with both, and those whose first applied scale (the
+// initial one, or the one overflow-then-recover backs off to) is below the band where fp16
+// gradients of generated models overflow. Measured with this seed: 9.9% and 6.4% of 5,000 (before:
+// about 4.8% and 1.5%); the floors leave room for other weights to move.
 TEST(ConfigDomain, ClippingUnderLossScalingIsCommonAndApplies) {
   constexpr int kDraws = 5000;
   int scaled_clipped = 0, applied = 0, overflowing = 0;
@@ -291,8 +291,9 @@ TEST(ConfigDomain, DynamicScalingClimbsThroughThePartialOverflowBand) {
     ++climbing;
     climbing_pp += c.parallel.pp > 1;
     EXPECT_EQ(ls.growth_interval, 1);
-    EXPECT_LT(ls.init,
-              std::ldexp(1.0, 17));  // 2^10..2^16, times a factor < 2 (Note [Inexact loss scales])
+    EXPECT_LT(
+        ls.init,
+        std::ldexp(1.0, 17));  // 2^10..2^16, times a factor < 2 (see Note [Inexact loss scales])
     EXPECT_EQ(c.steps, opts.max_scaler_steps);
     // Without an overflow the last step runs at init * 4^(steps - 1) >= 2^20.
     EXPECT_GE(ls.init * std::pow(ls.growth_factor, static_cast<double>(c.steps - 1)),

@@ -105,8 +105,8 @@ TEST(LocalCommunicator, ReduceScatterKeepsPieceOfSerialReduction) {
   }
 }
 
-// Note [Reduction order] in local_execute.cpp: ZeRO's reduce-scatter + all-gather path must equal
-// stage 0's all-reduce bitwise, in place (the gathered buffer is the input's own storage).
+// See Note [Reduction order] in local_execute.cpp: ZeRO's reduce-scatter + all-gather path must
+// equal stage 0's all-reduce bitwise, in place (the gathered buffer is the input's own storage).
 TEST(LocalCommunicator, ReduceScatterThenInPlaceAllGatherEqualsAllReduce) {
   for (int world : {3, 8, testing_util::kLargeWorld}) {
     for (at::ScalarType dtype : {at::kFloat, at::kBFloat16}) {

@@ -96,16 +96,16 @@ TEST(PrecisionOverflow, KnownStepSkippedOnEveryRank) {
   }
 }
 
-// Note [No oneDNN] (kernels/numerics.cpp): the arithmetic factory turns LibTorch's oneDNN path off
-// for the whole process, so no bf16 matmul JIT-compiles a oneDNN kernel (a long-lived worker died
-// compiling one after a few hundred configs).
+// See Note [No oneDNN] (kernels/numerics.cpp): the arithmetic factory turns LibTorch's oneDNN path
+// off for the whole process, so no bf16 matmul JIT-compiles a oneDNN kernel (a long-lived worker
+// died compiling one after a few hundred configs).
 TEST(Numerics, FactoryTurnsOneDnnOff) {
   MakeNumerics(DType::kBf16);
   EXPECT_FALSE(at::globalContext().userEnabledMkldnn());
 }
 
-// Note [Single-threaded BLAS] (kernels/numerics.cpp): OpenBLAS's own thread pool is off, so gemms
-// called from several rank threads at once cannot deadlock in it.
+// See Note [Single-threaded BLAS] (kernels/numerics.cpp): OpenBLAS's own thread pool is off, so
+// gemms called from several rank threads at once cannot deadlock in it.
 TEST(Numerics, FactoryTurnsOpenBlasThreadingOff) {
   using GetThreads = int (*)();
   auto get = reinterpret_cast<GetThreads>(::dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
@@ -134,7 +134,7 @@ TEST(LossScaler, DynamicBackoffHysteresisGrowth) {
   EXPECT_EQ(floor.scale(), 1024);  // never below min
 }
 
-// The reference follows the loss scale schedule with its own implementation (Note [Independent
+// The reference follows the loss scale schedule with its own implementation (see Note [Independent
 // loss scale schedule] in oracles/reference.cpp), so the numeric oracle's scale-sequence check
 // tests the engine's LossScaler. The two must agree on every schedule and overflow pattern.
 TEST(LossScaler, ReferenceScheduleWrittenApartAgrees) {

@@ -72,8 +72,8 @@ TEST(Fingerprint, ToStringAndNames) {
   EXPECT_STREQ(Name(CollOp::kSplit), "split");
 }
 
-// Three ranks run every kind of call; the logs follow Note [Fingerprint numbering] and agree across
-// ranks, and results still arrive (the decorator forwards).
+// Three ranks run every kind of call; the logs follow see Note [Fingerprint numbering] and agree
+// across ranks, and results still arrive (the decorator forwards).
 TEST(RecordingCommunicator, LogsEveryCallInOrderWithBackendNumbering) {
   constexpr int kWorld = 3;
   std::vector<std::vector<Fingerprint>> logs(kWorld);

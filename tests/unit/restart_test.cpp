@@ -1,5 +1,5 @@
-// Self-test of the restarted comparison (Note [Local restart] in oracles/reference.cpp, Note
-// [Restarted comparison] in oracles/numeric_oracle.cpp): a reference restarted from a state is
+// Self-test of the restarted comparison (see Note [Local restart] in oracles/reference.cpp, see
+// Note [Restarted comparison] in oracles/numeric_oracle.cpp): a reference restarted from a state is
 // the reference that reached that state, continued; a model that amplifies rounding differences
 // is compared from the run's own state; a bug planted at the step that first disagrees, or at a
 // step after a restart, is still found.
