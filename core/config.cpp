@@ -1,5 +1,4 @@
-// Config value semantics: member-wise equality of every config struct, and the names of every enum
-// exactly as they are spelled in JSON and in messages (docs/CONFIG.md).
+// Config value semantics: member-wise equality of every config struct.
 #include "core/config.h"
 
 namespace paradiff {
@@ -55,103 +54,6 @@ bool Config::operator==(const Config& o) const {
          batch == o.batch && parallel == o.parallel && zero == o.zero && precision == o.precision &&
          optimizer == o.optimizer && clip_grad_norm == o.clip_grad_norm &&
          checkpoint == o.checkpoint && backend == o.backend && faults == o.faults;
-}
-
-const char* Name(ModelKind v) {
-  switch (v) {
-    case ModelKind::kGpt:
-      return "gpt";
-    case ModelKind::kExactLinear:
-      return "exact_linear";
-  }
-  return "?";
-}
-
-const char* Name(Activation v) {
-  switch (v) {
-    case Activation::kGelu:
-      return "gelu";
-    case Activation::kSwiglu:
-      return "swiglu";
-  }
-  return "?";
-}
-
-const char* Name(Schedule v) {
-  switch (v) {
-    case Schedule::kGpipe:
-      return "gpipe";
-    case Schedule::k1F1B:
-      return "1f1b";
-    case Schedule::kInterleaved:
-      return "interleaved";
-  }
-  return "?";
-}
-
-// kExplicit is written in JSON as the array of layers per chunk; "explicit" is its name in
-// messages.
-const char* Name(PartitionMethod v) {
-  switch (v) {
-    case PartitionMethod::kUniform:
-      return "uniform";
-    case PartitionMethod::kParameters:
-      return "parameters";
-    case PartitionMethod::kExplicit:
-      return "explicit";
-  }
-  return "?";
-}
-
-// kFp64 is the reference's internal "truth" precision; JSON never accepts it.
-const char* Name(DType v) {
-  switch (v) {
-    case DType::kFp32:
-      return "fp32";
-    case DType::kBf16:
-      return "bf16";
-    case DType::kFp16:
-      return "fp16";
-    case DType::kFp64:
-      return "fp64";
-  }
-  return "?";
-}
-
-const char* Name(LossScaleMode v) {
-  switch (v) {
-    case LossScaleMode::kNone:
-      return "none";
-    case LossScaleMode::kStatic:
-      return "static";
-    case LossScaleMode::kDynamic:
-      return "dynamic";
-  }
-  return "?";
-}
-
-const char* Name(OptimizerKind v) {
-  switch (v) {
-    case OptimizerKind::kSgd:
-      return "sgd";
-    case OptimizerKind::kAdam:
-      return "adam";
-    case OptimizerKind::kAdamW:
-      return "adamw";
-  }
-  return "?";
-}
-
-const char* Name(Backend v) {
-  switch (v) {
-    case Backend::kLocal:
-      return "local";
-    case Backend::kMpi:
-      return "mpi";
-    case Backend::kNccl:
-      return "nccl";
-  }
-  return "?";
 }
 
 }  // namespace paradiff

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "core/spelling.h"
+
 namespace paradiff {
 
 enum class ModelKind { kGpt, kExactLinear };
@@ -136,14 +138,38 @@ inline int64_t GlobalBatch(const Config& c) {
   return c.batch.micro_batch * c.batch.accumulation_steps * c.parallel.dp;
 }
 
-// Names used in JSON and messages.
-const char* Name(ModelKind);
-const char* Name(Activation);
-const char* Name(Schedule);
-const char* Name(PartitionMethod);
-const char* Name(DType);
-const char* Name(LossScaleMode);
-const char* Name(OptimizerKind);
-const char* Name(Backend);
+// The names used in JSON, on the command line and in messages: one table per enum
+// (core/spelling.h). JSON accepts neither fp64 (the reference's internal truth precision) nor the
+// partition "explicit" (an explicit partition is written as an array).
+inline constexpr Spelling<ModelKind> kModelKindNames[] = {
+    {"gpt", ModelKind::kGpt}, {"exact_linear", ModelKind::kExactLinear}};
+inline constexpr Spelling<Activation> kActivationNames[] = {{"gelu", Activation::kGelu},
+                                                            {"swiglu", Activation::kSwiglu}};
+inline constexpr Spelling<Schedule> kScheduleNames[] = {{"gpipe", Schedule::kGpipe},
+                                                        {"1f1b", Schedule::k1F1B},
+                                                        {"interleaved", Schedule::kInterleaved}};
+inline constexpr Spelling<PartitionMethod> kPartitionNames[] = {
+    {"uniform", PartitionMethod::kUniform},
+    {"parameters", PartitionMethod::kParameters},
+    {"explicit", PartitionMethod::kExplicit}};
+inline constexpr Spelling<DType> kDTypeNames[] = {
+    {"fp32", DType::kFp32}, {"bf16", DType::kBf16}, {"fp16", DType::kFp16}, {"fp64", DType::kFp64}};
+inline constexpr Spelling<LossScaleMode> kLossScaleModeNames[] = {
+    {"none", LossScaleMode::kNone},
+    {"static", LossScaleMode::kStatic},
+    {"dynamic", LossScaleMode::kDynamic}};
+inline constexpr Spelling<OptimizerKind> kOptimizerNames[] = {
+    {"sgd", OptimizerKind::kSgd}, {"adam", OptimizerKind::kAdam}, {"adamw", OptimizerKind::kAdamW}};
+inline constexpr Spelling<Backend> kBackendNames[] = {
+    {"local", Backend::kLocal}, {"mpi", Backend::kMpi}, {"nccl", Backend::kNccl}};
+
+inline const char* Name(ModelKind v) { return NameIn(kModelKindNames, v); }
+inline const char* Name(Activation v) { return NameIn(kActivationNames, v); }
+inline const char* Name(Schedule v) { return NameIn(kScheduleNames, v); }
+inline const char* Name(PartitionMethod v) { return NameIn(kPartitionNames, v); }
+inline const char* Name(DType v) { return NameIn(kDTypeNames, v); }
+inline const char* Name(LossScaleMode v) { return NameIn(kLossScaleModeNames, v); }
+inline const char* Name(OptimizerKind v) { return NameIn(kOptimizerNames, v); }
+inline const char* Name(Backend v) { return NameIn(kBackendNames, v); }
 
 }  // namespace paradiff

@@ -2,9 +2,13 @@
 // parsing and file loading are in config_text.cpp.
 #include "core/config_json.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdint>
+#include <initializer_list>
 #include <limits>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -17,36 +21,6 @@ using json = nlohmann::json;
 
 // Integers written as JSON floats (1e3, 2.0) are accepted when integral and exactly representable.
 constexpr double kMaxExactDoubleInt = 9007199254740992.0;  // 2^53
-
-// The JSON spellings an enum accepts. DType never accepts fp64 and the partition string never
-// accepts "explicit" (an explicit partition is written as an array).
-template <class E>
-struct Spelling {
-  const char* name;
-  E value;
-};
-constexpr Spelling<ModelKind> kModelKinds[] = {{"gpt", ModelKind::kGpt},
-                                               {"exact_linear", ModelKind::kExactLinear}};
-constexpr Spelling<Activation> kActivations[] = {{"gelu", Activation::kGelu},
-                                                 {"swiglu", Activation::kSwiglu}};
-constexpr Spelling<Schedule> kSchedules[] = {{"gpipe", Schedule::kGpipe},
-                                             {"1f1b", Schedule::k1F1B},
-                                             {"interleaved", Schedule::kInterleaved}};
-constexpr Spelling<PartitionMethod> kPartitions[] = {{"uniform", PartitionMethod::kUniform},
-                                                     {"parameters", PartitionMethod::kParameters}};
-constexpr Spelling<DType> kDTypes[] = {
-    {"fp32", DType::kFp32}, {"bf16", DType::kBf16}, {"fp16", DType::kFp16}};
-constexpr Spelling<LossScaleMode> kLossScaleModes[] = {{"none", LossScaleMode::kNone},
-                                                       {"static", LossScaleMode::kStatic},
-                                                       {"dynamic", LossScaleMode::kDynamic}};
-constexpr Spelling<OptimizerKind> kOptimizers[] = {
-    {"sgd", OptimizerKind::kSgd}, {"adam", OptimizerKind::kAdam}, {"adamw", OptimizerKind::kAdamW}};
-constexpr Spelling<Backend> kBackends[] = {
-    {"local", Backend::kLocal}, {"mpi", Backend::kMpi}, {"nccl", Backend::kNccl}};
-
-std::string Join(const std::string& path, const std::string& key) {
-  return path.empty() ? key : path + "." + key;
-}
 
 // "got ..." part of a type error: numbers show their value, everything else its JSON type.
 std::string Got(const json& v) { return v.is_number() ? v.dump() : std::string(v.type_name()); }
@@ -112,24 +86,29 @@ bool ReadDouble(const json& v, const std::string& path, Status& st, double& out)
   return true;
 }
 
+// Reads an enum by its name in `table` (core/config.h); JSON does not accept the names of
+// `excluded` (fp64, an "explicit" partition string).
 template <class E, size_t N>
 bool ReadEnum(const json& v, const std::string& path, Status& st, const Spelling<E> (&table)[N],
-              E& out) {
+              E& out, std::initializer_list<E> excluded = {}) {
+  auto accepted = [&](E e) {
+    return std::find(excluded.begin(), excluded.end(), e) == excluded.end();
+  };
   std::string names;
-  for (const auto& s : table) names += std::string(names.empty() ? "" : ", ") + s.name;
+  for (const auto& s : table) {
+    if (accepted(s.value)) names += std::string(names.empty() ? "" : ", ") + s.name;
+  }
   if (!v.is_string()) {
     TypeError(st, path, ("a string (one of " + names + ")").c_str(), v);
     return false;
   }
-  const std::string& text = v.get_ref<const std::string&>();
-  for (const auto& s : table) {
-    if (text == s.name) {
-      out = s.value;
-      return true;
-    }
+  const std::optional<E> e = ParseIn(table, v.get_ref<const std::string&>());
+  if (!e || !accepted(*e)) {
+    st.Add(path, path + ": unknown value " + v.dump() + " (expected one of " + names + ")");
+    return false;
   }
-  st.Add(path, path + ": unknown value " + v.dump() + " (expected one of " + names + ")");
-  return false;
+  out = *e;
+  return true;
 }
 
 // Reads the keys of one JSON object; Finish() reports every key that no accessor asked for.
@@ -144,7 +123,7 @@ class ObjectReader {
     auto it = obj_.find(key);
     return it == obj_.end() ? nullptr : &*it;
   }
-  std::string Path(const char* key) const { return Join(path_, key); }
+  std::string Path(const char* key) const { return KeyPath(path_, key); }
   Status& status() { return st_; }
 
   bool Int(const char* key, int64_t& out) {
@@ -163,8 +142,9 @@ class ObjectReader {
       TypeError(st_, Path(key), "a boolean", *v);
   }
   template <class E, size_t N>
-  void Enum(const char* key, const Spelling<E> (&table)[N], E& out) {
-    if (const json* v = Find(key)) ReadEnum(*v, Path(key), st_, table, out);
+  void Enum(const char* key, const Spelling<E> (&table)[N], E& out,
+            std::initializer_list<E> excluded = {}) {
+    if (const json* v = Find(key)) ReadEnum(*v, Path(key), st_, table, out, excluded);
   }
   // A nested object, or nullptr when omitted or of the wrong type (then an error is recorded).
   const json* Object(const char* key) {
@@ -178,7 +158,7 @@ class ObjectReader {
   void Finish() {
     for (auto it = obj_.begin(); it != obj_.end(); ++it) {
       if (known_.count(it.key())) continue;
-      const std::string path = Path(it.key().c_str());
+      const std::string path = KeyPath(path_, it.key());
       st_.Add(path, path + ": unknown key");
     }
   }
@@ -191,7 +171,7 @@ class ObjectReader {
 };
 
 void ReadModel(ObjectReader r, ModelConfig& m) {
-  r.Enum("kind", kModelKinds, m.kind);
+  r.Enum("kind", kModelKindNames, m.kind);
   r.Int("layers", m.layers);
   r.Int("hidden", m.hidden);
   r.Int("heads", m.heads);
@@ -201,13 +181,14 @@ void ReadModel(ObjectReader r, ModelConfig& m) {
   r.Int("seq_len", m.seq_len);
   r.Bool("tied_embeddings", m.tied_embeddings);
   r.Bool("position_embeddings", m.position_embeddings);
-  r.Enum("activation", kActivations, m.activation);
+  r.Enum("activation", kActivationNames, m.activation);
   r.Finish();
 }
 
 void ReadPartition(const json& v, const std::string& path, Status& st, ParallelConfig& p) {
   if (v.is_string()) {
-    if (ReadEnum(v, path, st, kPartitions, p.partition)) p.partition_layers.clear();
+    if (ReadEnum(v, path, st, kPartitionNames, p.partition, {PartitionMethod::kExplicit}))
+      p.partition_layers.clear();
     return;
   }
   if (!v.is_array()) {
@@ -230,7 +211,7 @@ void ReadParallel(ObjectReader r, ParallelConfig& p) {
   const bool has_dp = r.Int("dp", p.dp);
   r.Bool("sp", p.sp);
   r.Int("virtual_stages", p.virtual_stages);
-  r.Enum("schedule", kSchedules, p.schedule);
+  r.Enum("schedule", kScheduleNames, p.schedule);
   if (const json* v = r.Find("partition")) ReadPartition(*v, r.Path("partition"), r.status(), p);
   r.Finish();
   // Derivations of config_json.h; on overflow or a non-divisible world nothing is derived and
@@ -245,7 +226,7 @@ void ReadParallel(ObjectReader r, ParallelConfig& p) {
 }
 
 void ReadLossScale(ObjectReader r, LossScaleConfig& l) {
-  r.Enum("mode", kLossScaleModes, l.mode);
+  r.Enum("mode", kLossScaleModeNames, l.mode);
   r.Double("init", l.init);
   r.Double("growth_factor", l.growth_factor);
   r.Double("backoff", l.backoff);
@@ -256,10 +237,10 @@ void ReadLossScale(ObjectReader r, LossScaleConfig& l) {
 }
 
 void ReadPrecision(ObjectReader r, PrecisionConfig& p) {
-  r.Enum("param", kDTypes, p.param);
-  r.Enum("compute", kDTypes, p.compute);
-  r.Enum("reduce", kDTypes, p.reduce);
-  r.Enum("accumulate", kDTypes, p.accumulate);
+  r.Enum("param", kDTypeNames, p.param, {DType::kFp64});
+  r.Enum("compute", kDTypeNames, p.compute, {DType::kFp64});
+  r.Enum("reduce", kDTypeNames, p.reduce, {DType::kFp64});
+  r.Enum("accumulate", kDTypeNames, p.accumulate, {DType::kFp64});
   r.Bool("master_weights", p.master_weights);
   if (const json* v = r.Object("loss_scale"))
     ReadLossScale(ObjectReader(*v, r.Path("loss_scale"), r.status()), p.loss_scale);
@@ -287,7 +268,7 @@ void ReadBetas(const json& v, const std::string& path, Status& st, OptimizerConf
 }
 
 void ReadOptimizer(ObjectReader r, OptimizerConfig& o) {
-  r.Enum("kind", kOptimizers, o.kind);
+  r.Enum("kind", kOptimizerNames, o.kind);
   r.Double("lr", o.lr);
   r.Double("momentum", o.momentum);
   if (const json* v = r.Find("betas")) ReadBetas(*v, r.Path("betas"), r.status(), o);
@@ -326,6 +307,15 @@ void ReadFaults(const json& v, Status& st, std::vector<std::string>& faults) {
 
 }  // namespace
 
+std::string KeyPath(const std::string& path, const std::string& key) {
+  const bool plain = !key.empty() && std::all_of(key.begin(), key.end(), [](char ch) {
+    return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_';
+  });
+  const std::string k =
+      plain ? key : json(key).dump(-1, ' ', false, json::error_handler_t::replace);
+  return path.empty() ? k : path + "." + k;
+}
+
 StatusOr<Config> ConfigFromJson(const nlohmann::json& j) {
   Status st;
   if (!j.is_object()) {
@@ -359,7 +349,7 @@ StatusOr<Config> ConfigFromJson(const nlohmann::json& j) {
   r.Double("clip_grad_norm", c.clip_grad_norm);
   if (const json* v = r.Object("checkpoint"))
     ReadCheckpoint(ObjectReader(*v, "checkpoint", st), c.checkpoint);
-  r.Enum("backend", kBackends, c.backend);
+  r.Enum("backend", kBackendNames, c.backend);
   if (const json* v = r.Find("faults")) ReadFaults(*v, st, c.faults);
   r.Finish();
   if (!st.ok()) return st;

@@ -39,6 +39,11 @@ nlohmann::json ConfigToJson(const Config& config);
 // The stable text form (see above).
 std::string WriteConfig(const Config& config);
 
+// The dotted path of `key` inside the object at `path` ("" = the document), as errors name fields:
+// "model.hidden". A key that is not a plain name (letters, digits, '_'; an empty key included) is
+// written as its JSON string, so every field an error names is unambiguous: model."" or "a.b".
+std::string KeyPath(const std::string& path, const std::string& key);
+
 // Reads and parses a file. A missing, unreadable, too large (kMaxConfigFileBytes) file or a
 // directory is one error with field "" naming the path; parse errors do not repeat the path.
 inline constexpr size_t kMaxConfigFileBytes = size_t{1} << 20;

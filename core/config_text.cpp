@@ -17,10 +17,6 @@ namespace {
 
 using json = nlohmann::json;
 
-std::string Join(const std::string& path, const std::string& key) {
-  return path.empty() ? key : path + "." + key;
-}
-
 // Builds the document in schema order; J is nlohmann::json or nlohmann::ordered_json. Each
 // sub-object is built whole and then moved in (ordered_json's storage is a vector).
 template <class J>
@@ -147,7 +143,7 @@ class DuplicateKeyTracker {
   };
   std::string CurrentPath() const {
     std::string path;
-    for (const Frame& f : frames_) path = f.object ? Join(path, f.key) : path + f.key;
+    for (const Frame& f : frames_) path = f.object ? KeyPath(path, f.key) : path + f.key;
     return path;
   }
   Status& st_;

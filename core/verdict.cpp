@@ -2,28 +2,11 @@
 
 namespace paradiff {
 
-const char* Name(VerdictKind k) {
-  switch (k) {
-    case VerdictKind::kPass:
-      return "pass";
-    case VerdictKind::kMismatch:
-      return "mismatch";
-    case VerdictKind::kInvariant:
-      return "invariant";
-    case VerdictKind::kCollective:
-      return "collective";
-    case VerdictKind::kHang:
-      return "hang";
-    case VerdictKind::kCrash:
-      return "crash";
-    case VerdictKind::kRejectedValid:
-      return "rejected-valid";
-    case VerdictKind::kAcceptedInvalid:
-      return "accepted-invalid";
-    case VerdictKind::kInconclusive:
-      return "inconclusive";
-  }
-  return "?";
+Phase PhaseOf(const std::string& tensor_kind) {
+  if (tensor_kind == "loss") return Phase::kForward;
+  if (tensor_kind == "grad") return Phase::kGradient;
+  if (tensor_kind == "grad_norm") return Phase::kReduction;
+  return Phase::kOptimizer;
 }
 
 bool IsFinding(VerdictKind k) { return k != VerdictKind::kPass && k != VerdictKind::kInconclusive; }
@@ -32,7 +15,7 @@ std::string Verdict::Signature() const {
   if (kind == VerdictKind::kPass) return "pass";
   auto part = [](const std::string& s) { return s.empty() ? std::string("-") : s; };
   return std::string(Name(kind)) + "." + part(oracle) + "." + part(where.tensor_kind) + "." +
-         part(where.layer) + "." + part(where.phase) +
+         part(where.layer) + "." + part(Name(where.phase)) +
          (where.detail.empty() ? "" : "." + where.detail);
 }
 

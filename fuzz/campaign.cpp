@@ -123,10 +123,10 @@ Config ConfigAt(const CampaignOptions& opts, const std::vector<Config>& seeds,
     SeqRng rng(Mix64(opts.seed ^ Mix64(static_cast<uint64_t>(i) + 0x5EEDULL)));
     c = MutateConfig(base, rng, domain);
   }
-  if (!opts.backend.empty()) {
+  if (opts.backend) {
     // --backend: every config on that backend. The mpi backend runs no checkpointed phases, so
     // a checkpoint (drawn or from the seed corpus) is dropped there rather than the config.
-    c.backend = opts.backend == "mpi" ? Backend::kMpi : Backend::kLocal;
+    c.backend = *opts.backend;
     if (c.backend != Backend::kLocal) c.checkpoint.save_at = 0;
   }
   return c;
@@ -282,7 +282,7 @@ StatusOr<CampaignSummary> RunCampaign(const CampaignOptions& opts, std::ostream&
               ? e.result["report"]
               : nlohmann::json{{"verdict", verdict}, {"config", ConfigToJson(cfg)}};
       if (kind == "inconclusive") {
-        // Kept like a finding (Note [Idempotent findings]), so a reason can be read and rerun.
+        // Kept like a finding (see Note [Idempotent findings]), so a reason can be read and rerun.
         ++st.inconclusive;
         StatusOr<bool> rec = wd.RecordInconclusive(verdict, cfg, report, e.index, elapsed());
         if (!rec.ok()) return rec.status();

@@ -1,7 +1,7 @@
 // The campaign driver (`paradiff campaign`): generates configs deterministically from (seed,
-// execution index) (Note [Campaign schedule]), checks them in worker processes under a watchdog,
-// deduplicates findings by signature into the work dir, saves configs that cover new feature pairs,
-// prints progress, and resumes from the work dir after SIGINT or SIGKILL.
+// execution index) (see Note [Campaign schedule]), checks them in worker processes under a
+// watchdog, deduplicates findings by signature into the work dir, saves configs that cover new
+// feature pairs, prints progress, and resumes from the work dir after SIGINT or SIGKILL.
 //
 // Note [Campaign schedule]: execution i checks ConfigAt(seed, i): executions come in families of
 // kFamilySize sharing one generated (or seed-corpus) base config; members after the first are
@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -40,8 +41,8 @@ struct CampaignOptions {
   int64_t debug_crash_at = -1;  // tests: execution whose worker aborts
   int64_t debug_hang_at = -1;   // tests: execution whose worker blocks
   std::vector<std::string>
-      oracles;          // oracle selection of every check (resolved names; empty = default)
-  std::string backend;  // "" = each config's own; "local" | "mpi": every config's
+      oracles;  // oracle selection of every check (resolved names; empty = default)
+  std::optional<Backend> backend;  // every config's backend; none: each config's own
   // Where tasks go: empty = a WorkerPool of `jobs` workers here; `--distributed` passes an
   // MpiTaskPool.
   std::function<std::unique_ptr<TaskPool>()> make_pool;

@@ -27,7 +27,7 @@ nlohmann::json MinimizeOne(const fs::path& dir, const std::string& sig,
   nlohmann::json out = {{"signature", sig}, {"budget_s", o.budget_s}};
   const nlohmann::json meta = ReadJsonOrNull((dir / "meta.json").string());
   if (meta.is_object() && meta.value("oracle", "") == "worker") {
-    out["status"] = "skipped";
+    out["status"] = Name(MinimizeStatus::kSkipped);
     out["reason"] =
         "the worker process crashed or timed out; such findings are not reproduced "
         "in-process (reproduce with: paradiff run " +
@@ -41,7 +41,7 @@ nlohmann::json MinimizeOne(const fs::path& dir, const std::string& sig,
   StatusOr<SystemUnderTest> sut = LoadSystemUnderTest(o.target);
   if (ok.ok()) ok = sut.ok() ? sut.value().Supports(cfg.value()) : sut.status();
   if (!ok.ok()) {
-    out["status"] = "skipped";
+    out["status"] = Name(MinimizeStatus::kSkipped);
     out["reason"] = "config.json cannot be checked in-process: " + ok.ToString();
     log << "WARNING: not minimizing " << sig << ": " << ok.ToString() << std::endl;
     return out;
@@ -59,7 +59,7 @@ nlohmann::json MinimizeOne(const fs::path& dir, const std::string& sig,
   out["checks"] = r.checks;
   out["seconds"] = r.seconds;
   if (r.signature != sig) {
-    out["status"] = "not-reproduced";
+    out["status"] = Name(MinimizeStatus::kNotReproduced);
     out["reason"] = "in-process check shows " + r.signature + ", not " + sig;
     log << "WARNING: not minimizing " << sig << ": in-process the config shows " << r.signature
         << std::endl;
@@ -67,12 +67,12 @@ nlohmann::json MinimizeOne(const fs::path& dir, const std::string& sig,
   }
   const Status w = WriteFileAtomic((dir / "minimized.json").string(), WriteConfig(r.minimized));
   if (!w.ok()) {
-    out["status"] = "skipped";
+    out["status"] = Name(MinimizeStatus::kSkipped);
     out["reason"] = w.ToString();
     log << "WARNING: " << w.ToString() << std::endl;
     return out;
   }
-  out["status"] = "minimized";
+  out["status"] = Name(MinimizeStatus::kMinimized);
   out["complete"] = r.complete;
   out["steps"] = nlohmann::json::array();
   for (const MinimizeStep& s : r.steps)
@@ -97,7 +97,7 @@ int MinimizeStoredFindings(const WorkDir& wd, const FindingMinimizeOptions& opts
   for (const fs::path& dir : dirs) {
     const std::string sig = dir.filename().string();
     nlohmann::json doc = MinimizeOne(dir, sig, opts, cache, log);
-    minimized += doc.value("status", "") == "minimized";
+    minimized += doc.value("status", "") == Name(MinimizeStatus::kMinimized);
     const Status w = WriteFileAtomic((dir / "minimize.json").string(), doc.dump(2) + "\n");
     if (!w.ok()) log << "WARNING: " << w.ToString() << std::endl;
   }

@@ -17,10 +17,19 @@
 #include <string>
 #include <vector>
 
+#include "core/spelling.h"
 #include "core/watchdog.h"
 #include "fuzz/workdir.h"
 
 namespace paradiff {
+
+// minimize.json's "status".
+enum class MinimizeStatus { kMinimized, kNotReproduced, kSkipped };
+inline constexpr Spelling<MinimizeStatus> kMinimizeStatusNames[] = {
+    {"minimized", MinimizeStatus::kMinimized},
+    {"not-reproduced", MinimizeStatus::kNotReproduced},
+    {"skipped", MinimizeStatus::kSkipped}};
+inline const char* Name(MinimizeStatus s) { return NameIn(kMinimizeStatusNames, s); }
 
 struct FindingMinimizeOptions {
   double budget_s = 20;                                    // wall-time cap per finding (> 0)

@@ -1,4 +1,4 @@
-// The libFuzzer target (the `fuzz` preset; docs/FUZZING.md): one input is one config in its JSON
+// The libFuzzer target (the `asan` preset; docs/FUZZING.md): one input is one config in its JSON
 // form, checked in-process on the local backend by CheckRun.
 //
 // Contract with libFuzzer:
@@ -86,7 +86,7 @@ constexpr const char* kOraclesFlag = "-paradiff_oracles=";
 constexpr const char* kExplainFlag = "-paradiff_explain=";
 constexpr const char* kArtifactPrefixFlag = "-artifact_prefix=";
 
-// Note [Fuzz target state].
+// See Note [Fuzz target state].
 struct TargetState {
   std::vector<std::string> inject;   // -paradiff_inject
   std::vector<std::string> oracles;  // -paradiff_oracles (resolved)
@@ -267,7 +267,7 @@ void ReportFinding(const Config& cfg, const CheckResult& res) {
                "SUMMARY: paradiff: FINDING kind=%s sig=%s seed=%llu step=%lld phase=%s tensor=%s "
                "report=%s\n",
                Name(v.kind), sig.c_str(), static_cast<unsigned long long>(cfg.seed),
-               static_cast<long long>(v.where.step), v.where.phase.c_str(), v.where.tensor.c_str(),
+               static_cast<long long>(v.where.step), Name(v.where.phase), v.where.tensor.c_str(),
                w.ok() ? path.c_str() : "-");
   std::fprintf(stderr, "INFO: paradiff: %s\n", v.message.c_str());
   std::fflush(stderr);

@@ -41,9 +41,9 @@ bool NoteFailures(const std::vector<RankResult>& results, const Observations& ob
   if (r < static_cast<int>(obs.ranks.size()))
     out.failure_step = first_step + static_cast<int64_t>(obs.ranks[r].steps.size());
   out.failure = "rank " + std::to_string(r) + ": " + results[r].error;
-  out.failure_kind = results[r].error_kind == "mismatch" ? "collective"
-                     : results[r].error_kind == "hang"   ? "hang"
-                                                         : "crash";
+  out.failure_kind = results[r].error_kind == "mismatch" ? FailureKind::kCollective
+                     : results[r].error_kind == "hang"   ? FailureKind::kHang
+                                                         : FailureKind::kCrash;
   return false;
 }
 
@@ -227,7 +227,7 @@ EngineOutcome RunEngine(const Config& cfg, const EngineOptions& opts) {
       RunLocalPhase({&reload, save_at, cfg.steps, &reader, ""}, faults, opts.timeout, second, out);
     } catch (const CheckpointError& e) {
       out.ok = false;
-      out.failure_kind = "crash";
+      out.failure_kind = FailureKind::kCrash;
       out.failure = std::string("checkpoint reload: ") + e.what();
     }
   }

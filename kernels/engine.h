@@ -23,10 +23,10 @@ struct Reporting {
   bool optimizer = true;                 // master weights and optimizer slots
   DType grad_norm_dtype = DType::kFp64;  // the precision the reported gradient norm was computed in
   bool loss_scale = true;  // the loss scale each step used (external targets: not reported)
-  // How the ranks' gradients are reduced (Note [Declared reduction structure]): the built-in
+  // How the ranks' gradients are reduced (see Note [Declared reduction structure]): the built-in
   // engine's own; an external target's file declares its own ("grad_reduction", unknown if absent).
   GradReduction reduction = BuiltInReduction();
-  // Every ZeRO stage computes bit-identical results at equal dp (the built-in engine: Note
+  // Every ZeRO stage computes bit-identical results at equal dp (the built-in engine: see Note
   // [Layer-wise execution] in kernels/rank_engine.h); an external target only when its file says
   // "zero_stages_bitwise": true. Else the metamorphic zero_stage relation is judged within bounds.
   bool zero_stages_bitwise = true;
@@ -35,7 +35,7 @@ struct Reporting {
   // external target only when its file says "model_arithmetic": "paradiff", which its world-1
   // parity test checks). Else the mirror oracle has nothing it can mirror.
   bool same_model_arithmetic = true;
-  // The ZeRO stage from which each kind is partitioned over dp rather than replicated (Note
+  // The ZeRO stage from which each kind is partitioned over dp rather than replicated (see Note
   // [Expected holders] in oracles/tiling_oracle.h): ZeRO's own 3 / 2 / 1 (the built-in engine); a
   // target whose stage k shards something earlier says so ("partitioned_from"; DeepSpeed's ZeRO-1
   // reduces each gradient slice to its owner only).
@@ -46,13 +46,22 @@ struct Reporting {
   bool everything() const { return grad && optimizer && grad_norm_dtype == DType::kFp64; }
 };
 
+// Why a run failed. External targets also report kUnsupported (a config the target does not run).
+enum class FailureKind { kNone, kCollective, kHang, kCrash, kUnsupported };
+inline constexpr Spelling<FailureKind> kFailureKindNames[] = {
+    {"", FailureKind::kNone},
+    {"collective", FailureKind::kCollective},
+    {"hang", FailureKind::kHang},
+    {"crash", FailureKind::kCrash},
+    {"unsupported", FailureKind::kUnsupported}};
+inline const char* Name(FailureKind k) { return NameIn(kFailureKindNames, k); }
+
 struct EngineOutcome {
   Observations obs;
   Reporting reporting;  // what obs holds (RunEngine: everything)
   bool ok = true;
-  std::string
-      failure_kind;  // collective | hang | crash (empty when ok); external targets also unsupported
-  std::string failure;  // the primary error message, naming the rank
+  FailureKind failure_kind = FailureKind::kNone;  // kNone when ok
+  std::string failure;                            // the primary error message, naming the rank
   int failure_rank = -1;
   // External targets (targets/target_runner.h): the target's name ("" = the built-in engine) and
   // the failure's layout-independent refinement (timeout, exit, signal, no_output, shape, ...),
@@ -73,7 +82,7 @@ struct EngineOptions {
 };
 
 // Runs `cfg` (on the local backend: ranks as threads). With checkpoint.save_at > 0: trains to
-// save_at, saves, reloads into the checkpoint.reload layout and continues (Note [Checkpointed
+// save_at, saves, reloads into the checkpoint.reload layout and continues (see Note [Checkpointed
 // runs]).
 EngineOutcome RunEngine(const Config& cfg, const EngineOptions& opts);
 EngineOutcome RunEngine(const Config& cfg, std::chrono::milliseconds timeout);

@@ -1,5 +1,5 @@
 // RunEngineMpi (engine_mpi.h): prepare the work dir, launch mpirun in its own session, watch the
-// rank logs (Note [MPI watchdog]), then read what the job left behind into an EngineOutcome.
+// rank logs (see Note [MPI watchdog]), then read what the job left behind into an EngineOutcome.
 #include "kernels/engine_mpi.h"
 
 #include <signal.h>
@@ -265,7 +265,7 @@ EngineOutcome Interpret(const JobEnd& end, const std::string& dir, int world) {
     for (; r < world; ++r) {
       StatusOr<RankObservations> obs = ReadObservationsFile(RankFile(dir, r, ".obs"));
       if (!obs.ok()) {
-        out.failure_kind = "crash";
+        out.failure_kind = FailureKind::kCrash;
         out.failure_rank = r;
         out.failure =
             "rank " + std::to_string(r) + ": the job ended cleanly but " + obs.status().ToString();
@@ -283,7 +283,7 @@ EngineOutcome Interpret(const JobEnd& end, const std::string& dir, int world) {
       for (int r = 1; r < world; ++r)
         if (ranks[r].done < ranks[suspect].done) suspect = r;
     }
-    out.failure_kind = "hang";
+    out.failure_kind = FailureKind::kHang;
     out.failure_rank = suspect;
     out.failure = "collective hang (mpi): " + end.watchdog +
                   "; the watchdog killed the job; rank " + std::to_string(suspect) + " is " +
@@ -301,7 +301,7 @@ EngineOutcome Interpret(const JobEnd& end, const std::string& dir, int world) {
     for (const auto& l : ReadLines(dir + "/mpirun.log", &exists)) mpirun_text += l + "\n";
     int dead = -1;
     const std::string death = DeathFromMpirun(mpirun_text, &dead);
-    out.failure_kind = mismatch >= 0 ? "collective" : "crash";
+    out.failure_kind = mismatch >= 0 ? FailureKind::kCollective : FailureKind::kCrash;
     out.failure_rank = mismatch >= 0 ? mismatch : error >= 0 ? error : dead;
     if (out.failure_rank >= 0 && !ranks[out.failure_rank].error_kind.empty()) {
       out.failure =

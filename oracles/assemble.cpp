@@ -46,7 +46,7 @@ Assembly AssembleTensors(const Config& cfg, const Observations& obs, const Repor
         out.verdict.kind = VerdictKind::kInvariant;
         out.verdict.oracle = "overflow";
         out.verdict.where.step = step;
-        out.verdict.where.phase = "overflow";
+        out.verdict.where.phase = Phase::kOverflow;
         out.verdict.where.rank = rank.rank;
         out.verdict.message =
             "ranks disagree on skipping step " + std::to_string(step) + " for overflow: rank 0 " +

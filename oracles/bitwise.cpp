@@ -95,12 +95,12 @@ Verdict BitwiseFinding(const Config& cfg, const std::string& oracle, const std::
   v.where.bound = kDiscreteBound;
   std::ostringstream msg;
   msg.precision(17);
-  msg << "step " << q.step << " " << q.phase << ": " << q.kind
+  msg << "step " << q.step << " " << Name(q.phase) << ": " << q.tensor_kind
       << (q.tensor.empty() ? "" : " of " + q.tensor) << " differs bitwise between " << actual_name
       << " and " << expected_name << " in " << d.count << " element(s); worst index " << d.index
       << ": " << d.actual << " vs " << d.expected << " (" << d.ulps << " ulp of "
-      << Name(HeldDType(cfg, q.kind)) << ", bound " << kDiscreteBound << ") (seed " << cfg.seed
-      << ")";
+      << Name(HeldDType(cfg, q.tensor_kind)) << ", bound " << kDiscreteBound << ") (seed "
+      << cfg.seed << ")";
   v.message = msg.str();
   return v;
 }
@@ -112,7 +112,7 @@ Verdict FirstBitwiseDifference(const Config& cfg, const std::string& oracle,
                                const std::function<bool(const Quantity&)>& include) {
   for (const Quantity& q : QuantitiesInOrder(cfg)) {
     if (include && !include(q)) continue;
-    const BitwiseDiff d = CompareBitwise(actual(q), expected(q), HeldDType(cfg, q.kind));
+    const BitwiseDiff d = CompareBitwise(actual(q), expected(q), HeldDType(cfg, q.tensor_kind));
     if (!d.equal()) return BitwiseFinding(cfg, oracle, detail, q, d, actual_name, expected_name);
   }
   return Verdict{};

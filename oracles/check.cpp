@@ -57,7 +57,7 @@ std::vector<StepRow> Rows(const Config& cfg, const Assembly& dist, const Numeric
     for (const auto& c : comparisons) {
       if (c.step != s || c.ratio() < row.worst_ratio) continue;
       row.worst_ratio = c.ratio();
-      row.worst_where = c.kind + (c.tensor.empty() ? "" : ":" + c.tensor);
+      row.worst_where = c.tensor_kind + (c.tensor.empty() ? "" : ":" + c.tensor);
     }
     rows.push_back(row);
   }
@@ -77,7 +77,7 @@ CheckResult CheckRun(const Config& cfg, const CheckOptions& opts) {
     if (!s.ok()) {
       res.verdict = GateRejection(cfg, s);
       res.rejected = true;
-      res.oracles.push_back({"validation", "skipped", res.verdict.message, 0});
+      res.oracles.push_back({"validation", OracleStatus::kSkipped, res.verdict.message, 0});
       return res;
     }
   }
@@ -92,7 +92,7 @@ CheckResult CheckRun(const Config& cfg, const CheckOptions& opts) {
   const auto t0 = Clock::now();
   const EngineOutcome eng = run(cfg);
   const auto t1 = Clock::now();
-  // The twin mirrors the reduction structure the run declares (Note [Declared reduction
+  // The twin mirrors the reduction structure the run declares (see Note [Declared reduction
   // structure]), so the reference follows the run.
   phase("reference");
   const int64_t hits = opts.cache ? opts.cache->hits() : 0;
@@ -117,7 +117,8 @@ CheckResult CheckRun(const Config& cfg, const CheckOptions& opts) {
       // A check inside the assembly itself failed (ranks disagreeing on an overflow skip); its
       // steps are incomplete, so nothing else can be compared.
       res.verdict = dist.verdict;
-      res.oracles.push_back({dist.verdict.oracle, "finding", dist.verdict.Signature(), 0});
+      res.oracles.push_back(
+          {dist.verdict.oracle, OracleStatus::kFinding, dist.verdict.Signature(), 0});
       res.timing.compare_s = Seconds(t2, Clock::now());
       return res;
     }
@@ -131,15 +132,15 @@ CheckResult CheckRun(const Config& cfg, const CheckOptions& opts) {
     phase(oracle->name());
     const auto s0 = Clock::now();
     const Verdict v = oracle->Check(in);
-    OracleOutcome o{oracle->name(), "pass", "", Seconds(s0, Clock::now())};
+    OracleOutcome o{oracle->name(), OracleStatus::kPass, "", Seconds(s0, Clock::now())};
     if (IsFinding(v.kind)) {
-      o.status = "finding";
+      o.status = OracleStatus::kFinding;
       o.note = v.Signature();
     } else if (IsSkip(v)) {
-      o.status = "skipped";
+      o.status = OracleStatus::kSkipped;
       o.note = v.message;
     } else if (v.kind == VerdictKind::kInconclusive) {
-      o.status = "inconclusive";
+      o.status = OracleStatus::kInconclusive;
       o.note = v.message;
       if (res.verdict.kind == VerdictKind::kPass) res.verdict = v;  // unless a finding follows
     }

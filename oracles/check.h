@@ -43,7 +43,7 @@ struct StepRow {
   double loss_dist = 0, loss_same = 0, loss_truth = 0;
   double worst_ratio = 0;   // largest error / bound of the step
   std::string worst_where;  // kind:tensor of that comparison
-  // The numeric comparison restarted from the run's own state before this step (Note [Restarted
+  // The numeric comparison restarted from the run's own state before this step (see Note [Restarted
   // comparison] in numeric_oracle.cpp); loss_same / loss_truth are the restarted pair's.
   bool restarted = false;
 };
@@ -61,10 +61,18 @@ struct RankSummary {
 };
 
 // What one oracle said about the run.
+enum class OracleStatus { kPass, kFinding, kSkipped, kInconclusive };
+inline constexpr Spelling<OracleStatus> kOracleStatusNames[] = {
+    {"pass", OracleStatus::kPass},
+    {"finding", OracleStatus::kFinding},
+    {"skipped", OracleStatus::kSkipped},
+    {"inconclusive", OracleStatus::kInconclusive}};
+inline const char* Name(OracleStatus s) { return NameIn(kOracleStatusNames, s); }
+
 struct OracleOutcome {
   std::string name;
-  std::string status;  // pass | finding | skipped | inconclusive
-  std::string note;    // the skip reason, the finding's signature, or why it is inconclusive
+  OracleStatus status = OracleStatus::kPass;
+  std::string note;  // the skip reason, the finding's signature, or why it is inconclusive
   double seconds = 0;
 };
 

@@ -61,11 +61,11 @@ Verdict Base(VerdictKind kind, const Config& cfg, int64_t step, int rank, int ot
   v.kind = kind;
   v.oracle = "collective";
   v.where.step = step;
-  v.where.phase = "collective";
+  v.where.phase = Phase::kCollective;
   v.where.rank = rank;
   v.where.other_rank = other;
   v.where.detail = detail;
-  v.where.error = 1;  // one disagreeing call (Note [Discrete bounds])
+  v.where.error = 1;  // one disagreeing call (see Note [Discrete bounds])
   v.where.bound = kDiscreteBound;
   v.message = msg + " (" + (step >= 0 ? "step " + std::to_string(step) + ", " : std::string()) +
               "seed " + std::to_string(cfg.seed) + ")";
@@ -143,20 +143,20 @@ Verdict HangVerdict(const EngineOutcome& e, const Config& cfg) {
 Verdict EngineFailureVerdict(const EngineOutcome& e, const Config& cfg) {
   if (!e.target.empty()) {  // an external target's failure (targets/target_runner.h)
     Verdict v;
-    v.kind = e.failure_kind == "hang" ? VerdictKind::kHang : VerdictKind::kCrash;
+    v.kind = e.failure_kind == FailureKind::kHang ? VerdictKind::kHang : VerdictKind::kCrash;
     v.oracle = "target";
-    v.where.phase = "run";
+    v.where.phase = Phase::kRun;
     v.where.rank = e.failure_rank;
     v.where.detail = e.failure_detail;
     v.message = e.failure + " (seed " + std::to_string(cfg.seed) + ")";
     return v;
   }
-  if (e.failure_kind == "collective") return MismatchVerdict(e, cfg);
-  if (e.failure_kind == "hang") return HangVerdict(e, cfg);
+  if (e.failure_kind == FailureKind::kCollective) return MismatchVerdict(e, cfg);
+  if (e.failure_kind == FailureKind::kHang) return HangVerdict(e, cfg);
   Verdict v;
   v.kind = VerdictKind::kCrash;
   v.oracle = "engine";
-  v.where.phase = "run";
+  v.where.phase = Phase::kRun;
   v.where.rank = e.failure_rank;
   v.message = e.failure + " (seed " + std::to_string(cfg.seed) + ")";
   return v;
@@ -221,9 +221,10 @@ Verdict CollectiveOracle::Check(const OracleInput& in) const {
     return SkipVerdict(name(),
                        "external target " + e.target + ": its collectives are not recorded");
   if (!e.ok) {
-    if (e.failure_kind == "collective" || e.failure_kind == "hang")
+    if (e.failure_kind == FailureKind::kCollective || e.failure_kind == FailureKind::kHang)
       return EngineFailureVerdict(e, in.cfg);
-    return SkipVerdict(name(), "the engine failed with a " + e.failure_kind + ", not a collective");
+    return SkipVerdict(name(), std::string("the engine failed with a ") + Name(e.failure_kind) +
+                                   ", not a collective");
   }
   return CheckCollectiveLogs(in.cfg, e.obs);
 }

@@ -17,7 +17,7 @@ Verdict Finding(const Config& cfg, const std::string& oracle, const std::string&
   Verdict v;
   v.kind = VerdictKind::kMismatch;
   v.oracle = oracle;
-  v.where.phase = detail == "failure" ? "run" : "collective";
+  v.where.phase = detail == "failure" ? Phase::kRun : Phase::kCollective;
   v.where.detail = detail;
   v.where.rank = rank;
   v.where.error = 1;
@@ -66,7 +66,7 @@ Verdict CompareSecondRun(const OracleInput& in, const EngineOutcome& again,
                                 " differs at step " + std::to_string(s) + " between " + first_name +
                                 " and " + second_name);
         v.where.step = static_cast<int64_t>(s);
-        v.where.phase = pa[i].kind == "grad" ? "gradient" : "optimizer";
+        v.where.phase = PhaseOf(pa[i].kind);
         v.where.tensor_kind = pa[i].kind;
         v.where.tensor = pa[i].tensor;
         const ModelSpec spec = BuildModelSpec(in.cfg.model);  // outlives ps (ASan: use after free)

@@ -33,17 +33,19 @@ Verdict ExactOracle::Check(const OracleInput& in) const {
       step = q.step;
       exact_grads.clear();
     }
-    if (q.kind == "grad_norm") continue;
+    if (q.tensor_kind == "grad_norm") continue;
     const at::Tensor t = ValueOf(truth, q);
-    const bool exact = CompareBitwise(ValueOf(same, q), t, HeldDType(in.cfg, q.kind)).equal();
+    const bool exact =
+        CompareBitwise(ValueOf(same, q), t, HeldDType(in.cfg, q.tensor_kind)).equal();
     if (!exact) {
       state_exact = state_exact && !q.state();
       continue;
     }
-    if (q.kind == "grad") exact_grads.insert(q.tensor);
-    if (q.state() && q.kind != "grad" && exact_grads.count(q.tensor) == 0) continue;
+    if (q.tensor_kind == "grad") exact_grads.insert(q.tensor);
+    if (q.state() && q.tensor_kind != "grad" && exact_grads.count(q.tensor) == 0) continue;
     ++compared;
-    const BitwiseDiff d = CompareBitwise(ValueOf(*in.assembly, q), t, HeldDType(in.cfg, q.kind));
+    const BitwiseDiff d =
+        CompareBitwise(ValueOf(*in.assembly, q), t, HeldDType(in.cfg, q.tensor_kind));
     if (!d.equal())
       return BitwiseFinding(in.cfg, name(), "", q, d, "the distributed run",
                             "the float64 truth (exact: the float32 reference equals it)");

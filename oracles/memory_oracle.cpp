@@ -18,7 +18,7 @@ namespace {
 int64_t Bytes(DType d) { return d == DType::kFp64 ? 8 : (d == DType::kFp32 ? 4 : 2); }
 int64_t RoundUp(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
-// Categories in the order they are checked (Note [Memory expectation]).
+// Categories in the order they are checked (see Note [Memory expectation]).
 const char* const kCategories[] = {"params", "master",  "optimizer",
                                    "grads",  "padding", "buffers_peak"};
 
@@ -29,7 +29,7 @@ Verdict Finding(const Config& cfg, int64_t step, int rank, const std::string& ca
   v.kind = VerdictKind::kInvariant;
   v.oracle = "memory";
   v.where.step = step;
-  v.where.phase = "memory";
+  v.where.phase = Phase::kMemory;
   v.where.tensor_kind = category;
   v.where.rank = rank;
   v.where.expected = expected;

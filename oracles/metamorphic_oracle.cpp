@@ -31,10 +31,10 @@ Verdict Failed(const Config& cfg, const std::string& relation, const Config& var
   Verdict v;
   v.kind = VerdictKind::kMismatch;
   v.oracle = "metamorphic";
-  v.where.phase = "run";
+  v.where.phase = Phase::kRun;
   v.where.detail = relation;
   v.where.rank = e.failure_rank;
-  v.where.error = 1;  // one run failed (Note [Discrete bounds])
+  v.where.error = 1;  // one run failed (see Note [Discrete bounds])
   v.where.bound = kDiscreteBound;
   v.message = "the " + relation + " variant (" + Layout(variant) +
               ") failed where the checked run (" + Layout(cfg) + ") completed: " + e.failure +
@@ -62,7 +62,7 @@ Verdict ZeroStageRelation(const OracleInput& in, const Config& variant, const En
 // other's. From the first step where the two runs' or the two configs' references' decisions
 // differ the runs train different trajectories; those steps are not compared. Whether each run's
 // decisions are right is the numeric oracle's question (each run against its own reference).
-// Found by a probe: dp 2 fp16 at scale 2^24 with backoff 1/8 vs its split variant, ratio 23.
+// Evidence: docs/EVIDENCE.md.
 int64_t FirstDifferentDecision(const RefPair& a, const RefPair& b, const Observations& run_a,
                                const Observations& run_b, int64_t steps) {
   const auto run_skip = [](const Observations& o, int64_t s) {
@@ -79,7 +79,7 @@ int64_t FirstDifferentDecision(const RefPair& a, const RefPair& b, const Observa
   return steps;
 }
 
-// Note [Cross-run bound] in the header.
+// See Note [Cross-run bound] in the header.
 Verdict WithinBounds(const OracleInput& in, const std::string& relation, const Config& variant,
                      const EngineOutcome& e) {
   const Assembly other = AssembleTensors(variant, e.obs, e.reporting);
@@ -95,17 +95,20 @@ Verdict WithinBounds(const OracleInput& in, const std::string& relation, const C
   }
   using Key = std::tuple<int64_t, std::string, std::string, std::string>;
   std::map<Key, const Comparison*> mine;
-  for (const auto& c : in.numeric->comparisons) mine[{c.step, c.kind, c.tensor, c.detail}] = &c;
+  for (const auto& c : in.numeric->comparisons)
+    mine[{c.step, c.tensor_kind, c.tensor, c.detail}] = &c;
   const bool sgd = in.cfg.optimizer.kind == OptimizerKind::kSgd;
   const int64_t same_until =
       FirstDifferentDecision(*in.ref, *ref, in.outcome.obs, e.obs, in.cfg.steps);
   for (const auto& cb : own.comparisons) {
     if (!cb.detail.empty() || cb.step >= same_until) continue;
-    if (!sgd && cb.kind != "loss" && cb.kind != "grad" && cb.kind != "grad_norm") continue;
-    auto it = mine.find({cb.step, cb.kind, cb.tensor, cb.detail});
+    if (!sgd && cb.tensor_kind != "loss" && cb.tensor_kind != "grad" &&
+        cb.tensor_kind != "grad_norm")
+      continue;
+    auto it = mine.find({cb.step, cb.tensor_kind, cb.tensor, cb.detail});
     if (it == mine.end()) continue;
     const Comparison& ca = *it->second;
-    const Quantity q{cb.step, cb.phase, cb.kind, cb.tensor, cb.layer};
+    const Quantity q{cb};
     const at::Tensor a = ValueOf(*in.assembly, q), b = ValueOf(other, q);
     const double tn = ValueOf(in.ref->truth, q).norm().item<double>();
     const at::Tensor diff = (a - b).abs();
@@ -126,7 +129,7 @@ Verdict WithinBounds(const OracleInput& in, const std::string& relation, const C
     v.where.bound = bound;
     std::ostringstream msg;
     msg.precision(6);
-    msg << "step " << q.step << " " << q.phase << ": " << q.kind
+    msg << "step " << q.step << " " << Name(q.phase) << ": " << q.tensor_kind
         << (q.tensor.empty() ? "" : " of " + q.tensor) << " differs between the checked run ("
         << Layout(in.cfg) << ") and its " << relation << " variant (" << Layout(variant)
         << "), which train on the same global batch: relative difference " << error
@@ -202,7 +205,8 @@ Verdict MetamorphicOracle::Check(const OracleInput& in) const {
     }
     ++applied;
     const EngineOutcome e = in.run_engine(*r.variant);
-    if (!e.ok && e.failure_kind == "unsupported") {  // an external target cannot run the variant
+    if (!e.ok &&
+        e.failure_kind == FailureKind::kUnsupported) {  // an external target cannot run the variant
       skipped += std::string(skipped.empty() ? "" : "; ") + r.name + ": " + e.failure;
       --applied;
       continue;

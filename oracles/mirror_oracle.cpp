@@ -24,7 +24,7 @@ Verdict MirrorOracle::Check(const OracleInput& in) const {
         name(),
         "the run does not declare the reference's per-micro-batch arithmetic (model_arithmetic)");
   // The twin mirrors the structure the run declares; where a structure the layout makes matter is
-  // undeclared, the orders may differ (Note [Declared reduction structure]).
+  // undeclared, the orders may differ (see Note [Declared reduction structure]).
   for (int64_t step :
        {int64_t{0}, in.cfg.checkpoint.save_at > 0 ? in.cfg.checkpoint.save_at : int64_t{0}}) {
     const std::string undeclared =
@@ -51,18 +51,19 @@ Verdict MirrorOracle::Check(const OracleInput& in) const {
     if (!q.state()) continue;  // loss and norm are summed in other orders
     // A tied embedding's two gradient contributions (input embedding, output head) are added in
     // another order by the engine than by the twin's autograd: not mirrored.
-    if (q.kind == "grad" && in.cfg.model.tied_embeddings && q.tensor == "embed.wte") continue;
+    if (q.tensor_kind == "grad" && in.cfg.model.tied_embeddings && q.tensor == "embed.wte")
+      continue;
     const BitwiseDiff d =
-        CompareBitwise(ValueOf(run, q), ValueOf(twin, q), HeldDType(in.cfg, q.kind));
+        CompareBitwise(ValueOf(run, q), ValueOf(twin, q), HeldDType(in.cfg, q.tensor_kind));
     if (d.equal()) continue;
-    if (q.kind != "grad") {
+    if (q.tensor_kind != "grad") {
       state_equal = false;
       continue;
     }
     return BitwiseFinding(
         in.cfg, name(), "", q, d, "the distributed run",
         "the same-precision twin, which mirrors its arithmetic from the same state "
-        "(Note [Mirrored arithmetic])");
+        "(see Note [Mirrored arithmetic])");
   }
   return Verdict{};
 }

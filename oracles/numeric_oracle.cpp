@@ -39,8 +39,8 @@ constexpr double kAdamMoveMargin = 2.0;
 // times sqrt(1 - b2^t) / (1 - b1^t) after bias correction (eps only lowers it). For the
 // default betas it stays below 2 (1.8 at step 64); for beta2 = 0 (v is the last gradient
 // squared) it is unbounded from the second step: a rounding-level change of a vanishing
-// gradient then moves an element by any amount (a probe's betas (0.9, 0): a move of 600, ratio
-// 149), and ill-conditioned elements are not bounded at all. The max over the run's steps.
+// gradient then moves an element by any amount, and ill-conditioned elements are not bounded at
+// all. The max over the run's steps. Evidence: docs/EVIDENCE.md.
 double AdamRatioBound(double b1, double b2, int64_t steps) {
   double worst = 1.0;
   for (int64_t t = 2; t <= steps; ++t) {
@@ -101,13 +101,12 @@ Comparison CompareScalar(double d, double r, double t, const Tolerance& tol) {
 // noise moves Adam's update by kEpsSensitivity of lr or more. The update g / (|g| + eps) (step 0;
 // later steps alike with the moments) has slope eps / (|g| + eps)^2: where |g| is near eps it is
 // linear in g with slope ~1/eps, and a gradient a little above the noise threshold moves by a
-// visible fraction of lr (measured: a clean fp32 tp 4 + sp run, 1.6% of lr on one element of
-// head.lm_head.weight; the same config passes with eps 1e-12 or 1e-5). Where |g| >> eps the shift
-// is eps * noise / g^2, negligible. The threshold was 1% of lr until a clean fp32 AdamW tp 3 + sp
-// run (session 5, seed 16) moved one element of a 48-element layer-norm bias by 0.14% of lr
-// (|g| ~ eps / 2), above the parameter bound of so small a tensor (0.085% of lr there): 0.1% now.
+// visible fraction of lr. Where |g| >> eps the shift is eps * noise / g^2, negligible. The
+// threshold is 0.1% of lr: the parameter bound of a tensor of a few dozen elements is of that
+// order, so under a larger threshold such a move there would be flagged as a finding.
 // The elements this exempts have |g| within a few eps; they keep the Adam step bound, and the
 // update oracle checks their update from the run's own gradient to float32 rounding.
+// Evidence: docs/EVIDENCE.md.
 constexpr double kEpsSensitivity = 0.001;
 at::Tensor IllConditioned(const at::Tensor& d, const at::Tensor& r, const at::Tensor& t,
                           double factor, double adam_eps) {
@@ -166,8 +165,7 @@ class EffectiveGradient {
 // parameters at 0.04 round by up to 1.2e-4, 4 lr at lr 3e-5). So each element may also be off by
 // one ulp of `held` per step taken; `held` is the parameter dtype for master weights too, whose
 // initial values are the parameters' rounded initial values (the truth starts from the unrounded
-// ones). Found by a helper probing learning rates the generator does not draw (bf16 AdamW, lr 3e-5:
-// ratio 1.06, lr 1e-6: 30; corpus/regression/clean_bf16_adamw_lr3e-5_flipped_param.json).
+// ones). Evidence: docs/EVIDENCE.md.
 Comparison CompareAdamParam(const at::Tensor& d, const at::Tensor& r, const at::Tensor& t,
                             const at::Tensor& ill, const Tolerance& tol, double max_move,
                             DType held, double kind_rms, int64_t step) {
@@ -193,7 +191,7 @@ Comparison CompareAdamParam(const at::Tensor& d, const at::Tensor& r, const at::
 // clipped with) and, separately, the reduced gradients themselves. Both must describe the same
 // vector: sqrt(sum of the reported gradients squared) equals the reported norm up to the rounding
 // of the precision the norm was computed in (float64 for the built-in engine; a target declares
-// its own, Note [Reported norm precision] in tolerance.cpp). A norm that counts a replicated
+// its own, see Note [Reported norm precision] in tolerance.cpp). A norm that counts a replicated
 // tensor once per replica, misses a shard, or was reduced over the wrong group breaks this even
 // when the truth is far away, so it is checked before the truth comparison and localizes to the
 // reduction. A run that does not report its gradients has nothing to check this against.
@@ -222,7 +220,7 @@ constexpr int64_t kMinScaleFitElems = 8;
 
 void AttributeScaledGradient(Verdict& v, const Comparison& c, const Assembly& dist,
                              const RefPair& ref) {
-  if (c.kind != "grad") return;
+  if (c.tensor_kind != "grad") return;
   const at::Tensor& d = dist.steps[c.step].tensors.at("grad:" + c.tensor);
   const at::Tensor& t = ref.truth.steps[c.step].tensors.at("grad:" + c.tensor);
   const double tt = t.pow(2).sum().item<double>();
@@ -230,7 +228,7 @@ void AttributeScaledGradient(Verdict& v, const Comparison& c, const Assembly& di
   const double alpha = (d * t).sum().item<double>() / tt;
   const double residual = (d - t * alpha).norm().item<double>() / std::sqrt(tt);
   if (!(residual <= c.bound) || std::fabs(alpha - 1.0) <= c.bound) return;
-  v.where.phase = "reduction";
+  v.where.phase = Phase::kReduction;
   v.where.detail = "scale";
   std::ostringstream msg;
   msg.precision(6);
@@ -246,14 +244,14 @@ bool CanRestart(const Config& cfg, const Reporting& reported) {
 }
 
 // A finding about step s's overflow handling: one discrete decision or scale that differs, so
-// error 1 against the discrete bound (Note [Discrete bounds]).
+// error 1 against the discrete bound (see Note [Discrete bounds]).
 Verdict OverflowFinding(int64_t s, const std::string& tensor_kind, const std::string& detail,
                         double expected, double actual) {
   Verdict v;
   v.kind = VerdictKind::kMismatch;
   v.oracle = "numeric";
   v.where.step = s;
-  v.where.phase = "overflow";
+  v.where.phase = Phase::kOverflow;
   v.where.tensor_kind = tensor_kind;
   v.where.detail = detail;
   v.where.expected = expected;
@@ -265,7 +263,7 @@ Verdict OverflowFinding(int64_t s, const std::string& tensor_kind, const std::st
 
 // The numeric comparison cannot judge step s or the steps after it (`phase`: "overflow" for a
 // borderline decision, "divergence" for a reference that diverged); the message says why.
-Verdict InconclusiveAt(int64_t s, const std::string& phase) {
+Verdict InconclusiveAt(int64_t s, Phase phase) {
   Verdict v;
   v.kind = VerdictKind::kInconclusive;
   v.oracle = "numeric";
@@ -278,8 +276,8 @@ Verdict InconclusiveAt(int64_t s, const std::string& phase) {
 // overflowed. Near the edge of the dtype's range that is rounding (a value a few ulps below the
 // largest finite number in one run, above it in the other): not a finding by itself. A decision
 // that is not borderline is a bug (gradients not cleared after a skipped step, an overflow check
-// that misses inf, or reads stale padding), and until now it hid behind "inconclusive". So the
-// twin runs step s once more, from the run's own state after step s - 1 (Note [Local restart]
+// that misses inf, or reads stale padding), and must not pass as "inconclusive". So the
+// twin runs step s once more, from the run's own state after step s - 1 (see Note [Local restart]
 // in reference.cpp; the initial state at step 0, the twin's own where the run does not report its
 // optimizer state), at OverflowMargin times the loss scale when the run skipped (the twin still
 // finite: the run's overflow was not near the range's edge) or at 1 / OverflowMargin when the
@@ -289,9 +287,9 @@ Verdict InconclusiveAt(int64_t s, const std::string& phase) {
 // the twin does not mirror moves them more: with tensor parallelism in a 16-bit compute dtype a
 // rank's partial sums (row-parallel outputs, column-parallel input gradients) are rounded, and
 // can overflow, before they are added; under cancellation a partial sum can exceed the total by
-// any factor, so there the margin is 16 (four binades). Measured: a clean campaign (seed 15)
-// flagged a reload from dp 8 into dp 1 where the twin had not mirrored the reload's split into 8
-// accumulation steps (its micro-batch gradients 8x the run's): the twin now mirrors it.
+// any factor, so there the margin is 16 (four binades). What else scales a micro-batch's
+// gradients (a reload's split into accumulation steps included) the twin mirrors.
+// Evidence: docs/EVIDENCE.md.
 double OverflowMargin(const Config& cfg) {
   return cfg.parallel.tp > 1 && cfg.precision.compute != DType::kFp32 ? 16.0 : 4.0;
 }
@@ -309,7 +307,7 @@ Verdict OverflowDecision(const Config& cfg, const Assembly& dist, const RefPair&
   const bool twin_at_margin = TwinOverflows(cfg, ref.reduction, from);
   const bool borderline = twin_at_margin == run_skipped;  // the twin agrees within the margin
   Verdict v = borderline
-                  ? InconclusiveAt(s, "overflow")
+                  ? InconclusiveAt(s, Phase::kOverflow)
                   : OverflowFinding(s, "skip", "margin", run_skipped ? 0 : 1, run_skipped ? 1 : 0);
   std::ostringstream msg;
   msg << "step " << s << ": the run " << (run_skipped ? "skipped" : "took")
@@ -322,7 +320,8 @@ Verdict OverflowDecision(const Config& cfg, const Assembly& dist, const RefPair&
         << (run_skipped ? "overflows" : "does not overflow") << " too)";
   } else {
     msg << ", and " << (run_skipped ? "stays finite" : "overflows") << " even at " << at.str()
-        << " the loss scale from the run's own state: not a borderline overflow (Note [Overflow "
+        << " the loss scale from the run's own state: not a borderline overflow (see Note "
+           "[Overflow "
            "margin])";
   }
   msg << " (seed " << cfg.seed << ")";
@@ -344,7 +343,7 @@ std::optional<Verdict> NonFiniteStep(const Config& cfg, const Assembly& dist, in
     v.where.tensor = key.substr(5);
     v.message = "step " + std::to_string(s) +
                 ": the run took the step although its reported gradient " + key.substr(5) +
-                " is not finite: the overflow check missed it (Note [Overflow "
+                " is not finite: the overflow check missed it (see Note [Overflow "
                 "consistency]; seed " +
                 std::to_string(cfg.seed) + ")";
     return v;
@@ -357,8 +356,8 @@ std::optional<Verdict> NonFiniteStep(const Config& cfg, const Assembly& dist, in
 // run's then are too, or are as meaningless; there is nothing left to compare them with, so the
 // check ends inconclusive at the step the reference diverged (the steps before it were compared:
 // an earlier disagreement is still the finding). A run that goes non-finite while the reference
-// stays finite is compared as usual and fails. Found by a helper probing learning rates the
-// generator does not draw: it used to be a loss "mismatch" with bound NaN.
+// stays finite is compared as usual and fails. Compared as usual, a diverged reference would
+// give a loss "mismatch" with bound NaN. Evidence: docs/EVIDENCE.md.
 std::optional<Verdict> DivergedReference(const Config& cfg, const RefPair& ref, int64_t s) {
   for (const RefStep* step : {&ref.same.steps[s], &ref.truth.steps[s]}) {
     bool finite = std::isfinite(step->loss);
@@ -366,14 +365,14 @@ std::optional<Verdict> DivergedReference(const Config& cfg, const RefPair& ref, 
       if (finite && (key.rfind("param:", 0) == 0 || key.rfind("master:", 0) == 0))
         finite = value.isfinite().all().item<bool>();
     if (finite) continue;
-    Verdict v = InconclusiveAt(s, "divergence");
+    Verdict v = InconclusiveAt(s, Phase::kDivergence);
     std::ostringstream msg;
     msg << "step " << s << ": the " << (step == &ref.same.steps[s] ? "same-precision" : "float64")
         << " reference diverged (its loss or parameters are not finite): the config trains "
            "unstably (optimizer.lr="
         << cfg.optimizer.lr
         << "); steps from here are not judged "
-           "(Note [Diverged reference]; seed "
+           "(see Note [Diverged reference]; seed "
         << cfg.seed << ")";
     v.message = msg.str();
     return v;
@@ -384,8 +383,8 @@ std::optional<Verdict> DivergedReference(const Config& cfg, const RefPair& ref, 
 // Compares the run's steps with a reference pair, one step at a time, carrying what earlier steps
 // found (Adam's ill-conditioned elements). `age` is the number of steps the pair and the run
 // have each taken since they last started from the same state: the step itself from the initial
-// parameters, 0 right after a restart (Note [Restarted comparison]); the bounds that grow with the
-// steps taken grow with it.
+// parameters, 0 right after a restart (see Note [Restarted comparison]); the bounds that grow with
+// the steps taken grow with it.
 class StepComparer {
  public:
   StepComparer(const Config& cfg, const Assembly& dist)
@@ -416,13 +415,9 @@ std::optional<Verdict> StepComparer::Step(int64_t s, const RefPair& ref, int64_t
   const Assembly& dist = *dist_;
   const ModelSpec& spec = spec_;
   const Reporting& reported = dist.reporting;  // judge only what the run reports
-  auto add = [&](Comparison c, int64_t step, const char* phase, const std::string& kind,
+  auto add = [&](Comparison c, int64_t step, Phase phase, const std::string& kind,
                  const std::string& tensor, const std::string& layer) {
-    c.step = step;
-    c.phase = phase;
-    c.kind = kind;
-    c.tensor = tensor;
-    c.layer = layer;
+    static_cast<Location&>(c) = Location{step, phase, kind, tensor, layer};
     out.push_back(c);
   };
   const AssembledStep& d = dist.steps[s];
@@ -467,22 +462,22 @@ std::optional<Verdict> StepComparer::Step(int64_t s, const RefPair& ref, int64_t
   Tolerance loss_tol = tol("loss"), norm_tol = tol("grad_norm");
   loss_tol.floor *= static_cast<double>(age + 1);
   norm_tol.floor *= static_cast<double>(age + 1);
-  add(CompareScalar(d.loss, r.loss, t.loss, loss_tol), s, "forward", "loss", "", "");
+  add(CompareScalar(d.loss, r.loss, t.loss, loss_tol), s, Phase::kForward, "loss", "", "");
   for (const auto& ps : spec.params) {
     // Overflowed gradients are not compared (the step changed nothing), nor unreported ones.
     if (r.skipped || !reported.grad) break;
     const std::string key = "grad:" + ps.name;
     add(CompareTensor(d.tensors.at(key), r.tensors.at(key), t.tensors.at(key), tol("grad"),
                       rms["grad"], age),
-        s, "gradient", "grad", ps.name, Name(ps.layer));
+        s, Phase::kGradient, "grad", ps.name, Name(ps.layer));
   }
   if (!r.skipped) {
     if (reported.grad) {
-      add(NormConsistency(d, spec, ctx), s, "reduction", "grad_norm", "", "");
+      add(NormConsistency(d, spec, ctx), s, Phase::kReduction, "grad_norm", "", "");
       out.back().detail = "consistency";
     }
-    add(CompareScalar(d.grad_norm, r.grad_norm, t.grad_norm, norm_tol), s, "reduction", "grad_norm",
-        "", "");
+    add(CompareScalar(d.grad_norm, r.grad_norm, t.grad_norm, norm_tol), s, Phase::kReduction,
+        "grad_norm", "", "");
   }
   const bool adam = cfg.optimizer.kind != OptimizerKind::kSgd;
   for (const auto& ps : spec.params) {
@@ -523,7 +518,7 @@ std::optional<Verdict> StepComparer::Step(int64_t s, const RefPair& ref, int64_t
       } else {
         c = CompareTensor(dv, rv, tv, tol(kind), rms[kind], age);
       }
-      add(c, s, "optimizer", kind, ps.name, Name(ps.layer));
+      add(c, s, Phase::kOptimizer, kind, ps.name, Name(ps.layer));
     }
   }
   return std::nullopt;
@@ -537,7 +532,7 @@ bool AnyFails(const std::vector<Comparison>& cs) {
 
 // Note [Restarted comparison]: steps are compared against the reference pair from the initial
 // parameters, as long as they agree. When step s >= 1 first disagrees, the pair is restarted from
-// the run's own state after step s - 1 (Note [Local restart] in reference.cpp) and step s is
+// the run's own state after step s - 1 (see Note [Local restart] in reference.cpp) and step s is
 // compared again, with the bounds of a first step (age 0: no state gap, no growth with the step).
 // If it passes there, the run's step followed from its own state: the disagreement was the model
 // amplifying rounding differences that every earlier step accepted, and the comparison goes on
@@ -549,13 +544,14 @@ bool AnyFails(const std::vector<Comparison>& cs) {
 // too, nothing later is retried; a run that does not report its optimizer state is not restarted.
 //
 // Note [Following the run's decision]: a borderline overflow decision the twin did not share
-// (Note [Overflow margin]) used to end the comparison as inconclusive, so whatever the run did
-// after it went unchecked: a run that keeps skipping because its gradients were not cleared
-// after an overflow skips a borderline step first. Now the run's decision stands: the pair
+// (see Note [Overflow margin]) does not end the comparison: the run's decision stands. The pair
 // restarts from the run's state after that step, with the run's decision in the overflow history
 // (the loss scale sequence follows it), and the steps after it are compared as usual; a later
 // skip the twin does not share is judged by the margin again, at a loss scale that has backed
-// off further each time. The verdict stays inconclusive unless a later step is a finding.
+// off further each time. The verdict stays inconclusive unless a later step is a finding. Ending
+// the comparison there would leave whatever the run does after it unchecked: a run that keeps
+// skipping because its gradients were not cleared after an overflow skips a borderline step
+// first. Evidence: docs/EVIDENCE.md.
 NumericResult CheckNumerics(const Config& cfg, const Assembly& dist, const RefPair& ref) {
   NumericResult out;
   StepComparer comparer(cfg, dist);
@@ -584,13 +580,13 @@ NumericResult CheckNumerics(const Config& cfg, const Assembly& dist, const RefPa
     std::vector<Comparison> step;
     if (auto v = comparer.Step(s, *pair, s - origin - 1, step)) {
       if (failed) break;  // an earlier step diverged first: that is the finding
-      if (v->kind != VerdictKind::kInconclusive || v->where.phase != "overflow" ||
+      if (v->kind != VerdictKind::kInconclusive || v->where.phase != Phase::kOverflow ||
           !CanRestart(cfg, dist.reporting)) {
         out.verdict = *v;
         return out;
       }
-      // A borderline overflow decision (Note [Overflow margin]): the run's decision stands and
-      // the comparison goes on from the run's own state after this step (Note [Following the
+      // A borderline overflow decision (see Note [Overflow margin]): the run's decision stands and
+      // the comparison goes on from the run's own state after this step (see Note [Following the
       // run's decision]); the verdict stays inconclusive unless a later step is a finding.
       if (borderline.kind == VerdictKind::kPass) borderline = *v;
       if (s + 1 == cfg.steps) break;  // the last step: nothing after it to compare
@@ -618,7 +614,7 @@ NumericResult CheckNumerics(const Config& cfg, const Assembly& dist, const RefPa
     LocalizeComparison(v, c);
     std::ostringstream msg;
     msg.precision(6);
-    msg << "step " << c.step << " " << c.phase << ": " << c.kind
+    msg << "step " << c.step << " " << Name(c.phase) << ": " << c.tensor_kind
         << (c.tensor.empty() ? "" : " of " + c.tensor)
         << (c.detail == "consistency"
                 ? " reported by the engine differs from the norm of the gradients it reports"
@@ -628,7 +624,7 @@ NumericResult CheckNumerics(const Config& cfg, const Assembly& dist, const RefPa
         << " (seed " << cfg.seed << ")";
     if (!out.restarts.empty())
       msg << "; compared from the run's own state since step " << out.restarts.back() - 1
-          << " (Note [Restarted comparison])";
+          << " (see Note [Restarted comparison])";
     v.message = msg.str();
     AttributeScaledGradient(v, c, dist, *pair);
     break;
@@ -638,7 +634,7 @@ NumericResult CheckNumerics(const Config& cfg, const Assembly& dist, const RefPa
 }
 
 void LocalizeComparison(Verdict& v, const Comparison& c) {
-  Localize(v, Quantity{c.step, c.phase, c.kind, c.tensor, c.layer});
+  Localize(v, c);
   v.where.index = c.index;
   v.where.expected = c.expected;
   v.where.actual = c.actual;

@@ -4,7 +4,7 @@
 // gradient norm, first against the run's own gradients, then against the truth; optimizer:
 // parameters, master weights, optimizer state), then tensor in model order. A gradient that is
 // off by a constant factor and otherwise within the bound is attributed to the reduction
-// (Note [Scaled gradients] in numeric_oracle.cpp).
+// (see Note [Scaled gradients] in numeric_oracle.cpp).
 #pragma once
 
 #include <memory>
@@ -19,12 +19,9 @@
 
 namespace paradiff {
 
-struct Comparison {
-  int64_t step = 0;
-  std::string phase;   // forward | gradient | reduction | optimizer
-  std::string kind;    // loss | grad_norm | grad | param | master | momentum | exp_avg | exp_avg_sq
-  std::string tensor;  // logical tensor ("" for scalars)
-  std::string layer;   // layer type
+// One compared quantity: its Location (phase forward | gradient | reduction | optimizer) and
+// the numbers.
+struct Comparison : Location {
   std::string detail;  // "" or "consistency" (grad_norm against the run's own gradients)
   double error = 0, bound = 0, ref_error = 0;
   int64_t index = -1;  // worst element
@@ -40,7 +37,7 @@ void LocalizeComparison(Verdict& v, const Comparison& c);
 struct NumericResult {
   std::vector<Comparison> comparisons;  // every quantity compared, in localization order
   Verdict verdict;                      // kPass or the first kMismatch
-  // The steps at which the comparison restarted from the run's own state (Note [Restarted
+  // The steps at which the comparison restarted from the run's own state (see Note [Restarted
   // comparison] in numeric_oracle.cpp), and the last restarted pair (null when none).
   std::vector<int64_t> restarts;
   std::shared_ptr<const RefPair> restarted;

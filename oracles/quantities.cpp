@@ -11,15 +11,15 @@ std::vector<Quantity> QuantitiesInOrder(const Config& cfg, const Reporting& r) {
   const auto kinds = ExpectedKinds(cfg, r);
   std::vector<Quantity> out;
   for (int64_t s = 0; s < cfg.steps; ++s) {
-    out.push_back({s, "forward", "loss", "", ""});
+    out.push_back(Quantity{{s, Phase::kForward, "loss", "", ""}});
     if (r.grad)
       for (const auto& ps : spec.params)
-        out.push_back({s, "gradient", "grad", ps.name, Name(ps.layer)});
-    out.push_back({s, "reduction", "grad_norm", "", ""});
+        out.push_back(Quantity{{s, Phase::kGradient, "grad", ps.name, Name(ps.layer)}});
+    out.push_back(Quantity{{s, Phase::kReduction, "grad_norm", "", ""}});
     for (const auto& kind : kinds) {
       if (kind == "grad") continue;
       for (const auto& ps : spec.params)
-        out.push_back({s, "optimizer", kind, ps.name, Name(ps.layer)});
+        out.push_back(Quantity{{s, Phase::kOptimizer, kind, ps.name, Name(ps.layer)}});
     }
   }
   return out;
@@ -39,8 +39,8 @@ at::Tensor Scalar(double v) { return at::full({1}, v, at::kDouble); }
 template <class Step>
 at::Tensor Value(const std::vector<Step>& steps, const Quantity& q) {
   const Step& s = steps.at(q.step);
-  if (q.kind == "loss") return Scalar(s.loss);
-  if (q.kind == "grad_norm") return Scalar(s.grad_norm);
+  if (q.tensor_kind == "loss") return Scalar(s.loss);
+  if (q.tensor_kind == "grad_norm") return Scalar(s.grad_norm);
   return s.tensors.at(q.key());
 }
 
@@ -49,12 +49,6 @@ at::Tensor Value(const std::vector<Step>& steps, const Quantity& q) {
 at::Tensor ValueOf(const Assembly& a, const Quantity& q) { return Value(a.steps, q); }
 at::Tensor ValueOf(const RefRun& r, const Quantity& q) { return Value(r.steps, q); }
 
-void Localize(Verdict& v, const Quantity& q) {
-  v.where.step = q.step;
-  v.where.phase = q.phase;
-  v.where.tensor_kind = q.kind;
-  v.where.tensor = q.tensor;
-  v.where.layer = q.layer;
-}
+void Localize(Verdict& v, const Location& at) { static_cast<Location&>(v.where) = at; }
 
 }  // namespace paradiff

@@ -1,4 +1,4 @@
-// Quantities: everything a checked run reports, in localization order (Note [Localization] in
+// Quantities: everything a checked run reports, in localization order (see Note [Localization] in
 // oracles/oracle.h), with the dtype each is held in. Per step: the loss (forward), every gradient
 // in model order (gradient), the gradient norm (reduction), then each optimizer kind (param,
 // master, optimizer slots; ExpectedKinds order) over the tensors in model order (optimizer). The
@@ -18,15 +18,11 @@
 
 namespace paradiff {
 
-struct Quantity {
-  int64_t step = 0;
-  std::string phase;   // forward | gradient | reduction | optimizer
-  std::string kind;    // loss | grad | grad_norm | param | master | momentum | exp_avg | exp_avg_sq
-  std::string tensor;  // logical tensor, "" for the scalars
-  std::string layer;   // layer type name, "" for the scalars
-  std::string key() const { return tensor.empty() ? kind : kind + ":" + tensor; }
+// One reported value: its Location (phase forward | gradient | reduction | optimizer).
+struct Quantity : Location {
+  std::string key() const { return tensor.empty() ? tensor_kind : tensor_kind + ":" + tensor; }
   // Carried into the next step (gradients feed the update; parameters and slots persist).
-  bool state() const { return kind != "loss" && kind != "grad_norm"; }
+  bool state() const { return tensor_kind != "loss" && tensor_kind != "grad_norm"; }
 };
 
 // Every quantity of every step of `cfg` that a run reporting `r` reports, in localization order
@@ -41,7 +37,7 @@ DType HeldDType(const Config& cfg, const std::string& kind);
 at::Tensor ValueOf(const Assembly& a, const Quantity& q);
 at::Tensor ValueOf(const RefRun& r, const Quantity& q);
 
-// Copies step, phase, tensor kind, tensor and layer of `q` into the verdict's localization.
-void Localize(Verdict& v, const Quantity& q);
+// Sets the Location part of the verdict's localization.
+void Localize(Verdict& v, const Location& at);
 
 }  // namespace paradiff

@@ -69,7 +69,7 @@ Verdict CheckReplicasOf(const Config& cfg, const Observations& obs, const Report
             v.kind = VerdictKind::kInvariant;
             v.oracle = "replica";
             v.where.step = step;
-            v.where.phase = p.kind == "grad" ? "gradient" : "optimizer";
+            v.where.phase = PhaseOf(p.kind);
             v.where.tensor = p.tensor;
             v.where.tensor_kind = p.kind;
             v.where.layer = ps ? Name(ps->layer) : "";

@@ -24,7 +24,7 @@ nlohmann::json VerdictJson(const Verdict& v) {
           {"message", v.message},
           {"where",
            {{"step", w.step},
-            {"phase", w.phase},
+            {"phase", Name(w.phase)},
             {"tensor", w.tensor},
             {"tensor_kind", w.tensor_kind},
             {"layer", w.layer},
@@ -57,8 +57,8 @@ nlohmann::json ReportJson(const Config& cfg, const CheckResult& res) {
   j["comparisons"] = nlohmann::json::array();
   for (const auto& c : res.comparisons)
     j["comparisons"].push_back({{"step", c.step},
-                                {"phase", c.phase},
-                                {"kind", c.kind},
+                                {"phase", Name(c.phase)},
+                                {"kind", c.tensor_kind},
                                 {"tensor", c.tensor},
                                 {"layer", c.layer},
                                 {"error", Num(c.error)},
@@ -79,7 +79,7 @@ nlohmann::json ReportJson(const Config& cfg, const CheckResult& res) {
   j["oracles"] = nlohmann::json::array();
   for (const auto& o : res.oracles)
     j["oracles"].push_back(
-        {{"name", o.name}, {"status", o.status}, {"note", o.note}, {"seconds", o.seconds}});
+        {{"name", o.name}, {"status", Name(o.status)}, {"note", o.note}, {"seconds", o.seconds}});
   j["rejected"] = res.rejected;
   j["timing_s"] = {{"reference", res.timing.reference_s},
                    {"engine", res.timing.engine_s},

@@ -16,8 +16,6 @@ namespace paradiff {
 
 namespace {
 
-std::string PhaseOf(const std::string& kind) { return kind == "grad" ? "gradient" : "optimizer"; }
-
 Verdict Finding(const Config& cfg, int64_t step, const std::string& kind, const ParamSpec* ps,
                 const std::string& tensor, int rank, int64_t index, int64_t count,
                 const std::string& detail, const std::string& msg) {
@@ -25,7 +23,7 @@ Verdict Finding(const Config& cfg, int64_t step, const std::string& kind, const 
   v.kind = VerdictKind::kInvariant;
   v.oracle = "tiling";
   v.where.step = step;
-  v.where.phase = kind.empty() ? "observation" : PhaseOf(kind);
+  v.where.phase = kind.empty() ? Phase::kObservation : PhaseOf(kind);
   v.where.tensor = tensor;
   v.where.tensor_kind = kind;
   v.where.layer = ps ? Name(ps->layer) : "";
@@ -41,9 +39,9 @@ Verdict Finding(const Config& cfg, int64_t step, const std::string& kind, const 
 // Note [Padding after a divergence]: a padded vocabulary row is part of the head's product, so
 // once activations are NaN its gradient is 0 x NaN = NaN, and so is the row after the update:
 // arithmetic, not a write to padding. A non-finite padding counts as a finding only while the
-// rank's data is all finite; a finite non-zero padding always does. Found by a campaign over a
-// diverging config (SGD at lr 1e30, tp 2: "padding -nan"), whose reference the numeric oracle
-// already judges inconclusive (Note [Diverged reference]).
+// rank's data is all finite; a finite non-zero padding always does. A config whose activations
+// go NaN diverges, and the numeric oracle already judges its reference inconclusive
+// (see Note [Diverged reference]). Evidence: docs/EVIDENCE.md.
 bool NonFinitePropagated(const RankStep& step) {
   if (std::isfinite(step.padding_max_abs)) return false;
   for (const auto& p : step.pieces)
@@ -79,7 +77,7 @@ Verdict CheckTilingOf(const Config& cfg, const Observations& obs, const Reportin
       v.kind = VerdictKind::kInvariant;
       v.oracle = "tiling";
       v.where.step = step;
-      v.where.phase = "optimizer";
+      v.where.phase = Phase::kOptimizer;
       v.where.tensor_kind = "padding";
       v.where.rank = rank.rank;
       v.where.actual = rank.steps[step].padding_max_abs;

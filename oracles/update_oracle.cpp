@@ -22,7 +22,7 @@ namespace paradiff {
 
 namespace {
 
-constexpr double kUpdateRoundings = 16;  // Note [Update bound]
+constexpr double kUpdateRoundings = 16;  // see Note [Update bound]
 constexpr double kFp32Unit = 0x1p-24;
 // Below 2^-126 float32 rounds to a fixed spacing of 2^-149 instead of u relative (Adam's second
 // moment of a tiny gradient lives there): the same number of roundings, absolute.
@@ -42,7 +42,7 @@ double MaxFinite(DType d) {
   }
 }
 
-// An expected value and the magnitude its rounding error scales with (Note [Update bound]).
+// An expected value and the magnitude its rounding error scales with (see Note [Update bound]).
 struct Expect {
   at::Tensor value;
   at::Tensor mag;
@@ -78,8 +78,8 @@ double Clip(double max_norm, double norm) {
 // the 1-based count of applied updates. Fills the expected slots; returns the new target
 // (master weights, or the parameters themselves). `unit`: the relative rounding the returned
 // magnitudes are scaled by; kSubnormalFloor / unit is added to every gradient element's magnitude
-// (Note [Subnormal gradients]).
-// `held_max`: the largest finite value of the dtype the run computes the update in (Note
+// (see Note [Subnormal gradients]).
+// `held_max`: the largest finite value of the dtype the run computes the update in (see Note
 // [Quotient overflow]).
 Expect Step(const OptimizerConfig& o, int64_t t, const at::Tensor& target, const at::Tensor& g,
             double unit, double held_max, const std::map<std::string, at::Tensor>& slots,
@@ -109,8 +109,8 @@ Expect Step(const OptimizerConfig& o, int64_t t, const at::Tensor& target, const
   // Note [Quotient overflow]: the run forms m / denom before scaling it by lr; where that
   // quotient exceeds its dtype's range (a second moment near 0 with an eps as small as 1e-45, or
   // beta2 = 0 and a vanishing gradient) the run holds inf from there on: its arithmetic, not a
-  // finding. Such elements are expected inf, which is not judged (Ratios). Found by a probe:
-  // bf16 dp 2, betas (0.9, 0), eps 1e-45: expected -1.6e38, actual -inf.
+  // finding. Such elements are expected inf, which is not judged (Ratios).
+  // Evidence: docs/EVIDENCE.md.
   at::Tensor q = m.value / denom;
   q = at::where(q.abs() > held_max, at::full_like(q, INFINITY), q);
   // Note [Rounded second moment]: the bound above treats denom as exact, but the run's second
@@ -120,8 +120,7 @@ Expect Step(const OptimizerConfig& o, int64_t t, const at::Tensor& target, const
   // float32, 1.4 times larger). With a denominator that small the quotient m / denom can move
   // by orders of magnitude. The smallest denominator those roundings allow bounds the quotient's
   // error (none where it can reach 0: not judged); an absolute term, so divided by unit here as
-  // the caller scales it back. Found by a probe: bf16 dp 2, betas (0.9, 0), eps 1e-45, a zero
-  // gradient: expected -4.66e36, actual -3.32e36 (the ratio of 2^-149 to 1e-45), bound 4.4e30.
+  // the caller scales it back. Evidence: docs/EVIDENCE.md.
   at::Tensor v_err = v.mag * unit + kSubnormalFloor;
   at::Tensor denom_lo =
       ((v.value - v_err).clamp_min(0).sqrt() / std::sqrt(bc2) + (o.eps - kSubnormalFloor))
@@ -151,7 +150,7 @@ Comparison Worst(const at::Tensor& actual, const at::Tensor& expected, const at:
   w.error = actual.isfinite()[w.index].item<bool>() ? std::fabs(w.actual - w.expected) : INFINITY;
   w.bound = bound[w.index].item<double>();
   if (w.bound == 0 &&
-      w.error > 0) {  // must be equal: the error in float32 units (Note [Discrete bounds])
+      w.error > 0) {  // must be equal: the error in float32 units (see Note [Discrete bounds])
     w.error /= kFp32Unit * std::max(std::fabs(w.expected), 0x1p-126);
     w.bound = kDiscreteBound;
   }
@@ -209,9 +208,9 @@ Verdict UpdateOracle::Check(const OracleInput& in) const {
       // Note [Subnormal gradients]: the run clips in float32, so a clipped gradient in float32's
       // subnormal range carries an absolute rounding of up to 2^-150 instead of u relative, and
       // Adam divides it by sqrt(v) + eps (as small as eps): a parameter near 0 then moves by that
-      // rounding times lr / eps. Found by a helper at clip_grad_norm 1e-26 (ratio 2.8). Each
-      // gradient's magnitude carries kSubnormalFloor's worth of absolute rounding, so the
-      // bound follows it through the update.
+      // rounding times lr / eps. Each gradient's magnitude carries kSubnormalFloor's worth of
+      // absolute rounding, so the bound follows it through the update.
+      // Evidence: docs/EVIDENCE.md.
       Expect next = Step(cfg.optimizer, applied, has_master ? prev.master : prev.param, g, unit,
                          MaxFinite(has_master ? DType::kFp32 : pr.param), prev.slots, e);
       next.mag = next.mag * unit + kSubnormalFloor;
@@ -240,8 +239,8 @@ Verdict UpdateOracle::Check(const OracleInput& in) const {
       auto part = [&](const at::Tensor& x) { return x.narrow(0, begin, ps.numel()); };
       Comparison w = Worst(part(actual.at(kind)), part(e.at(kind).value), part(e.at(kind).mag));
       w.step = step;
-      w.phase = "optimizer";
-      w.kind = kind;
+      w.phase = Phase::kOptimizer;
+      w.tensor_kind = kind;
       w.tensor = ps.name;
       w.layer = Name(ps.layer);
       Verdict v;

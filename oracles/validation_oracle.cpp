@@ -42,7 +42,7 @@ Verdict GateRejection(const Config& cfg, const Status& why) {
   Verdict v;
   v.kind = VerdictKind::kInconclusive;
   v.oracle = "validation";
-  v.where.phase = "validation";
+  v.where.phase = Phase::kValidation;
   v.where.detail = why.errors().empty() ? "" : why.errors().front().field;
   v.message = "config rejected before any rank started: " + why.ToString() + " (seed " +
               std::to_string(cfg.seed) + ")";
@@ -51,11 +51,11 @@ Verdict GateRejection(const Config& cfg, const Status& why) {
 
 Verdict ValidationOracle::Check(const OracleInput& in) const {
   const EngineOutcome& e = in.outcome;
-  if (e.ok || e.failure_kind != "crash" || !IsRefusal(e.failure)) return Verdict{};
+  if (e.ok || e.failure_kind != FailureKind::kCrash || !IsRefusal(e.failure)) return Verdict{};
   Verdict v;
   v.kind = VerdictKind::kRejectedValid;
   v.oracle = "validation";
-  v.where.phase = "validation";
+  v.where.phase = Phase::kValidation;
   v.where.rank = e.failure_rank;
   v.where.detail = FieldOf(e.failure);
   v.where.error = 1;

@@ -47,8 +47,8 @@ std::string LogTail(const std::string& path) {
   return out;
 }
 
-EngineOutcome Failure(const TargetSpec& t, const std::string& kind, const std::string& detail,
-                      int rank, const std::string& msg) {
+EngineOutcome Failure(const TargetSpec& t, FailureKind kind, const std::string& detail, int rank,
+                      const std::string& msg) {
   EngineOutcome out;
   out.ok = false;
   out.target = t.name;
@@ -63,7 +63,7 @@ EngineOutcome Failure(const TargetSpec& t, const std::string& kind, const std::s
 
 EngineOutcome RunTarget(const TargetSpec& t, const Config& cfg, const TargetRunOptions& o) {
   const Status sup = TargetSupports(t, cfg);
-  if (!sup.ok()) return Failure(t, "unsupported", "unsupported", -1, sup.ToString());
+  if (!sup.ok()) return Failure(t, FailureKind::kUnsupported, "unsupported", -1, sup.ToString());
   const std::string dir = MakeRunDir(o);
   const std::vector<std::string> kinds = ExpectedKinds(cfg, t.reporting);
   const Status wrote = WriteRunDir(cfg, kinds, dir);
@@ -74,7 +74,8 @@ EngineOutcome RunTarget(const TargetSpec& t, const Config& cfg, const TargetRunO
   try {
     pid = SpawnSession(argv, log, dir);
   } catch (const std::runtime_error& e) {
-    return Failure(t, "crash", "exec", -1, std::string(e.what()) + " (run dir " + dir + " kept)");
+    return Failure(t, FailureKind::kCrash, "exec", -1,
+                   std::string(e.what()) + " (run dir " + dir + " kept)");
   }
   const auto start = Clock::now();
   const auto limit = std::chrono::seconds(t.timeout_s);
@@ -99,21 +100,21 @@ EngineOutcome RunTarget(const TargetSpec& t, const Config& cfg, const TargetRunO
   KillSession(pid, kKillWait);
   const std::string kept = " (run dir " + dir + " kept)" + LogTail(log);
   if (timed_out)
-    return Failure(t, "hang", "timeout", -1,
+    return Failure(t, FailureKind::kHang, "timeout", -1,
                    "hang: still running after timeout_s=" + std::to_string(t.timeout_s) +
                        " s; the watchdog killed its session" + kept);
   if (WIFSIGNALED(status))
-    return Failure(t, "crash", "signal", -1,
+    return Failure(t, FailureKind::kCrash, "signal", -1,
                    "crashed: killed by signal " + std::to_string(WTERMSIG(status)) + kept);
   if (WEXITSTATUS(status) != 0)
-    return Failure(t, "crash", "exit", -1,
+    return Failure(t, FailureKind::kCrash, "exit", -1,
                    "crashed: exited with code " + std::to_string(WEXITSTATUS(status)) + kept);
   EngineOutcome out;
   out.target = t.name;
   out.reporting = t.reporting;
   ObservationError err;
   if (!ReadObservations(cfg, dir, kinds, &out.obs, &err))
-    return Failure(t, "crash", err.detail, err.rank,
+    return Failure(t, FailureKind::kCrash, err.detail, err.rank,
                    "exited 0 but its observations are unusable: " + err.message + kept);
   std::error_code ec;
   if (!o.keep) fs::remove_all(dir, ec);

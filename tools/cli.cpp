@@ -60,7 +60,7 @@ po::options_description Options(const std::string& sub, Args& a) {
   po::options_description d("options");
   d.add_options()("help,h", po::bool_switch(&a.help), "show help for this subcommand");
   if (sub == "run" || sub == "campaign")
-    d.add_options()("backend", po::value<std::string>(&a.backend),
+    d.add_options()("backend", po::value<std::string>(&a.backend_name),
                     "override the config's backend: local | mpi (mpi runs the ranks under mpirun)");
   if (sub == "run")
     d.add_options()(
@@ -230,9 +230,12 @@ bool ParseArgs(int argc, char** argv, Args& out, std::string& error) {
     error = std::string(e.what()) + " (see paradiff " + first + " --help)";
     return false;
   }
-  if (!out.backend.empty() && out.backend != "local" && out.backend != "mpi") {
-    error = "--backend must be local or mpi, got '" + out.backend + "'";
-    return false;
+  if (!out.backend_name.empty()) {
+    out.backend = ParseIn(kBackendNames, out.backend_name);
+    if (!out.backend || *out.backend == Backend::kNccl) {
+      error = "--backend must be local or mpi, got '" + out.backend_name + "'";
+      return false;
+    }
   }
   if (!out.oracles.empty()) {
     StatusOr<std::vector<std::string>> names = ResolveOracleNames(out.oracles);

@@ -4,9 +4,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "core/config.h"
 #include "core/watchdog.h"
 
 namespace paradiff {
@@ -41,11 +43,12 @@ struct Args {
   std::string regression;  // --regression DIR
   std::string baseline;    // --baseline FILE
   // run: backend override; rank (hidden, the mpi backend's per-rank process)
-  std::string backend;            // --backend local|mpi ("" = the config's)
-  std::string obs_dir;            // --obs-dir DIR
-  bool native_reduction = false;  // --native-reduction
-  int debug_hang_rank = -1;       // --debug-hang-rank R (tests)
-  int debug_crash_rank = -1;      // --debug-crash-rank R (tests)
+  std::string backend_name;        // --backend local|mpi as given ("" = the config's)
+  std::optional<Backend> backend;  // the parsed --backend
+  std::string obs_dir;             // --obs-dir DIR
+  bool native_reduction = false;   // --native-reduction
+  int debug_hang_rank = -1;        // --debug-hang-rank R (tests)
+  int debug_crash_rank = -1;       // --debug-crash-rank R (tests)
   // oracle selection, external targets, backends
   std::vector<std::string> oracles;  // --oracles NAME[,NAME] (repeatable; names or sets)
   std::string target;                // --target FILE (an external target, docs/TARGETS.md)

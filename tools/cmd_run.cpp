@@ -43,7 +43,7 @@ void PrintSummary(const Config& cfg, const CheckResult& res, const std::string& 
   std::printf("SUMMARY: paradiff: %s kind=%s sig=%s %s seed=%llu step=%lld phase=%s tensor=%s\n",
               inconclusive ? "INCONCLUSIVE" : "FINDING", Name(v.kind), v.Signature().c_str(),
               what.c_str(), static_cast<unsigned long long>(cfg.seed),
-              static_cast<long long>(v.where.step), v.where.phase.c_str(),
+              static_cast<long long>(v.where.step), Name(v.where.phase),
               v.where.tensor.empty() ? "-" : v.where.tensor.c_str());
 }
 
@@ -60,7 +60,7 @@ int CmdRun(const Args& args) {
     return kExitBadInput;
   }
   Config cfg = loaded.value();
-  if (!args.backend.empty()) cfg.backend = args.backend == "mpi" ? Backend::kMpi : Backend::kLocal;
+  if (args.backend) cfg.backend = *args.backend;
   StatusOr<SystemUnderTest> sut = LoadSystemUnderTest(args.target);
   if (!sut.ok()) {
     for (const auto& e : sut.status().errors())

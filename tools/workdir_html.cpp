@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <vector>
 
+#include "fuzz/finding_minimizer.h"
 #include "fuzz/json_file.h"
 #include "fuzz/workdir.h"
 #include "tools/html_report.h"
@@ -38,7 +39,7 @@ svg::Series SeriesOf(const nlohmann::json& history, const char* key, const std::
 std::string MinimizedText(const nlohmann::json& mini) {
   if (!mini.is_object()) return "no";
   const std::string status = mini.value("status", "?");
-  if (status != "minimized") return status;
+  if (status != Name(MinimizeStatus::kMinimized)) return status;
   return std::to_string(mini.value("steps", nlohmann::json::array()).size()) + " steps" +
          (mini.value("complete", false) ? ", 1-minimal" : ", budget hit");
 }

@@ -6,7 +6,7 @@
 //                         on the local and the mpi backend, through the cross-backend oracle
 //                         (oracles/cross_backend_oracle.h): assembled quantities, every rank's own
 //                         pieces and the collective logs bitwise identical, since both backends
-//                         reduce in rank order (Note [MPI reduction order]).
+//                         reduce in rank order (see Note [MPI reduction order]).
 //   hang                  rank 1 of a 2-rank job sleeps before its first collective: a hang,
 //                         reported within the watchdog timeout, naming rank 1 and what rank 0
 //                         waits in; no process of the job is left behind; the logs are kept.
@@ -108,8 +108,8 @@ std::string RunCase(const Case& c, const std::vector<std::string>& extra) {
     const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
     std::cout << "INFO: " << c.name << " reported after " << seconds << " s:\n"
               << out.failure << "\n";
-    if (out.ok || out.failure_kind != c.name)
-      return "expected kind " + c.name + ", got '" + out.failure_kind + "'";
+    if (out.ok || Name(out.failure_kind) != c.name)
+      return "expected kind " + c.name + ", got '" + Name(out.failure_kind) + "'";
     if (out.failure_rank != 1)
       return "expected rank 1 to be blamed, got " + std::to_string(out.failure_rank);
     if (!fs::exists(o.work_dir + "/rank0.log") || !fs::exists(o.work_dir + "/rank1.log"))
@@ -136,9 +136,9 @@ std::string RunCase(const Case& c, const std::vector<std::string>& extra) {
     const EngineOutcome local = RunEngine(cfg, std::chrono::seconds(60));
     const MpiRunOptions o = Options(c, std::chrono::seconds(60));
     const EngineOutcome mpi = RunEngineMpi(cfg, o);
-    if (local.failure_kind != "collective")
+    if (local.failure_kind != FailureKind::kCollective)
       return "local: expected a collective failure: " + local.failure;
-    if (mpi.failure_kind != "collective")
+    if (mpi.failure_kind != FailureKind::kCollective)
       return "mpi: expected a collective failure: " + mpi.failure;
     const std::string why = Contains(mpi.failure, "collective mismatch in group 'world/c0/c0.1'");
     if (why.empty()) fs::remove_all(o.work_dir);

@@ -26,9 +26,9 @@ EngineOutcome Failing(std::chrono::milliseconds timeout,
     out.ok = false;
     out.failure_rank = static_cast<int>(r);
     out.failure = "rank " + std::to_string(r) + ": " + results[r].error;
-    out.failure_kind = results[r].error_kind == "mismatch" ? "collective"
-                       : results[r].error_kind == "hang"   ? "hang"
-                                                           : "crash";
+    out.failure_kind = results[r].error_kind == "mismatch" ? FailureKind::kCollective
+                       : results[r].error_kind == "hang"   ? FailureKind::kHang
+                                                           : FailureKind::kCrash;
     break;
   }
   return out;
@@ -77,7 +77,7 @@ TEST(CollectiveOracle, HangNamesTheWaiterAndTheOtherRank) {
     at::Tensor t = at::ones({4});
     if (c.rank() == 0) c.AllReduce(t, ReduceOp::kSum);  // rank 1 never comes
   });
-  ASSERT_EQ(e.failure_kind, "hang") << e.failure;
+  ASSERT_EQ(e.failure_kind, FailureKind::kHang) << e.failure;
   const Verdict v = EngineFailureVerdict(e, SmallConfig(2, 0));
   ExpectLocalized(v, /*needs_step=*/false);
   EXPECT_EQ(v.kind, VerdictKind::kHang);
@@ -89,7 +89,7 @@ TEST(CollectiveOracle, HangNamesTheWaiterAndTheOtherRank) {
 TEST(CollectiveOracle, CrashIsNotACollectiveFinding) {
   EngineOutcome e;
   e.ok = false;
-  e.failure_kind = "crash";
+  e.failure_kind = FailureKind::kCrash;
   e.failure = "rank 1: boom";
   e.failure_rank = 1;
   Config cfg = SmallConfig(2, 0);
@@ -157,7 +157,7 @@ TEST(CollectiveOracle, AStoppedRunNamesTheStepOfTheFailingRank) {
   c.faults = {"comm.rank_dependent_bucket_order"};
   const EngineOutcome e = RunEngine(c, testing::kTestTimeout);
   ASSERT_FALSE(e.ok);
-  ASSERT_EQ(e.failure_kind, "collective") << e.failure;
+  ASSERT_EQ(e.failure_kind, FailureKind::kCollective) << e.failure;
   const Verdict v = EngineFailureVerdict(e, c);
   ExpectLocalized(v);
   EXPECT_EQ(v.where.step, 0);

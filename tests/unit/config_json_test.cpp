@@ -214,6 +214,18 @@ TEST(ConfigJson, UnknownKeysNameTheirPath) {
             "checkpoint.reload.zero");
 }
 
+// Found by the parser fuzz target (fuzz/parse_fuzz_target.cpp): an empty key gave the error
+// ": unknown key" with an empty field. A key that is not a plain name is quoted, so the field is
+// never empty and never ambiguous ("a.b" is one key, not a path).
+TEST(ConfigJson, UnusualKeysAreQuotedInTheirPath) {
+  FieldError e = OnlyError(R"({"": 1})");
+  EXPECT_EQ(e.field, R"("")");
+  EXPECT_EQ(e.message, R"("": unknown key)");
+  EXPECT_EQ(OnlyError(R"({"model": {"a.b": 1}})").field, R"(model."a.b")");
+  EXPECT_EQ(OnlyError(R"({"model": {"x\u0000y": 1}})").field, R"(model."x\u0000y")");
+  EXPECT_EQ(OnlyError(R"({"seed": 1, "seed": 2})").field, "seed");
+}
+
 TEST(ConfigJson, WrongTypesNameTheField) {
   FieldError e = OnlyError(R"({"model": {"layers": "2"}})");
   EXPECT_EQ(e.field, "model.layers");

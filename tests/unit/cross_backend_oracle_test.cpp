@@ -79,7 +79,7 @@ TEST(CrossBackendOracle, CatchesAFailureOrALogOnlyOnTheOtherBackend) {
   Verdict v = CheckAgainst(c, [](EngineOutcome& e) {
     e = EngineOutcome{};
     e.ok = false;
-    e.failure_kind = "crash";
+    e.failure_kind = FailureKind::kCrash;
     e.failure = "rank 1: killed by signal 9";
     e.failure_rank = 1;
   });

@@ -35,7 +35,7 @@ TEST(DeterminismOracle, OffByDefaultOnByName) {
   EXPECT_EQ(std::count(d.begin(), d.end(), "determinism"), 0);
   const CheckResult r = testing::CheckWith(SmallConfig(2, 1), {"determinism"});
   ASSERT_EQ(r.oracles.size(), 1u);
-  EXPECT_EQ(r.oracles[0].status, "pass") << r.oracles[0].note;
+  EXPECT_EQ(r.oracles[0].status, OracleStatus::kPass) << r.oracles[0].note;
 }
 
 TEST(DeterminismOracle, CatchesOneUlpInTheSecondRun) {
@@ -66,7 +66,7 @@ TEST(DeterminismOracle, CatchesAFailingOrDifferentlyCommunicatingSecondRun) {
   const testing::Harness fails = MakeHarness(c, RunClean(c), [](const Config&) {
     EngineOutcome e;
     e.ok = false;
-    e.failure_kind = "crash";
+    e.failure_kind = FailureKind::kCrash;
     e.failure = "rank 0: boom";
     e.failure_rank = 0;
     return e;

@@ -1,11 +1,11 @@
 // Self-tests of the numeric oracle at the edges of the config domain the generator does not draw
 // (found by probing valid configs by hand, session 6): a reference that diverges ends the check
-// inconclusive instead of a mismatch (Note [Diverged reference]), and Adam at a fine-tuning
-// learning rate on bf16 parameters passes (Note [Stored rounding of a flipped element]) while a
+// inconclusive instead of a mismatch (see Note [Diverged reference]), and Adam at a fine-tuning
+// learning rate on bf16 parameters passes (see Note [Stored rounding of a flipped element]) while a
 // parameter off by more than its rounding is still found. Session 7's probes: Adam without second
-// moment memory (beta2 = 0) and with an eps of 1e-45 (Note [Adam ratio bound] in
+// moment memory (beta2 = 0) and with an eps of 1e-45 (see Note [Adam ratio bound] in
 // numeric_oracle.cpp, Notes [Quotient overflow] and [Rounded second moment] in update_oracle.cpp),
-// and a split variant whose fp16 overflow decisions differ from its config's (Note [Different
+// and a split variant whose fp16 overflow decisions differ from its config's (see Note [Different
 // overflow decisions] in metamorphic_oracle.cpp): clean runs pass, a planted bug is still found.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
@@ -43,7 +43,7 @@ TEST(DivergedReference, IsInconclusiveAtTheStepTheReferenceDiverged) {
   const testing::Harness h = MakeHarness(c, RunClean(c));
   const Verdict& v = h.numeric.verdict;
   EXPECT_EQ(v.kind, VerdictKind::kInconclusive) << v.message;
-  EXPECT_EQ(v.where.phase, "divergence");
+  EXPECT_EQ(v.where.phase, Phase::kDivergence);
   const int64_t diverged = FirstNonFiniteStep(h.ref->same);
   ASSERT_GE(diverged, 1) << "the test wants a reference that diverges after step 0";
   // Parameters go non-finite at the update before the loss does.
@@ -133,7 +133,7 @@ TEST(SplitVariantWithOtherOverflowDecisions, Passes) {
       "compute":"fp16","loss_scale":{"mode":"dynamic","init":16777216,"hysteresis":1,"backoff":0.125}}})");
   const CheckResult r = testing::CheckWith(c, {"metamorphic"});
   ASSERT_EQ(r.oracles.size(), 1u);
-  EXPECT_EQ(r.oracles[0].status, "pass") << r.oracles[0].note << r.verdict.message;
+  EXPECT_EQ(r.oracles[0].status, OracleStatus::kPass) << r.oracles[0].note << r.verdict.message;
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 // Self-test of the exact-arithmetic oracle: it applies (is not skipped) to exact_linear configs in
-// the measured exact regime (Note [Exact regime]) and is silent there over dp x ZeRO stage x
+// the measured exact regime (see Note [Exact regime]) and is silent there over dp x ZeRO stage x
 // accumulation; it catches a gradient or parameter one ulp off, which the numeric oracle's
 // tolerance cannot see; it is skipped outside its preconditions and where the arithmetic rounds.
 #include "oracles/exact_oracle.h"
@@ -47,7 +47,7 @@ TEST(ExactOracle, PreconditionsSkipOtherConfigs) {
   EXPECT_NE(ExactPreconditions(clip), "");
   const CheckResult r = testing::CheckWith(SmallConfig(2, 1), {"exact"});
   ASSERT_EQ(r.oracles.size(), 1u);
-  EXPECT_EQ(r.oracles[0].status, "skipped");
+  EXPECT_EQ(r.oracles[0].status, OracleStatus::kSkipped);
 }
 
 TEST(ExactOracle, AppliesAndIsSilentAcrossLayouts) {
@@ -57,7 +57,7 @@ TEST(ExactOracle, AppliesAndIsSilentAcrossLayouts) {
       const Config c = ExactConfig(dp, stage, dp <= 2 ? 2 : 1);
       const CheckResult r = testing::CheckWith(c, {"exact"}, {}, &cache);
       ASSERT_EQ(r.oracles.size(), 1u);
-      EXPECT_EQ(r.oracles[0].status, "pass")
+      EXPECT_EQ(r.oracles[0].status, OracleStatus::kPass)
           << "dp " << dp << " stage " << stage << ": " << r.oracles[0].note << r.verdict.message;
     }
   }
@@ -70,7 +70,7 @@ TEST(ExactOracle, SkippedWhereTheArithmeticRounds) {
   c.model.seq_len = 8;
   c.optimizer.lr = 0.0625;
   const CheckResult r = testing::CheckWith(c, {"exact"});
-  EXPECT_EQ(r.oracles[0].status, "skipped");
+  EXPECT_EQ(r.oracles[0].status, OracleStatus::kSkipped);
   EXPECT_NE(r.oracles[0].note.find("rounds"), std::string::npos) << r.oracles[0].note;
 }
 
@@ -105,7 +105,7 @@ TEST(ExactOracle, CatchesOneUlpInAParameterAfterTheUpdate) {
   NudgeOneUlp(*p, i);
   const Verdict v = ExactOracle().Check(MakeHarness(c, e).Input());
   ExpectLocalized(v);
-  EXPECT_EQ(v.where.phase, "optimizer");
+  EXPECT_EQ(v.where.phase, Phase::kOptimizer);
   EXPECT_EQ(v.where.tensor_kind, "param");
 }
 

@@ -54,7 +54,7 @@ TEST(MetamorphicOracle, CleanRunsSatisfyEveryRelation) {
     c.optimizer.kind = stage == 0 ? OptimizerKind::kSgd : OptimizerKind::kAdamW;
     const CheckResult r = testing::CheckWith(c, {"metamorphic"}, {}, &cache);
     ASSERT_EQ(r.oracles.size(), 1u);
-    EXPECT_EQ(r.oracles[0].status, "pass") << r.oracles[0].note << r.verdict.message;
+    EXPECT_EQ(r.oracles[0].status, OracleStatus::kPass) << r.oracles[0].note << r.verdict.message;
   }
 }
 
@@ -117,7 +117,7 @@ TEST(MetamorphicOracle, CatchesASplitThatDisagreesBeyondBothBounds) {
   c.optimizer.kind = OptimizerKind::kSgd;
   // A bug the reference would share is invisible to the numeric oracle; here the checked dp=2
   // runs (and their stage-0 variant) carry a 1e-3 scaling and the single-rank split variant does
-  // not, so only the cross-run bound (Note [Cross-run bound]) can see it.
+  // not, so only the cross-run bound (see Note [Cross-run bound]) can see it.
   auto two = [](const Config& x) { return x.parallel.dp == 2; };
   auto plant = [](EngineOutcome& e) {
     for (auto& r : e.obs.ranks)
@@ -139,7 +139,7 @@ TEST(MetamorphicOracle, CatchesAFailingVariantAndSkipsWithoutVariants) {
     if (x.zero.stage == 1) return RunEngine(x, testing::kTestTimeout);
     EngineOutcome e;
     e.ok = false;
-    e.failure_kind = "crash";
+    e.failure_kind = FailureKind::kCrash;
     e.failure = "rank 0: boom";
     e.failure_rank = 0;
     return e;
@@ -150,7 +150,7 @@ TEST(MetamorphicOracle, CatchesAFailingVariantAndSkipsWithoutVariants) {
 
   EngineOutcome none;
   none.ok = false;
-  none.failure_kind = "crash";
+  none.failure_kind = FailureKind::kCrash;
   const Config cfg = SmallConfig(1, 0);
   EXPECT_TRUE(IsSkip(MetamorphicOracle().Check(OracleInput(cfg, none))));
 }

@@ -1,5 +1,5 @@
-// Self-test of the mirror oracle (Note [Mirrored arithmetic] in oracles/mirror_oracle.h): silent on
-// clean runs over dp x ZeRO stage x compute dtype x accumulation x tied embeddings x a
+// Self-test of the mirror oracle (see Note [Mirrored arithmetic] in oracles/mirror_oracle.h):
+// silent on clean runs over dp x ZeRO stage x compute dtype x accumulation x tied embeddings x a
 // checkpoint's reload; catches a gradient one ulp off that the numeric oracle's tolerance cannot
 // see, and a reduction in a coarser dtype than configured; skipped where the twin does not mirror
 // the arithmetic (tensor or pipeline parallelism).
@@ -82,7 +82,7 @@ TEST(MirrorOracle, ARoundingToBf16OfTheReducedGradientIsAFinding) {
         piece.values.copy_(piece.values.to(at::kBFloat16).to(piece.values.scalar_type()));
   const Verdict v = Mirror(c, e);
   ExpectLocalized(v);
-  EXPECT_EQ(v.where.phase, "gradient");
+  EXPECT_EQ(v.where.phase, Phase::kGradient);
 }
 
 TEST(MirrorOracle, SkippedWhereTheTwinDoesNotMirror) {
@@ -104,7 +104,7 @@ TEST(MirrorOracle, SkippedWhereTheTwinDoesNotMirror) {
 }
 
 // A structure the run leaves undeclared is not mirrored where the layout makes it matter
-// (Note [Declared reduction structure]); where it cannot matter the oracle still judges, and a
+// (see Note [Declared reduction structure]); where it cannot matter the oracle still judges, and a
 // gradient one ulp off is still found.
 TEST(MirrorOracle, UndeclaredStructureIsJudgedOnlyWhereItCannotMatter) {
   GradReduction none;  // all unknown: an external target that declares nothing

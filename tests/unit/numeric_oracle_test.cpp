@@ -38,7 +38,7 @@ TEST(NumericOracle, ScaledGradientsAreAttributedToTheReduction) {
   ExpectLocalized(v);
   EXPECT_EQ(v.where.step, 0);
   EXPECT_EQ(v.where.tensor_kind, "grad");
-  EXPECT_EQ(v.where.phase, "reduction");
+  EXPECT_EQ(v.where.phase, Phase::kReduction);
   EXPECT_EQ(v.where.detail, "scale");
   EXPECT_NE(v.message.find("scaled by 0.5"), std::string::npos) << v.message;
 }
@@ -51,7 +51,7 @@ TEST(NumericOracle, InconsistentGradNormIsAReductionFinding) {
   ExpectLocalized(v);
   EXPECT_EQ(v.where.step, 1);
   EXPECT_EQ(v.where.tensor_kind, "grad_norm");
-  EXPECT_EQ(v.where.phase, "reduction");
+  EXPECT_EQ(v.where.phase, Phase::kReduction);
   EXPECT_EQ(v.where.detail, "consistency");
 }
 
@@ -63,7 +63,7 @@ TEST(NumericOracle, OneWrongGradientElementIsAGradientFinding) {
   p->values.reshape({-1})[0] += 0.01;
   const Verdict v = Numeric(c, e);
   ExpectLocalized(v);
-  EXPECT_EQ(v.where.phase, "gradient");
+  EXPECT_EQ(v.where.phase, Phase::kGradient);
   EXPECT_EQ(v.where.detail, "");
   EXPECT_EQ(v.where.tensor, p->tensor);
   EXPECT_EQ(v.where.index, p->offset);
@@ -78,7 +78,7 @@ TEST(NumericOracle, OneWrongParameterIsAnOptimizerFinding) {
   const Verdict v = Numeric(c, e);
   ExpectLocalized(v);
   EXPECT_EQ(v.where.step, 1);
-  EXPECT_EQ(v.where.phase, "optimizer");
+  EXPECT_EQ(v.where.phase, Phase::kOptimizer);
   EXPECT_EQ(v.where.tensor_kind, "param");
   EXPECT_EQ(v.where.index, p->offset + 2);
 }
@@ -101,7 +101,7 @@ TEST(NumericOracle, ALossScaleOffItsSequenceIsAFindingBeforeAnySkip) {
   EXPECT_EQ(v.kind, VerdictKind::kMismatch);
   EXPECT_EQ(v.where.step, 1);
   EXPECT_EQ(v.where.tensor_kind, "loss_scale");
-  EXPECT_EQ(v.where.phase, "overflow");
+  EXPECT_EQ(v.where.phase, Phase::kOverflow);
   EXPECT_EQ(v.where.actual, 256);
   EXPECT_EQ(v.where.expected, 512);
 }
@@ -113,7 +113,7 @@ namespace paradiff {
 namespace {
 
 // The twin mirrors the run's loss multiplier and summation order, so a cached reference is
-// shared only by configs that split the micro-batches alike (Note [Mirrored reduction order]):
+// shared only by configs that split the micro-batches alike (see Note [Mirrored reduction order]):
 // a campaign's neighbours (same global batch, another split or schedule) once hit each other's
 // cached twin and the exact oracle flagged a clean run 1 ulp off.
 TEST(ReferenceKey, SplitAndPipelineOrderCountLayoutDoesNot) {

@@ -1,7 +1,7 @@
 // The oracle registry and CheckRun's orchestration: names and sets resolve in canonical order,
 // unknown names are errors naming the known ones, CheckRun applies exactly the selected oracles,
 // stops at the first finding, and reports what each said. Localization: findings of planted bugs
-// keep their signature across seeds and sizes (Note [Localization] in oracles/oracle.h).
+// keep their signature across seeds and sizes (see Note [Localization] in oracles/oracle.h).
 #include "oracles/oracle_registry.h"
 
 #include <gtest/gtest.h>
@@ -69,7 +69,7 @@ TEST(OracleRegistry, DefaultSetIsCleanAndStopsAtTheFirstFinding) {
   const CheckResult r = testing::CheckWith(c, {"all"}, corrupt);
   EXPECT_EQ(r.verdict.oracle, "memory");
   EXPECT_EQ(r.oracles.back().name, "memory") << "oracles after the first finding do not run";
-  EXPECT_EQ(r.oracles.back().status, "finding");
+  EXPECT_EQ(r.oracles.back().status, OracleStatus::kFinding);
 }
 
 // A planted bug and the config it is planted into.

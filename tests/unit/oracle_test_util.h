@@ -106,11 +106,13 @@ inline void NudgeOneUlp(TensorPiece& p, int64_t i) {
   }
 }
 
-// Expects a finding with a complete localization (Note [Localization] in oracles/oracle.h).
+// Expects a finding with a complete localization (see Note [Localization] in oracles/oracle.h).
 inline void ExpectLocalized(const Verdict& v, bool needs_step = true) {
   EXPECT_TRUE(IsFinding(v.kind)) << v.message;
-  if (needs_step) EXPECT_GE(v.where.step, 0) << v.message;
-  EXPECT_FALSE(v.where.phase.empty()) << v.message;
+  if (needs_step) {
+    EXPECT_GE(v.where.step, 0) << v.message;
+  }
+  EXPECT_NE(v.where.phase, Phase::kNone) << v.message;
   EXPECT_FALSE(v.oracle.empty()) << v.message;
   EXPECT_GT(v.where.bound, 0) << v.message;
   EXPECT_GE(v.where.ratio(), 1.0) << v.message;

@@ -1,5 +1,5 @@
-// Self-test of the numeric oracle's overflow decisions (Note [Overflow consistency], Note
-// [Overflow margin], Note [Following the run's decision] in oracles/numeric_oracle.cpp): a step
+// Self-test of the numeric oracle's overflow decisions (see Note [Overflow consistency], see Note
+// [Overflow margin], see Note [Following the run's decision] in oracles/numeric_oracle.cpp): a step
 // taken with non-finite reported gradients is a finding; a skip the reference does not share is
 // a finding when the reference stays finite even at 4x the loss scale, and inconclusive when it
 // is borderline; after a borderline decision the run's decision stands and later steps are still
@@ -58,7 +58,7 @@ TEST(OverflowDecision, ATakenStepWithNonFiniteGradientsIsAFinding) {
   const Verdict& v = h.numeric.verdict;
   testing::ExpectLocalized(v);
   EXPECT_EQ(v.where.step, 0);
-  EXPECT_EQ(v.where.phase, "overflow");
+  EXPECT_EQ(v.where.phase, Phase::kOverflow);
   EXPECT_EQ(v.where.detail, "consistency");
 }
 

@@ -93,7 +93,9 @@ TEST(PipelinePlan, EveryPassExactlyOnceInEverySchedule) {
         std::map<std::tuple<bool, int64_t, int64_t>, int> seen;
         for (const auto& op : PipelineSchedule(c, r)) {
           // a backward never precedes its forward
-          if (!op.forward) EXPECT_EQ((seen[std::make_tuple(true, op.chunk, op.micro)]), 1);
+          if (!op.forward) {
+            EXPECT_EQ((seen[std::make_tuple(true, op.chunk, op.micro)]), 1);
+          }
           ++seen[std::make_tuple(op.forward, op.chunk, op.micro)];
         }
         EXPECT_EQ(static_cast<int64_t>(seen.size()), 2 * v * c.batch.accumulation_steps);

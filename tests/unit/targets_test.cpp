@@ -148,7 +148,7 @@ TEST(TargetFile, CommandMayStartWithTargetDir) {
 }
 
 // "grad_reduction", "model_arithmetic", "zero_stages_bitwise": the twin mirrors and the oracles
-// judge bitwise only what the file declares (Note [Declared reduction structure]); nothing is
+// judge bitwise only what the file declares (see Note [Declared reduction structure]); nothing is
 // assumed where it says nothing.
 TEST(TargetFile, NothingIsAssumedThatTheFileDoesNotDeclare) {
   const std::string head =
@@ -251,7 +251,7 @@ CheckResult CheckAs(const Config& c, const std::function<void(EngineOutcome&)>& 
 std::set<std::string> ComparedKinds(const CheckResult& res) {
   std::set<std::string> kinds;
   for (const auto& c : res.comparisons)
-    kinds.insert(c.kind + (c.detail.empty() ? "" : "/" + c.detail));
+    kinds.insert(c.tensor_kind + (c.detail.empty() ? "" : "/" + c.detail));
   return kinds;
 }
 
@@ -263,8 +263,11 @@ TEST(PartialReports, ParamsOnlyIsJudgedOnParamsAndCaughtWhenWrong) {
   const CheckResult clean = CheckAs(c, {}, params_only);
   EXPECT_EQ(clean.verdict.kind, VerdictKind::kPass) << clean.verdict.message;
   EXPECT_EQ(ComparedKinds(clean), (std::set<std::string>{"loss", "grad_norm", "param"}));
-  for (const auto& o : clean.oracles)  // metamorphic judges the variants on what is reported too
-    if (o.name == "metamorphic") EXPECT_EQ(o.status, "pass") << o.note;
+  for (const auto& o : clean.oracles) {  // metamorphic judges the variants on what is reported too
+    if (o.name == "metamorphic") {
+      EXPECT_EQ(o.status, OracleStatus::kPass) << o.note;
+    }
+  }
   // One parameter element moved on every rank that holds it (replicas agree): the numeric oracle.
   const CheckResult wrong = CheckAs(
       c,

@@ -122,7 +122,7 @@ TEST(TilingOracle, CatchesADroppedPiece) {
   EXPECT_EQ(v.where.tensor_kind, "grad");
   EXPECT_EQ(v.where.tensor, tensor);
   EXPECT_EQ(v.where.index, offset);
-  EXPECT_EQ(v.where.phase, "gradient");
+  EXPECT_EQ(v.where.phase, Phase::kGradient);
   EXPECT_EQ(v.Signature().rfind("invariant.tiling.grad.", 0), 0u) << v.Signature();
 }
 
@@ -148,7 +148,7 @@ TEST(TilingOracle, CatchesAnOverlapOfPartitionedState) {
   ExpectLocalized(v);
   EXPECT_EQ(v.where.detail, "overlap");
   EXPECT_EQ(v.where.tensor_kind, "exp_avg");
-  EXPECT_EQ(v.where.phase, "optimizer");
+  EXPECT_EQ(v.where.phase, Phase::kOptimizer);
 }
 
 TEST(TilingOracle, CatchesAMissingStep) {
@@ -178,7 +178,7 @@ TEST(TilingOracle, CaughtThroughCheckRunWithItsOwnSignature) {
   ExpectLocalized(r.verdict);
   EXPECT_EQ(r.verdict.oracle, "tiling");
   ASSERT_EQ(r.oracles.size(), 1u);
-  EXPECT_EQ(r.oracles[0].status, "finding");
+  EXPECT_EQ(r.oracles[0].status, OracleStatus::kFinding);
 }
 
 }  // namespace

@@ -79,7 +79,7 @@ TEST(ValidationOracle, EngineRefusingAValidConfigIsRejectedValid) {
   auto refuse = [](const Config&) {
     EngineOutcome e;
     e.ok = false;
-    e.failure_kind = "crash";
+    e.failure_kind = FailureKind::kCrash;
     e.failure_rank = 1;
     e.failure = "rank 1: zero.bucket_elems=4096: buckets of this size are not implemented";
     return e;
@@ -97,7 +97,7 @@ TEST(ValidationOracle, OrdinaryCrashStaysACrash) {
   auto crash = [](const Config&) {
     EngineOutcome e;
     e.ok = false;
-    e.failure_kind = "crash";
+    e.failure_kind = FailureKind::kCrash;
     e.failure_rank = 0;
     e.failure = "rank 0: map::at";
     return e;
