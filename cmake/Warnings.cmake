@@ -1,11 +1,29 @@
-# Compiler flags shared by every paradiff target.
+# Compiler flags shared by every paradiff target: warnings (errors under PARADIFF_WERROR, which
+# scripts/test sets), the sanitizer of PARADIFF_SANITIZE and libFuzzer's coverage instrumentation.
 add_library(paradiff_flags INTERFACE)
 target_compile_options(paradiff_flags INTERFACE -Wall -Wextra -Wno-unused-parameter)
+if(PARADIFF_WERROR)
+  target_compile_options(paradiff_flags INTERFACE -Werror)
+endif()
 target_include_directories(paradiff_flags INTERFACE ${PROJECT_SOURCE_DIR})
-if(PARADIFF_SANITIZE)
-  target_compile_options(paradiff_flags INTERFACE -fsanitize=address,undefined -fno-omit-frame-pointer)
-  target_link_options(paradiff_flags INTERFACE -fsanitize=address,undefined)
+set(_sanitize_values OFF address thread)
+if(NOT PARADIFF_SANITIZE IN_LIST _sanitize_values)
+  message(FATAL_ERROR "PARADIFF_SANITIZE=${PARADIFF_SANITIZE}: must be one of ${_sanitize_values}")
+endif()
+if(PARADIFF_SANITIZE STREQUAL "address")
+  set(_sanitizers address,undefined)
+elseif(PARADIFF_SANITIZE STREQUAL "thread")
+  set(_sanitizers thread)
+endif()
+if(_sanitizers)
+  # UBSan's findings are errors, not log lines: a test that triggers one fails.
+  target_compile_options(paradiff_flags INTERFACE -fsanitize=${_sanitizers} -fno-sanitize-recover=all
+                                                  -fno-omit-frame-pointer)
+  target_link_options(paradiff_flags INTERFACE -fsanitize=${_sanitizers})
 endif()
 if(PARADIFF_FUZZ)
+  if(NOT PARADIFF_SANITIZE STREQUAL "address")
+    message(FATAL_ERROR "PARADIFF_FUZZ=ON needs PARADIFF_SANITIZE=address (the asan preset)")
+  endif()
   target_compile_options(paradiff_flags INTERFACE -fsanitize=fuzzer-no-link)
 endif()

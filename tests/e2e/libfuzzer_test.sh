@@ -3,7 +3,8 @@
 # clean run exits 0 with no artifact; an injected bug-zoo switch is found, leaves a crash artifact
 # (readable JSON) and a report, the artifact reproduces with the switch and passes without it, and
 # -minimize_crash=1 makes it smaller; -merge=1 plus the pruning recipe keeps only fuzzable configs;
-# an unknown switch is bad input.
+# an unknown switch is bad input. Cases parse / parse_planted run the parser target instead
+# (F = paradiff_parse_fuzz): clean on 20 000 inputs, and its planted bug caught.
 # Usage: libfuzzer_test.sh FUZZ_TARGET SOURCE_DIR CASE
 set -u
 F=$1
@@ -79,6 +80,23 @@ case $CASE in
     has "ERROR: paradiff: -paradiff_inject: unknown fault switch 'no.such_switch'"
     expect 2 "$F" -runs=1 -paradiff_oracles=nope "$TMP/corpus"
     has "ERROR: paradiff: -paradiff_oracles:"
+    ;;
+  parse)
+    # The parser / validator target (fuzz/parse_fuzz_target.cpp): F is paradiff_parse_fuzz.
+    expect 0 "$F" -seed=1 -runs=20000 -timeout=10 -rss_limit_mb=2048 -dict="$SRC/fuzz/fuzz.dict" \
+      -artifact_prefix="$TMP/art/" "$TMP/corpus"
+    has "Done 20000 runs"
+    lacks "property broken"
+    [ -z "$(ls "$TMP/art")" ] || fail "artifacts in a clean run: $(ls "$TMP/art")"
+    ;;
+  parse_planted)
+    # Its planted bug: every re-read config has another seed, so a valid seed config breaks the
+    # round-trip property at once.
+    expect nonzero "$F" -runs=10 -artifact_prefix="$TMP/art/" -paradiff_plant=roundtrip "$TMP/corpus"
+    has "property broken: round trip equal"
+    [ -n "$(ls "$TMP"/art/crash-* 2>/dev/null)" ] || fail "no crash artifact"
+    expect 2 "$F" -runs=1 -paradiff_plant=nothing "$TMP/corpus"
+    has "unknown flag -paradiff_plant=nothing"
     ;;
   *) fail "unknown case" ;;
 esac

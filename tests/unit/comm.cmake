@@ -7,4 +7,4 @@ paradiff_test(unit_comm
           ${CMAKE_CURRENT_SOURCE_DIR}/unit/local_communicator_failure_test.cpp
           ${CMAKE_CURRENT_SOURCE_DIR}/unit/recording_communicator_test.cpp
   LIBS paradiff_comm
-  LABELS unit)
+  LABELS unit asan tsan)

@@ -8,7 +8,7 @@ paradiff_test(unit_core
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/validate_training_test.cpp
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/budget_test.cpp
   LIBS paradiff_core
-  LABELS unit
+  LABELS unit asan tsan
 )
 # The example / invalid config tests read configs/ from the source tree.
 target_compile_definitions(unit_core PRIVATE PARADIFF_SOURCE_DIR="${PROJECT_SOURCE_DIR}")

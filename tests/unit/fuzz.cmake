@@ -4,4 +4,4 @@ paradiff_test(unit_fuzz
           ${CMAKE_CURRENT_SOURCE_DIR}/unit/campaign_test.cpp
           ${CMAKE_CURRENT_SOURCE_DIR}/unit/workdir_lock_test.cpp
   LIBS paradiff_fuzz
-  LABELS unit fuzz)
+  LABELS unit fuzz asan)
