@@ -9,4 +9,4 @@ paradiff_test(unit_engine
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/checkpoint_test.cpp
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/self_exe_test.cpp
   LIBS paradiff_oracles
-  LABELS unit engine tsan)
+  LABELS unit engine)
