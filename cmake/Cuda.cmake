@@ -55,6 +55,10 @@ target_compile_definitions(paradiff_cuda PUBLIC PARADIFF_HAVE_CUDA=1)
 target_compile_options(paradiff_cuda PRIVATE
   $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wno-unused-parameter>
   $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall>)
+if(PARADIFF_WERROR)
+  target_compile_options(paradiff_cuda PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Werror>
+                                               $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Werror>)
+endif()
 # cuda_support.cpp is host C++ that includes <cuda_runtime.h>.
 target_include_directories(paradiff_cuda PRIVATE ${CUDAToolkit_INCLUDE_DIRS})
 
