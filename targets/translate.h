@@ -1,13 +1,16 @@
 // Config translation between paradiff configs and production framework configs, so a team can fuzz
-// around its production config and hand a finding back to its framework (docs/TARGETS.md):
-// DeepSpeed JSON (import and export) and Megatron-LM arguments (export).
+// around its production config and hand a finding back to its framework (docs/TARGETS.md,
+// "Importing a production config"): DeepSpeed JSON (import and export) and Megatron-LM arguments
+// (export).
 //
 // DeepSpeed fields mapped: train_micro_batch_size_per_gpu, gradient_accumulation_steps,
-// train_batch_size (sets dp = world), zero_optimization.{stage, reduce_bucket_size}, bf16.enabled,
-// fp16.{enabled, loss_scale, initial_scale_power, loss_scale_window, hysteresis, min_loss_scale},
-// gradient_clipping, optimizer.{type, params.{lr, betas, eps, weight_decay, momentum}},
-// data_types.grad_accum_dtype, communication_data_type. Every other key is reported as ignored;
-// a value that cannot be mapped is an error naming the key and the rule.
+// train_batch_size (sets dp = world), zero_optimization.{stage, reduce_bucket_size}, bf16.enabled
+// (or bfloat16.enabled), fp16.{enabled, loss_scale, initial_scale_power, loss_scale_window,
+// hysteresis, min_loss_scale}, gradient_clipping, optimizer.{type, params.{lr, betas, eps,
+// weight_decay, momentum, adam_w_mode}}, data_types.grad_accum_dtype, communication_data_type.
+// "auto" values and sizes meant for production scale are translated to the test model, each with
+// an INFO or WARNING message (see Note [Importing a production config] in import_deepspeed.cpp);
+// every other key is warned about once; a value of the wrong type is an error naming the key.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -19,9 +22,15 @@
 
 namespace paradiff {
 
+// One line the import has to say about the translation.
+struct ImportMessage {
+  enum Level { kInfo, kWarning } level;
+  std::string text;  // starts with the DeepSpeed key it is about
+};
+
 struct DeepSpeedImport {
   Config config;
-  std::vector<std::string> ignored;  // DeepSpeed keys without a paradiff counterpart
+  std::vector<ImportMessage> messages;  // in the order of the translation
 };
 
 // Translates `ds` onto `base` (model, seed and steps come from base; DeepSpeed does not have them).

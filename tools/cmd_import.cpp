@@ -1,7 +1,7 @@
 // `paradiff import deepspeed DS_CONFIG.json [--out CONFIG.json]`: a paradiff config from a
 // DeepSpeed config (targets/translate.h); model, seed and steps are paradiff's defaults. Prints the
-// config (or writes --out) and one WARNING per DeepSpeed key without a counterpart. Exit 2 on bad
-// input.
+// config (or writes --out) and the import's INFO / WARNING lines (what was scaled, what "auto"
+// took, each DeepSpeed key without a counterpart). Exit 2 on bad input, naming the key.
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -32,13 +32,16 @@ int CmdImport(const Args& args) {
     return kExitBadInput;
   }
   StatusOr<DeepSpeedImport> r = ImportDeepSpeed(ds, Config{});
+  if (r.ok()) {
+    for (const ImportMessage& m : r.value().messages)
+      std::cerr << (m.level == ImportMessage::kWarning ? "WARNING: " : "INFO: ") << path << ": "
+                << m.text << "\n";
+  }
   Status ok = r.ok() ? CheckConfig(r.value().config, ResourceBudget{}) : r.status();
   if (!ok.ok()) {
     for (const auto& e : ok.errors()) std::cerr << "ERROR: " << path << ": " << e.message << "\n";
     return kExitBadInput;
   }
-  for (const auto& k : r.value().ignored)
-    std::cerr << "WARNING: " << path << ": " << k << " has no paradiff counterpart; ignored\n";
   const std::string text = WriteConfig(r.value().config);
   return EmitText(args.out, text);
 }

@@ -83,6 +83,8 @@ def export_deepspeed(cfg):
     else:
         params["betas"] = list(o["betas"])
         params["eps"] = o["eps"]
+    if o["kind"] == "adam":
+        params["adam_w_mode"] = False  # DeepSpeed runs "Adam" as AdamW otherwise
     ds["optimizer"] = {"type": {"sgd": "SGD", "adam": "Adam", "adamw": "AdamW"}[o["kind"]], "params": params}
     ds["bf16"] = {"enabled": p["param"] == "bf16"}
     fp16 = {"enabled": p["param"] == "fp16"}

@@ -51,6 +51,26 @@ case $CASE in
     expect 2 "$P" import deepspeed "$TMP/bad.json"
     has "zero_optimization.stage: must be 0, 1, 2 or 3"
     ;;
+  deepspeed_real_configs)
+    # configs/deepspeed/real/SOURCES.md: each config imports with exactly the recorded messages and
+    # result; every imported config runs clean on the built-in engine.
+    n=0
+    for f in "$SRC"/configs/deepspeed/real/*.json; do
+      b=${f%.json}
+      want=0
+      grep -q '^ERROR: ' "$b.messages" && want=2
+      expect $want "$P" import deepspeed "$f" --out "$TMP/imported.json"
+      sed "s|$f: ||" "$TMP/out" | grep -E '^(INFO|WARNING|ERROR): ' >"$TMP/messages"
+      diff -u "$b.messages" "$TMP/messages" || fail "$f: the import's messages differ from $b.messages"
+      if [ "$want" = 0 ]; then
+        cmp -s "$b.expect" "$TMP/imported.json" || { diff -u "$b.expect" "$TMP/imported.json"; fail "$f: the imported config differs from $b.expect"; }
+        expect 0 "$P" run "$TMP/imported.json"
+        has "SUMMARY: paradiff: PASS"
+      fi
+      n=$((n + 1))
+    done
+    [ "$n" -ge 7 ] || fail "only $n real configs found"
+    ;;
   torch_bitwise_world1)
     need_torch
     expect 0 "$P" run "$T/torch_world1.json" --target "$SRC/adapters/torch/torch.json" --report "$TMP/r.json"

@@ -12,6 +12,8 @@
 #include <fstream>
 #include <set>
 
+#include "core/budget.h"
+#include "core/model_spec.h"
 #include "core/watchdog.h"
 #include "kernels/engine.h"
 #include "oracles/check.h"
@@ -93,6 +95,92 @@ TEST(Translate, DeepSpeedRoundTrip) {
       ImportDeepSpeed(
           nlohmann::json{{"train_batch_size", 7}, {"train_micro_batch_size_per_gpu", 2}}, Config{})
           .ok());
+}
+
+// DeepSpeed's "Adam" is AdamW unless adam_w_mode is false; paradiff's adam survives a round trip.
+TEST(Translate, DeepSpeedAdamIsAdamWUnlessTold) {
+  Config c;
+  c.optimizer.kind = OptimizerKind::kAdam;
+  c.optimizer.weight_decay = 0.1;
+  StatusOr<DeepSpeedImport> back = ImportDeepSpeed(ExportDeepSpeed(c), Config{});
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back.value().config.optimizer.kind, OptimizerKind::kAdam);
+  const nlohmann::json ds = {{"optimizer", {{"type", "adam"}, {"params", {{"lr", 0.01}}}}}};
+  StatusOr<DeepSpeedImport> w = ImportDeepSpeed(ds, Config{});
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  EXPECT_EQ(w.value().config.optimizer.kind, OptimizerKind::kAdamW);
+  EXPECT_EQ(w.value().config.optimizer.lr, 0.01);
+}
+
+// Sizes for production scale shrink to the test model, keeping their meaning.
+TEST(Translate, DeepSpeedProductionSizesScale) {
+  const nlohmann::json ds = {{"train_batch_size", 44},
+                             {"train_micro_batch_size_per_gpu", 2},
+                             {"gradient_accumulation_steps", 2},
+                             {"zero_optimization", {{"stage", 2}, {"reduce_bucket_size", 5e8}}}};
+  StatusOr<DeepSpeedImport> r = ImportDeepSpeed(ds, Config{});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const Config& c = r.value().config;
+  EXPECT_EQ(c.parallel.dp, 7) << "dp 11 has no divisor in 2..8: the prime 7";
+  EXPECT_EQ(c.zero.bucket_elems, ModelParameterCount(c.model)) << "one bucket";
+  EXPECT_TRUE(CheckConfig(c, ResourceBudget{}).ok());
+  const nlohmann::json fractional = {{"zero_optimization", {{"reduce_bucket_size", 5.5}}}};
+  StatusOr<DeepSpeedImport> bad = ImportDeepSpeed(fractional, Config{});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().errors()[0].field, "zero_optimization.reduce_bucket_size");
+}
+
+// Any JSON value under any mapped key gives a config or a Status, never an exception.
+TEST(Translate, DeepSpeedImportNeverThrows) {
+  const std::vector<nlohmann::json> values = {nullptr,
+                                              true,
+                                              "auto",
+                                              "x",
+                                              -1,
+                                              0,
+                                              1.5,
+                                              5e8,
+                                              1e300,
+                                              nlohmann::json::array({1}),
+                                              nlohmann::json::object({{"enabled", "auto"}})};
+  const std::vector<std::vector<std::string>> keys = {{"train_batch_size"},
+                                                      {"train_micro_batch_size_per_gpu"},
+                                                      {"gradient_accumulation_steps"},
+                                                      {"zero_optimization"},
+                                                      {"zero_optimization", "stage"},
+                                                      {"zero_optimization", "reduce_bucket_size"},
+                                                      {"zero_optimization", "offload_param"},
+                                                      {"bf16"},
+                                                      {"fp16"},
+                                                      {"fp16", "enabled"},
+                                                      {"fp16", "initial_scale_power"},
+                                                      {"fp16", "loss_scale"},
+                                                      {"gradient_clipping"},
+                                                      {"optimizer"},
+                                                      {"optimizer", "type"},
+                                                      {"optimizer", "params"},
+                                                      {"communication_data_type"},
+                                                      {"data_types"}};
+  int configs = 0, errors = 0;
+  for (const auto& key : keys) {
+    for (const auto& v : values) {
+      nlohmann::json ds = {{"fp16", {{"enabled", true}}}, {"optimizer", {{"type", "Adam"}}}};
+      nlohmann::json* at = &ds;
+      for (size_t i = 0; i + 1 < key.size(); ++i) {
+        if (!(*at)[key[i]].is_object()) (*at)[key[i]] = nlohmann::json::object();
+        at = &(*at)[key[i]];
+      }
+      (*at)[key.back()] = v;
+      try {
+        StatusOr<DeepSpeedImport> r = ImportDeepSpeed(ds, Config{});
+        (r.ok() ? configs : errors) += 1;
+      } catch (const std::exception& e) {
+        ADD_FAILURE() << ds.dump() << " threw " << e.what();
+      }
+    }
+  }
+  EXPECT_GT(configs, 0);
+  EXPECT_GT(errors, 0);
 }
 
 TEST(TargetFile, ReportsAndNormPrecision) {
