@@ -12,9 +12,9 @@
 //   parameter count); a bucket of 0 reduces every tensor on its own (bucket_elems 1). INFO.
 // - dp (train_batch_size / (micro batch x accumulation); DeepSpeed derives a missing one of the
 //   three from the others and the world size, which a config does not hold: the import takes
-//   accumulation 1, then micro batch 1, and says so) above kMaxImportDp becomes its largest
-//   divisor <= kMaxImportDp, or 7 (a prime) when that divisor is 1, keeping the global batch's
-//   divisibility (or the prime layout). INFO.
+//   accumulation 1, then micro batch 1, and says so) over kMaxImportWorld / (tp x pp) ranks
+//   becomes its largest divisor that fits, or 7 (a prime) when that divisor is 1 and 7 fits,
+//   keeping the global batch's divisibility (or the prime layout). INFO.
 // - Without train_batch_size (or with "auto") the world size is unknown: a ZeRO stage >= 1 gets
 //   dp 2, so that it partitions something. WARNING.
 // - A micro batch whose tokens per step exceed the resource budget is halved until it fits. INFO.
@@ -41,8 +41,6 @@ namespace {
 
 using nlohmann::json;
 
-constexpr int64_t kMaxImportDp = 8;
-
 // HF TrainingArguments defaults, what "auto" takes where the integration reads an argument.
 constexpr double kHfLr = 5e-5, kHfBeta1 = 0.9, kHfBeta2 = 0.999, kHfEps = 1e-8, kHfDecay = 0.0;
 constexpr double kHfMaxGradNorm = 1.0;
@@ -57,7 +55,7 @@ std::string Got(const json& v) { return v.is_number() ? v.dump() : std::string(v
 
 class Importer {
  public:
-  Importer(const Config& base, DeepSpeedImport& out) : out_(out), c_(out.config) { c_ = base; }
+  Importer(const Config& base, ImportResult& out) : out_(out), c_(out.config) { c_ = base; }
 
   void Info(const std::string& text) { out_.messages.push_back({ImportMessage::kInfo, text}); }
   void Warn(const std::string& text) { out_.messages.push_back({ImportMessage::kWarning, text}); }
@@ -130,7 +128,7 @@ class Importer {
   Status status() const { return st_; }
 
  private:
-  DeepSpeedImport& out_;
+  ImportResult& out_;
   Config& c_;
   Status st_;
   std::set<std::string> warned_;
@@ -379,32 +377,7 @@ void Importer::ScaleToBudget() {
         "config; dp 2 taken so that ZeRO stage " +
         std::to_string(c_.zero.stage) + " partitions something");
   }
-  if (c_.parallel.dp > kMaxImportDp) {
-    const int64_t dp = c_.parallel.dp;
-    int64_t d = kMaxImportDp;
-    while (dp % d != 0) --d;
-    if (d == 1) d = 7;
-    c_.parallel.dp = d;
-    c_.parallel.world = d * c_.parallel.tp * c_.parallel.pp;
-    Info("dp " + std::to_string(dp) + " scaled to " + std::to_string(d) +
-         (dp % d == 0 ? " (its largest divisor <= " : " (a prime, as no divisor > 1 is <= ") +
-         std::to_string(kMaxImportDp) + ")");
-  }
-  const ResourceBudget budget;
-  while (c_.batch.micro_batch > 1 &&
-         c_.batch.micro_batch * c_.batch.accumulation_steps * c_.parallel.dp * c_.model.seq_len >
-             budget.max_tokens_per_step) {
-    const int64_t before = c_.batch.micro_batch;
-    c_.batch.micro_batch = (before + 1) / 2;
-    Info("micro batch " + std::to_string(before) + " halved to " +
-         std::to_string(c_.batch.micro_batch) + " (tokens per step over the budget of " +
-         std::to_string(budget.max_tokens_per_step) + ")");
-  }
-  if (c_.batch.accumulation_steps > budget.max_accumulation) {
-    Info("gradient_accumulation_steps " + std::to_string(c_.batch.accumulation_steps) +
-         " capped at " + std::to_string(budget.max_accumulation) + " (the budget)");
-    c_.batch.accumulation_steps = budget.max_accumulation;
-  }
+  ScaleLayout(c_, out_.messages);
   const int64_t params = ModelParameterCount(c_.model);
   if (bucket_auto_) {
     bucket_ = c_.model.hidden * c_.model.hidden;
@@ -428,9 +401,64 @@ void Importer::ScaleToBudget() {
 
 }  // namespace
 
-StatusOr<DeepSpeedImport> ImportDeepSpeed(const json& ds, const Config& base) {
+void ScaleLayout(Config& c, std::vector<ImportMessage>& messages) {
+  const auto info = [&](const std::string& t) { messages.push_back({ImportMessage::kInfo, t}); };
+  // tp x pp over kMaxImportWorld: the larger of the two (pp on a tie) drops to its largest divisor
+  // <= half of it, until they fit.
+  const auto halve = [&](int64_t& v, const char* what) {
+    const int64_t before = v;
+    int64_t d = v / 2;
+    while (d > 1 && v % d != 0) --d;
+    v = std::max<int64_t>(d, 1);
+    info(std::string(what) + " " + std::to_string(before) + " scaled to " + std::to_string(v) +
+         " (tp x pp over the " + std::to_string(kMaxImportWorld) + " ranks a check here runs)");
+  };
+  while (c.parallel.tp * c.parallel.pp > kMaxImportWorld) {
+    if (c.parallel.pp >= c.parallel.tp)
+      halve(c.parallel.pp, "pp");
+    else
+      halve(c.parallel.tp, "tp");
+  }
+  if (c.parallel.tp == 1) c.parallel.sp = false;
+  if (c.parallel.pp == 1) c.parallel.virtual_stages = 1;
+  const int64_t model_ranks = c.parallel.tp * c.parallel.pp;
+  const int64_t max_dp = std::max<int64_t>(1, kMaxImportWorld / model_ranks);
+  if (c.parallel.dp > max_dp) {
+    const int64_t dp = c.parallel.dp;
+    int64_t d = max_dp;
+    while (dp % d != 0) --d;
+    if (d == 1 && max_dp >= 7) d = 7;
+    c.parallel.dp = d;
+    info("dp " + std::to_string(dp) + " scaled to " + std::to_string(d) +
+         (dp % d == 0 ? " (its largest divisor" : " (a prime, as no divisor > 1 is") +
+         " <= " + std::to_string(max_dp) + ", the ranks a check here runs)");
+  }
+  c.parallel.world = c.parallel.dp * model_ranks;
+  const ResourceBudget budget;
+  while (c.batch.micro_batch > 1 &&
+         c.batch.micro_batch * c.batch.accumulation_steps * c.parallel.dp * c.model.seq_len >
+             budget.max_tokens_per_step) {
+    const int64_t before = c.batch.micro_batch;
+    c.batch.micro_batch = (before + 1) / 2;
+    info("micro batch " + std::to_string(before) + " halved to " +
+         std::to_string(c.batch.micro_batch) + " (tokens per step over the budget of " +
+         std::to_string(budget.max_tokens_per_step) + ")");
+  }
+  // Accumulation over kMaxImportAccumulation micro-batches per pipeline stage: the largest
+  // multiple of pp that fits (a pipeline's micro-batches come in groups of pp).
+  const int64_t pp = c.parallel.pp, max_accum = kMaxImportAccumulation * pp;
+  if (c.batch.accumulation_steps > max_accum) {
+    const int64_t before = c.batch.accumulation_steps;
+    c.batch.accumulation_steps = before % pp == 0 ? max_accum : max_accum - 1;
+    info("accumulation " + std::to_string(before) + " scaled to " +
+         std::to_string(c.batch.accumulation_steps) + " (at most " +
+         std::to_string(kMaxImportAccumulation) + " micro-batches per pipeline stage)");
+  }
+}
+
+StatusOr<ImportResult> ImportDeepSpeed(const json& ds, const Config& base) {
   if (!ds.is_object()) return Status::Error("", "config: a DeepSpeed config is a JSON object");
-  DeepSpeedImport out;
+  ImportResult out;
   Importer im(base, out);
   const std::set<std::string> mapped = {"train_micro_batch_size_per_gpu",
                                         "gradient_accumulation_steps",

@@ -68,6 +68,8 @@ std::vector<std::string> ExportMegatron(const Config& c) {
                                 std::to_string(m.seq_len),
                                 "--max-position-embeddings",
                                 std::to_string(m.seq_len),
+                                "--vocab-size",
+                                std::to_string(m.vocab),
                                 "--micro-batch-size",
                                 std::to_string(c.batch.micro_batch),
                                 "--global-batch-size",
@@ -119,6 +121,8 @@ std::vector<std::string> ExportMegatron(const Config& c) {
   }
   if (c.precision.accumulate == DType::kFp32 && c.precision.param != DType::kFp32)
     add({"--accumulate-allreduce-grads-in-fp32"});
+  if (c.precision.param == DType::kBf16 && c.precision.accumulate == DType::kBf16)
+    add({"--grad-reduce-in-bf16"});  // Megatron's bf16 default is fp32 gradients
   return a;
 }
 

@@ -28,14 +28,30 @@ struct ImportMessage {
   std::string text;  // starts with the DeepSpeed key it is about
 };
 
-struct DeepSpeedImport {
+struct ImportResult {
   Config config;
   std::vector<ImportMessage> messages;  // in the order of the translation
 };
 
+// The most ranks an imported layout keeps (tp x pp x dp), and the most micro-batches per step and
+// pipeline stage.
+inline constexpr int64_t kMaxImportWorld = 8;
+inline constexpr int64_t kMaxImportAccumulation = 8;
+
+// Shrinks a layout meant for many ranks to one a check runs here: tp and pp, then dp, to fit
+// kMaxImportWorld, a micro batch over the token budget, accumulation over
+// kMaxImportAccumulation per pipeline stage (see Note
+// [Importing a production config] in import_deepspeed.cpp); one INFO message per change.
+void ScaleLayout(Config& c, std::vector<ImportMessage>& messages);
+
 // Translates `ds` onto `base` (model, seed and steps come from base; DeepSpeed does not have them).
-StatusOr<DeepSpeedImport> ImportDeepSpeed(const nlohmann::json& ds, const Config& base);
+StatusOr<ImportResult> ImportDeepSpeed(const nlohmann::json& ds, const Config& base);
 nlohmann::json ExportDeepSpeed(const Config& cfg);
+
+// Translates pretrain_gpt.py arguments (one element per argv entry) onto `base`; a production
+// model shrinks to a test model (see Note [Test model] in import_megatron.cpp). The counterpart of
+// ExportMegatron: import(export(c)) == c on the fields both carry.
+StatusOr<ImportResult> ImportMegatron(const std::vector<std::string>& args, const Config& base);
 
 // The Megatron-LM (pretrain_gpt.py) arguments of `cfg`, one element per argv entry.
 std::vector<std::string> ExportMegatron(const Config& cfg);

@@ -44,8 +44,11 @@ const std::vector<Subcommand>& Subcommands() {
        CmdGate},
       {"report", "paradiff report (WORKDIR | REPORT.json) --html FILE",
        "render a campaign work dir or a JSON report as one self-contained HTML file", CmdReport},
-      {"import", "paradiff import deepspeed DS_CONFIG.json [--out CONFIG.json]",
-       "a paradiff config from a DeepSpeed config (docs/TARGETS.md)", CmdImport},
+      {"import",
+       "paradiff import deepspeed DS_CONFIG.json | megatron ARGS_FILE | megatron -- ARGS... "
+       "[--out CONFIG.json]",
+       "a paradiff config from a DeepSpeed config or Megatron-LM arguments (docs/TARGETS.md)",
+       CmdImport},
       {"export", "paradiff export deepspeed|megatron CONFIG [--out FILE]",
        "a DeepSpeed config or Megatron-LM arguments for a paradiff config (docs/TARGETS.md)",
        CmdExport},

@@ -1,6 +1,7 @@
 # External targets (docs/TARGETS.md): targets_test.sh, one ctest test per case. The torch cases
 # need python3-torch (scripts/setup installs it) and skip with 77 without it.
-foreach(case broken_targets bad_target_file deepspeed_round_trip deepspeed_real_configs)
+foreach(case broken_targets bad_target_file deepspeed_round_trip deepspeed_real_configs
+        megatron_real_args)
   add_test(NAME e2e.targets.${case}
            COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/targets/targets_test.sh $<TARGET_FILE:paradiff>
                    ${PROJECT_SOURCE_DIR} ${case})

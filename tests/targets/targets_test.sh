@@ -71,6 +71,28 @@ case $CASE in
     done
     [ "$n" -ge 7 ] || fail "only $n real configs found"
     ;;
+  megatron_real_args)
+    # configs/megatron/real/SOURCES.md: each argument list imports with exactly the recorded
+    # messages and result, and runs clean; an exported config imports back on the shared fields.
+    for f in "$SRC"/configs/megatron/real/*.args; do
+      b=${f%.args}
+      expect 0 "$P" import megatron "$f" --out "$TMP/imported.json"
+      sed "s|$f: ||" "$TMP/out" | grep -E '^(INFO|WARNING|ERROR): ' >"$TMP/messages"
+      diff -u "$b.messages" "$TMP/messages" || fail "$f: the import's messages differ from $b.messages"
+      cmp -s "$b.expect" "$TMP/imported.json" || { diff -u "$b.expect" "$TMP/imported.json"; fail "$f: the imported config differs from $b.expect"; }
+      expect 0 "$P" run "$TMP/imported.json"
+      has "SUMMARY: paradiff: PASS"
+    done
+    expect 0 "$P" export megatron "$EX/dp3_zero3_adamw.json" --out "$TMP/args"
+    expect 0 "$P" import megatron "$TMP/args" --out "$TMP/back.json"
+    expect 0 "$P" export megatron "$TMP/back.json" --out "$TMP/args2"
+    cmp -s "$TMP/args" "$TMP/args2" || { diff "$TMP/args" "$TMP/args2"; fail "export(import(export(c))) differs from export(c)"; }
+    expect 2 "$P" import megatron -- --num-layers many
+    has "--num-layers: must be an integer >= 1, got 'many'"
+    printf -- '--hidden-size $HIDDEN\n' >"$TMP/vars.args"
+    expect 2 "$P" import megatron "$TMP/vars.args"
+    has 'HIDDEN: a shell variable'
+    ;;
   torch_bitwise_world1)
     need_torch
     expect 0 "$P" run "$T/torch_world1.json" --target "$SRC/adapters/torch/torch.json" --report "$TMP/r.json"

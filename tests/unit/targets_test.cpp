@@ -13,6 +13,7 @@
 #include <set>
 
 #include "core/budget.h"
+#include "core/config_json.h"
 #include "core/model_spec.h"
 #include "core/watchdog.h"
 #include "kernels/engine.h"
@@ -88,7 +89,7 @@ TEST(Translate, DeepSpeedRoundTrip) {
   c.clip_grad_norm = 0.5;
   c.optimizer.kind = OptimizerKind::kSgd;
   c.optimizer.momentum = 0.5;
-  StatusOr<DeepSpeedImport> back = ImportDeepSpeed(ExportDeepSpeed(c), Config{});
+  StatusOr<ImportResult> back = ImportDeepSpeed(ExportDeepSpeed(c), Config{});
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_TRUE(back.value().config == c);
   EXPECT_FALSE(
@@ -102,11 +103,11 @@ TEST(Translate, DeepSpeedAdamIsAdamWUnlessTold) {
   Config c;
   c.optimizer.kind = OptimizerKind::kAdam;
   c.optimizer.weight_decay = 0.1;
-  StatusOr<DeepSpeedImport> back = ImportDeepSpeed(ExportDeepSpeed(c), Config{});
+  StatusOr<ImportResult> back = ImportDeepSpeed(ExportDeepSpeed(c), Config{});
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_EQ(back.value().config.optimizer.kind, OptimizerKind::kAdam);
   const nlohmann::json ds = {{"optimizer", {{"type", "adam"}, {"params", {{"lr", 0.01}}}}}};
-  StatusOr<DeepSpeedImport> w = ImportDeepSpeed(ds, Config{});
+  StatusOr<ImportResult> w = ImportDeepSpeed(ds, Config{});
   ASSERT_TRUE(w.ok()) << w.status().ToString();
   EXPECT_EQ(w.value().config.optimizer.kind, OptimizerKind::kAdamW);
   EXPECT_EQ(w.value().config.optimizer.lr, 0.01);
@@ -118,14 +119,14 @@ TEST(Translate, DeepSpeedProductionSizesScale) {
                              {"train_micro_batch_size_per_gpu", 2},
                              {"gradient_accumulation_steps", 2},
                              {"zero_optimization", {{"stage", 2}, {"reduce_bucket_size", 5e8}}}};
-  StatusOr<DeepSpeedImport> r = ImportDeepSpeed(ds, Config{});
+  StatusOr<ImportResult> r = ImportDeepSpeed(ds, Config{});
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   const Config& c = r.value().config;
   EXPECT_EQ(c.parallel.dp, 7) << "dp 11 has no divisor in 2..8: the prime 7";
   EXPECT_EQ(c.zero.bucket_elems, ModelParameterCount(c.model)) << "one bucket";
   EXPECT_TRUE(CheckConfig(c, ResourceBudget{}).ok());
   const nlohmann::json fractional = {{"zero_optimization", {{"reduce_bucket_size", 5.5}}}};
-  StatusOr<DeepSpeedImport> bad = ImportDeepSpeed(fractional, Config{});
+  StatusOr<ImportResult> bad = ImportDeepSpeed(fractional, Config{});
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().errors()[0].field, "zero_optimization.reduce_bucket_size");
 }
@@ -172,7 +173,7 @@ TEST(Translate, DeepSpeedImportNeverThrows) {
       }
       (*at)[key.back()] = v;
       try {
-        StatusOr<DeepSpeedImport> r = ImportDeepSpeed(ds, Config{});
+        StatusOr<ImportResult> r = ImportDeepSpeed(ds, Config{});
         (r.ok() ? configs : errors) += 1;
       } catch (const std::exception& e) {
         ADD_FAILURE() << ds.dump() << " threw " << e.what();
@@ -181,6 +182,40 @@ TEST(Translate, DeepSpeedImportNeverThrows) {
   }
   EXPECT_GT(configs, 0);
   EXPECT_GT(errors, 0);
+}
+
+// ImportMegatron is ExportMegatron's counterpart on the fields Megatron's arguments carry (not dp
+// nor accumulation: the world size comes from the launcher).
+TEST(Translate, MegatronRoundTripOnSharedFields) {
+  Config c;
+  c.model.layers = 4, c.model.hidden = 32, c.model.heads = 4, c.model.kv_heads = 2;
+  c.model.ffn = 48, c.model.vocab = 61, c.model.seq_len = 8;
+  c.model.tied_embeddings = false, c.model.activation = Activation::kSwiglu;
+  c.parallel.tp = 2, c.parallel.pp = 2, c.parallel.sp = true, c.parallel.world = 4;
+  c.parallel.virtual_stages = 2, c.parallel.schedule = Schedule::kInterleaved;
+  c.batch.micro_batch = 3, c.batch.accumulation_steps = 2;
+  c.precision.param = c.precision.compute = DType::kFp16;
+  c.precision.reduce = c.precision.accumulate = DType::kFp32;
+  c.precision.master_weights = true;
+  c.precision.loss_scale.mode = LossScaleMode::kDynamic;
+  c.precision.loss_scale.init = 4096;
+  c.optimizer.kind = OptimizerKind::kSgd, c.optimizer.momentum = 0.9;
+  c.clip_grad_norm = 0.5, c.seed = 77, c.steps = 2;
+  ASSERT_TRUE(CheckConfig(c, ResourceBudget{}).ok()) << CheckConfig(c, ResourceBudget{}).ToString();
+  StatusOr<ImportResult> back = ImportMegatron(ExportMegatron(c), Config{});
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  const Config& b = back.value().config;
+  EXPECT_TRUE(b.model == c.model) << WriteConfig(b);
+  EXPECT_TRUE(b.parallel == c.parallel) << WriteConfig(b);
+  EXPECT_TRUE(b.precision == c.precision) << WriteConfig(b);
+  EXPECT_TRUE(b.optimizer == c.optimizer) << WriteConfig(b);
+  EXPECT_TRUE(b.batch == c.batch) << WriteConfig(b);
+  EXPECT_EQ(b.clip_grad_norm, 0.5);
+  EXPECT_EQ(b.seed, 77u);
+  EXPECT_EQ(b.steps, 2);
+  StatusOr<ImportResult> bad = ImportMegatron({"stray", "--num-layers", "x"}, Config{});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().errors().size(), 2u) << bad.status().ToString();
 }
 
 TEST(TargetFile, ReportsAndNormPrecision) {
