@@ -341,7 +341,10 @@ std::vector<std::string> ConfigFeatures(const Config& c) {
   f.push_back("dp=" + DpClass(p.dp));
   f.push_back("tp=" + std::to_string(p.tp));
   f.push_back("pp=" + std::to_string(p.pp));
-  if (p.pp > 1) f.push_back(std::string("sched=") + Name(p.schedule));
+  if (p.pp > 1) {
+    f.push_back(std::string("sched=") + Name(p.schedule));
+    f.push_back(m.layers % (p.pp * p.virtual_stages) == 0 ? "even.layers" : "uneven.layers");
+  }
   if (p.sp) f.push_back("sp");
   f.push_back("zero=" + std::to_string(c.zero.stage));
   f.push_back(std::string("param=") + Name(c.precision.param));

@@ -18,7 +18,7 @@ namespace paradiff {
 
 struct DomainOptions {
   int64_t max_world = 8;    // largest world size generated
-  int64_t max_layers = 4;   // largest model.layers
+  int64_t max_layers = 4;   // largest model.layers (interleaved: see Note [Interleaved layers])
   int64_t max_hidden = 64;  // largest model.hidden
   int64_t max_steps = 3;    // largest steps
   // Largest model.vocab: the embedding-heavy draws (see Note [Embedding-heavy models] in

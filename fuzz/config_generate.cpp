@@ -32,6 +32,7 @@ constexpr double kPpShare = 0.35;         // pp > 1 (times the exotic factor)
 constexpr double kSpShare = 0.4;          // sp, given tp > 1 (times the exotic factor)
 constexpr double kKvPerRankShare = 0.2;   // gpt, given tp > 1: grouped attention within each rank
 constexpr int64_t kMaxKvPerRankHeads = 16;
+constexpr double kBf16ScaleShare = 0.1;             // of bf16 parameters (DrawPrecision)
 constexpr double kOverflowThenRecoverShare = 0.25;  // of dynamic loss scaling (DrawPrecision)
 constexpr int kRecoverMinLog2 = 28;                 // overflow-then-recover starts at 2^28 .. 2^40
 constexpr double kClimbShare = 0.35;  // of dynamic loss scaling: See Note [Climbing loss scale]
@@ -133,17 +134,25 @@ int64_t DrawPp(SeqRng& rng, int64_t max_pp, double exotic) {
 void DrawSchedule(Config& c, SeqRng& rng, int64_t max_layers) {
   ParallelConfig& p = c.parallel;
   if (p.pp == 1) return;  // defaults: 1f1b, one chunk per stage
-  if (2 * p.pp <= max_layers && rng.Chance(0.3)) {
+  if (rng.Chance(0.3)) {  // DrawLayers may exceed max_layers for it (see Note [Interleaved layers])
     p.schedule = Schedule::kInterleaved;
-    p.virtual_stages = rng.Range(2, std::min(kMaxVirtualStages, max_layers / p.pp));
+    p.virtual_stages =
+        rng.Range(2, std::max<int64_t>(2, std::min(kMaxVirtualStages, max_layers / p.pp)));
   } else {
     p.schedule = rng.Chance(0.5) ? Schedule::kGpipe : Schedule::k1F1B;
   }
 }
 
 // layers >= pp * virtual_stages, usually not a multiple of pp when pp > 1.
+// Note [Interleaved layers]: an interleaved schedule needs pp x virtual_stages layers at least, and
+// with max_layers 4 only pp 2 with 2 chunks fit, always evenly: interleaving under pp 3 and over
+// layers that do not divide into the chunks (the layout of a real 1F1B-interleaved run whose layer
+// count is not a multiple) were never drawn (`paradiff domain`). So an interleaved draw may take up
+// to pp - 1 layers beyond pp x virtual_stages, whatever max_layers says.
 int64_t DrawLayers(SeqRng& rng, const ParallelConfig& p, int64_t max_layers) {
-  const int64_t lo = p.pp * p.virtual_stages, hi = std::max(lo, max_layers);
+  const int64_t lo = p.pp * p.virtual_stages;
+  const int64_t hi =
+      p.virtual_stages > 1 ? std::max(lo + p.pp - 1, max_layers) : std::max(lo, max_layers);
   int64_t layers = rng.Range(lo, hi);
   if (p.pp > 1 && layers % p.pp == 0 && rng.Chance(0.7)) {
     std::vector<int64_t> uneven;
@@ -394,8 +403,11 @@ void DrawPrecision(Config& c, SeqRng& rng, double exotic) {
   p.master_weights = rng.Chance(0.6);
   if (rng.Chance(0.3)) p.reduce = low;
   if (rng.Chance(0.15)) p.accumulate = low;
-  // fp16 trains with loss scaling in practice (Megatron, DeepSpeed): nearly always here too.
+  // fp16 trains with loss scaling in practice (Megatron, DeepSpeed): nearly always here too; bf16
+  // sometimes does (DeepSpeed's bf16 paths carry the loss scaler), which `paradiff domain` found
+  // never drawn.
   if (low == DType::kFp16 && rng.Chance(0.9 * exotic)) DrawLossScale(c, rng);
+  if (low == DType::kBf16 && rng.Chance(kBf16ScaleShare * exotic)) DrawLossScale(c, rng);
 }
 
 // Note [Inexact loss scales]: most configs scale by powers of two, where scaling and unscaling are

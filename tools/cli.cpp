@@ -26,6 +26,9 @@ const std::vector<Subcommand>& Subcommands() {
        CmdCkpt},
       {"zoo", "paradiff zoo list | zoo run [--budget 60s] [--jobs N] [--seed S] [--json FILE]",
        "the bug zoo: list the fault switches, or prove each is found by a campaign", CmdZoo},
+      {"domain", "paradiff domain [--runs N] [--seed S] [--target FILE] [--json FILE]",
+       "blind spots of the config generator: feature and pair shares, valid pairs never drawn",
+       CmdDomain},
       {"worker", "paradiff worker", "internal: the campaign's worker process (tasks on stdin)",
        CmdWorker},
 #ifdef PARADIFF_HAVE_MPI
@@ -72,6 +75,13 @@ po::options_description Options(const std::string& sub, Args& a) {
   if (sub == "campaign")
     d.add_options()("distributed", po::bool_switch(&a.distributed),
                     "run under mpirun: rank 0 drives the campaign, every other rank is a worker");
+  if (sub == "domain")
+    d.add_options()("runs", po::value<int64_t>(&a.runs)->default_value(2000),
+                    "configs to generate")("seed", po::value<uint64_t>(&a.seed)->default_value(1),
+                                           "seed of the draws and of the search")(
+        "target", po::value<std::string>(&a.target),
+        "draw only configs this target file supports, as its campaign does")(
+        "json", po::value<std::string>(&a.json), "write the whole report as JSON here");
   if (sub == "run" || sub == "campaign" || sub == "minimize" || sub == "replay" || sub == "gate")
     d.add_options()("oracles", po::value<std::vector<std::string>>(&a.oracles)->composing(),
                     "oracles to apply: names or sets, comma-separated, repeatable (default | all | "

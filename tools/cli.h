@@ -86,5 +86,6 @@ int CmdGate(const Args& args);
 int CmdReport(const Args& args);
 int CmdImport(const Args& args);
 int CmdExport(const Args& args);
+int CmdDomain(const Args& args);
 
 }  // namespace paradiff

@@ -24,6 +24,14 @@ case $CASE in
     expect 2 "$P" run "$EX/dp4_zero2.json" --no-such-flag; has "ERROR:"
     expect 2 "$P" validate; has "at least one CONFIG"
     ;;
+  domain)
+    # `paradiff domain`: shares, blind spots and a SUMMARY; the JSON report; bad options exit 2.
+    expect 0 "$P" domain --runs 400 --seed 3 --json "$TMP/d.json"
+    has "SUMMARY: paradiff: domain seed=3 samples=400 pairs=[0-9]+/[0-9]+ blind_spots=[0-9]+ unreached=[0-9]+"
+    has "^  zero=3 +[0-9]+"
+    python3 -c 'import json, sys; r = json.load(open(sys.argv[1])); assert r["samples"] == 400 and r["values"]' "$TMP/d.json" || fail "domain --json"
+    expect 2 "$P" domain --runs 0; has "runs must be >= 1"
+    ;;
   validate_examples)
     expect 0 "$P" validate "$EX"/*.json; has "SUMMARY: paradiff: validate [0-9]+ valid, 0 invalid"
     ;;

@@ -1,5 +1,5 @@
 # End-to-end tests of the paradiff command, one ctest test per case of cli_test.sh.
-foreach(case help usage_errors validate_examples validate_invalid run_pass_and_report
+foreach(case help usage_errors domain validate_examples validate_invalid run_pass_and_report
         run_unsupported_or_bad_inject fault_zero_uneven_last_shard fault_gas_overwrite_grad
         fault_comm_rank_dependent_bucket_order)
   add_test(NAME e2e.cli.${case}

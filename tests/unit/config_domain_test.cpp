@@ -17,6 +17,7 @@
 #include "core/config_json.h"
 #include "core/model_spec.h"
 #include "core/validate.h"
+#include "fuzz/blind_spots.h"
 #include "fuzz/config_domain_internal.h"
 #include "kernels/engine.h"
 
@@ -65,7 +66,12 @@ TEST(ConfigDomain, GeneratedConfigsAreValidAcceptedAndInBounds) {
   for (const Config& c : Generate(1, opts, kSamples)) {
     ExpectPasses(c, opts);
     EXPECT_LE(c.parallel.world, opts.max_world);
-    EXPECT_LE(c.model.layers, opts.max_layers);
+    // An interleaved schedule may take up to pp - 1 layers beyond its chunks (see Note
+    // [Interleaved layers] in config_generate.cpp).
+    const ParallelConfig& p = c.parallel;
+    EXPECT_LE(c.model.layers, p.virtual_stages > 1
+                                  ? std::max(opts.max_layers, p.pp * p.virtual_stages + p.pp - 1)
+                                  : opts.max_layers);
     EXPECT_LE(c.model.hidden, opts.max_hidden);
     const bool dynamic = c.precision.loss_scale.mode == LossScaleMode::kDynamic;
     EXPECT_LE(c.steps, dynamic ? opts.max_scaler_steps : opts.max_steps);
@@ -118,6 +124,46 @@ TEST(ConfigDomain, SameSeedSameSequenceDifferentSeedsDiffer) {
     differ += WriteConfig(a[i]) != WriteConfig(c[i]);
   }
   EXPECT_EQ(differ, 300);
+}
+
+// `paradiff domain` (fuzz/blind_spots.h): every pair of feature values that the mutation search
+// reaches in a valid config is drawn by the generator itself, and the pairs found never drawn
+// before (bf16 with a loss scale, interleaving under pp 3 or over uneven layers) keep a floor.
+TEST(ConfigDomain, NoBlindSpots) {
+  BlindSpotOptions o;
+  o.samples = 2000;
+  const BlindSpotReport r = FindBlindSpots(o);
+  for (const MissingPair& m : r.missing)
+    EXPECT_FALSE(m.reached) << m.a << " + " << m.b << " is valid (" << m.mutations
+                            << " mutations) and never drawn:\n"
+                            << WriteConfig(m.example);
+  auto pair = [&](const char* a, const char* b) {
+    const auto it = r.pairs.find({a, b});
+    return it == r.pairs.end() ? int64_t{0} : it->second;
+  };
+  EXPECT_GE(pair("param=bf16", "scale=dynamic") + pair("param=bf16", "scale=static"), 20);
+  EXPECT_GE(pair("sched=interleaved", "uneven.layers"), 20);
+  EXPECT_GE(pair("pp=3", "sched=interleaved"), 10);
+}
+
+// The search's self-test: a generator that never draws bf16 with a loss scale (planted by
+// draw_filter) is caught, the gap reported as valid with a config that has it.
+TEST(ConfigDomain, BlindSpotSearchCatchesAPlantedGap) {
+  BlindSpotOptions o;
+  o.samples = 600;
+  o.draw_filter = [](const Config& c) {
+    return !(c.precision.param == DType::kBf16 &&
+             c.precision.loss_scale.mode == LossScaleMode::kDynamic);
+  };
+  const BlindSpotReport r = FindBlindSpots(o);
+  const auto it = std::find_if(r.missing.begin(), r.missing.end(), [](const MissingPair& m) {
+    return m.a == "param=bf16" && m.b == "scale=dynamic";
+  });
+  ASSERT_NE(it, r.missing.end()) << "the planted gap is not even missing";
+  EXPECT_TRUE(it->reached);
+  EXPECT_EQ(it->example.precision.param, DType::kBf16);
+  EXPECT_EQ(it->example.precision.loss_scale.mode, LossScaleMode::kDynamic);
+  EXPECT_TRUE(CheckConfig(it->example, ResourceBudget{}).ok());
 }
 
 TEST(ConfigDomain, DistributionLeansTowardBugTerritory) {
