@@ -1,6 +1,7 @@
 // ShrinkCandidates: the configs one step smaller or simpler than a given one, for the minimizer.
-// Owns the order of the moves, most aggressive first: collapse the layout to one device, then
-// halve, then decrement each size, then simplify one feature at a time (ZeRO 0, fp32, untied, no
+// Owns the order of the moves, most aggressive first: collapse the layout to one device, shrink a
+// checkpoint's save and reload layouts together and save earlier, then halve, then decrement each
+// size, then simplify one feature at a time (ZeRO 0, fp32, untied, no
 // clipping, plain sgd, ...). Faults are kept. Every candidate is checked with CheckConfig; one
 // that breaks a rule, or equals the input or an earlier candidate, is left out.
 #include <algorithm>
@@ -22,6 +23,15 @@ constexpr double kPlainSgdLr = 0.1;  // lr of the "plain sgd" simplification of 
 void SetDp(Config& c, int64_t dp) {
   c.parallel.dp = std::max<int64_t>(1, dp);
   FixWorld(c);
+}
+
+// The reload layout's dp: at most `dp`, and dividing the global batch's micro-batches
+// (parallel.dp x accumulation), which a reload keeps. The checkpoint's other fields stay.
+void SetReloadDp(Config& c, int64_t dp) {
+  const int64_t micro_batches = c.parallel.dp * c.batch.accumulation_steps;
+  int64_t d = std::max<int64_t>(1, std::min(dp, micro_batches));
+  while (d > 1 && micro_batches % d != 0) --d;
+  c.checkpoint.reload.dp = d;
 }
 
 void NoTp(Config& c) {
@@ -121,11 +131,43 @@ std::vector<Edit> Moves(const Config& c) {
       [](Config& x) { SetDp(x, 1); },
       NoTp,
       NoPipeline,
+  };
+  // A finding that shows only after a reload needs both layouts: they shrink together, the reload
+  // layout also alone, and the save moves earlier.
+  const ReloadConfig& r = c.checkpoint.reload;
+  if (c.checkpoint.save_at > 0) {
+    const std::vector<Edit> reload = {
+        [=](Config& x) {
+          SetDp(x, p.dp / 2);
+          SetReloadDp(x, r.dp / 2);
+        },
+        [=](Config& x) { SetReloadDp(x, 1); },
+        [=](Config& x) { SetReloadDp(x, r.dp / 2); },
+        [=](Config& x) {
+          x.checkpoint.reload.tp = 1;
+          x.checkpoint.reload.pp = 1;
+        },
+        [=](Config& x) {
+          x.steps = c.steps - 1;
+          x.checkpoint.save_at = c.checkpoint.save_at - 1;
+        },
+        [=](Config& x) { x.checkpoint.save_at = c.checkpoint.save_at - 1; },
+        [=](Config& x) {
+          SetDp(x, p.dp - 1);
+          SetReloadDp(x, r.dp - 1);
+        },
+        [=](Config& x) { SetReloadDp(x, r.dp - 1); },
+        [](Config& x) { x.checkpoint.reload.zero_stage = 0; },
+    };
+    moves.insert(moves.end(), reload.begin(), reload.end());
+  }
+  const std::vector<Edit> halves = {
       [=](Config& x) { SetLayers(x, chunks); },
       [=](Config& x) { SetDp(x, p.dp / 2); },
       [=](Config& x) { SetLayers(x, m.layers / 2); },
       [=](Config& x) { SetHeadDim(x, head_dim / 2); },
   };
+  moves.insert(moves.end(), halves.begin(), halves.end());
   if (gpt) {
     moves.push_back(HalveHeads);
     moves.push_back([=](Config& x) { SetFfn(x, m.ffn / 2); });

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "core/budget.h"
+#include "core/config_json.h"
 #include "fuzz/config_domain.h"
 #include "kernels/engine.h"
 #include "oracles/check.h"
@@ -66,6 +67,32 @@ TEST(Minimizer, ZeroUnevenLastShardIsOneMinimal) {
   Config c = SmallConfig(3, 3);
   c.faults = {"zero.uneven_last_shard"};
   ExpectMinimized(c, "zero.uneven_last_shard");
+}
+
+// A finding that shows only after a reload into another layout shrinks both layouts: from save
+// dp 6 / reload dp 5 to at most 4 ranks on each side, saving at the first step.
+TEST(Minimizer, ReloadOnlyFindingShrinksBothLayouts) {
+  Config c = SmallConfig(6, 3);
+  c.zero.stage = 1;
+  c.batch.accumulation_steps = 5;
+  c.steps = 3;
+  c.checkpoint.save_at = 2;
+  c.checkpoint.reload.dp = 5;
+  c.checkpoint.reload.zero_stage = 1;
+  c.faults = {"ckpt.reshard_drops_tail"};
+  ASSERT_TRUE(CheckConfig(c, ResourceBudget{}).ok()) << CheckConfig(c, ResourceBudget{}).ToString();
+  ReferenceCache cache;
+  MinimizeOptions o;
+  o.cache = &cache;
+  const MinimizeResult r = Minimize(c, o);
+  ASSERT_TRUE(r.finding) << r.original.message;
+  const Config& m = r.minimized;
+  EXPECT_EQ(SignatureOf(m, cache), r.signature);
+  EXPECT_GT(m.checkpoint.save_at, 0) << "the finding needs the reload";
+  EXPECT_LE(m.parallel.world, 4) << WriteConfig(m);
+  const ReloadConfig& rl = m.checkpoint.reload;
+  EXPECT_LE(rl.tp * rl.pp * rl.dp, 4) << WriteConfig(m);
+  EXPECT_EQ(m.checkpoint.save_at, 1) << WriteConfig(m);
 }
 
 TEST(Minimizer, PassingConfigIsLeftAlone) {
