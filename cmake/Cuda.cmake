@@ -40,7 +40,8 @@ message(STATUS "paradiff: CUDA ${CUDAToolkit_VERSION} (${CMAKE_CUDA_COMPILER}), 
 
 set(_cuda_dir ${PROJECT_SOURCE_DIR}/kernels/cuda)
 add_library(paradiff_cuda STATIC
-  ${_cuda_dir}/cuda_support.cpp
+  ${PROJECT_SOURCE_DIR}/core/cuda/cuda_support.cpp
+  ${_cuda_dir}/device.cpp
   ${_cuda_dir}/overflow_check.cu
   ${_cuda_dir}/cast.cu
   ${_cuda_dir}/fused_adam.cu
@@ -59,7 +60,7 @@ if(PARADIFF_WERROR)
   target_compile_options(paradiff_cuda PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Werror>
                                                $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Werror>)
 endif()
-# cuda_support.cpp is host C++ that includes <cuda_runtime.h>.
+# cuda_support.cpp and device.cpp are host C++ that include <cuda_runtime.h>.
 target_include_directories(paradiff_cuda PRIVATE ${CUDAToolkit_INCLUDE_DIRS})
 
 # NCCL has no CMake package: header + library next to the toolkit (or under NCCL_ROOT).

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "comm/nccl_args.h"
-#include "kernels/cuda/cuda_support.h"
+#include "core/cuda/cuda_support.h"
 
 #define PARADIFF_NCCL_CHECK(comm, call) \
   ::paradiff::nccl::CheckNccl((call), (comm), #call, __FILE__, __LINE__)

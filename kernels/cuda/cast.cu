@@ -8,8 +8,8 @@
 
 #include <cstdint>
 
+#include "core/cuda/cuda_support.h"
 #include "kernels/cuda/cuda_kernels.h"
-#include "kernels/cuda/cuda_support.h"
 
 namespace paradiff {
 namespace cuda {

@@ -4,8 +4,8 @@
 // instead of two) and the result would differ from the twin and from kernels/optim.cpp.
 #include <cstdint>
 
+#include "core/cuda/cuda_support.h"
 #include "kernels/cuda/cuda_kernels.h"
-#include "kernels/cuda/cuda_support.h"
 
 namespace paradiff {
 namespace cuda {

@@ -4,8 +4,8 @@
 // add per warp that saw any.
 #include <cstdint>
 
+#include "core/cuda/cuda_support.h"
 #include "kernels/cuda/cuda_kernels.h"
-#include "kernels/cuda/cuda_support.h"
 
 namespace paradiff {
 namespace cuda {

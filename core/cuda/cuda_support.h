@@ -1,12 +1,12 @@
 // CUDA runtime helpers shared by the kernels' host code (kernels/cuda/*.cu) and the nccl backend
-// (comm/nccl_communicator.cpp). Internal: includes <cuda_runtime.h>, so only CUDA-aware files of
-// paradiff_cuda / paradiff_nccl include it; the public API is cuda_kernels.h.
+// (comm/nccl_communicator.cpp); in core/ so that comm/ includes nothing above it. Internal:
+// includes <cuda_runtime.h>, so only CUDA-aware files of paradiff_cuda / paradiff_nccl include it;
+// the kernels' public API is kernels/cuda/cuda_kernels.h.
 //
 // - PARADIFF_CUDA_CHECK(call): throws std::runtime_error "CUDA error at file:line: call: <CUDA's
 //   error name and string>" when call does not return cudaSuccess.
 // - Stream, DeviceBuffer, AsyncBuffer, DeviceGuard, EventTimer: RAII owners (destructors never
-// throw; they ignore errors
-//   of a device that is already broken).
+//   throw; they ignore errors of a device that is already broken).
 // - StagedBuffer: a caller's buffer as a kernel sees it (cuda_kernels.h contract): the caller's
 //   device pointer itself, or a device copy of a host buffer that CopyOut writes back.
 #pragma once

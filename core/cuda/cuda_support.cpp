@@ -1,12 +1,10 @@
-// CUDA runtime helpers (cuda_support.h) and the device queries of cuda_kernels.h. Host code only
-// (compiled by the C++ compiler against the CUDA runtime headers).
-#include "kernels/cuda/cuda_support.h"
+// CUDA runtime helpers (cuda_support.h). Host code only (compiled by the C++ compiler against the
+// CUDA runtime headers), part of paradiff_cuda.
+#include "core/cuda/cuda_support.h"
 
 #include <algorithm>
 #include <stdexcept>
 #include <string>
-
-#include "kernels/cuda/cuda_kernels.h"
 
 namespace paradiff {
 namespace cuda {
@@ -109,31 +107,6 @@ double EventTimer::Milliseconds() const {
   float ms = 0.0f;
   PARADIFF_CUDA_CHECK(cudaEventElapsedTime(&ms, start_, stop_));
   return ms;
-}
-
-void SyncLegacyDefaultStream() { PARADIFF_CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy)); }
-
-int DeviceCount(std::string* why) {
-  int count = 0;
-  const cudaError_t rc = cudaGetDeviceCount(&count);
-  if (rc != cudaSuccess) {
-    if (why != nullptr)
-      *why = std::string("cudaGetDeviceCount: ") + cudaGetErrorName(rc) + ": " +
-             cudaGetErrorString(rc);
-    (void)cudaGetLastError();  // reset the runtime's last-error slot for later callers
-    return 0;
-  }
-  if (count == 0 && why != nullptr) *why = "cudaGetDeviceCount: 0 devices";
-  return count;
-}
-
-std::string CurrentDeviceName() {
-  int device = 0;
-  PARADIFF_CUDA_CHECK(cudaGetDevice(&device));
-  cudaDeviceProp prop{};
-  PARADIFF_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
-  return std::string(prop.name) + " (sm_" + std::to_string(prop.major) +
-         std::to_string(prop.minor) + ")";
 }
 
 }  // namespace cuda
