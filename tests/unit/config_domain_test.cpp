@@ -532,15 +532,17 @@ TEST(ConfigDomain, InvalidMutationsAreRejected) {
 int64_t Size(const Config& c) {
   const ModelConfig& m = c.model;
   const ParallelConfig& p = c.parallel;
+  const ReloadConfig& r = c.checkpoint.reload;
   return p.tp + p.pp + p.dp + p.virtual_stages + m.layers + m.hidden + m.heads + m.ffn + m.vocab +
-         m.seq_len + c.batch.micro_batch + c.batch.accumulation_steps + c.steps;
+         m.seq_len + c.batch.micro_batch + c.batch.accumulation_steps + c.steps + r.tp + r.pp +
+         r.dp + c.checkpoint.save_at;
 }
 
 int Complexity(const Config& c) {
   const PrecisionConfig& pr = c.precision;
   const OptimizerConfig& o = c.optimizer;
-  return static_cast<int>(c.zero.stage) + (pr.param != DType::kFp32) +
-         (pr.compute != DType::kFp32) + (pr.reduce != DType::kFp32) +
+  return static_cast<int>(c.zero.stage + c.checkpoint.reload.zero_stage) +
+         (pr.param != DType::kFp32) + (pr.compute != DType::kFp32) + (pr.reduce != DType::kFp32) +
          (pr.accumulate != DType::kFp32) + !pr.master_weights +
          (pr.loss_scale.mode != LossScaleMode::kNone) + c.model.tied_embeddings +
          c.model.position_embeddings + (c.model.activation != Activation::kGelu) +
