@@ -315,6 +315,12 @@ Status TargetSupports(const TargetSpec& t, const Config& c) {
   };
   if (!c.faults.empty())
     no("faults", "bug-zoo switches belong to the built-in engine, not to an external target");
+  // The backend picks the built-in engine's executor; a target starts its own processes. Without
+  // this a campaign drew mpi / nccl configs that the validation gate then refused (inconclusive).
+  if (c.backend != Backend::kLocal)
+    no("backend",
+       std::string("backend=") + Name(c.backend) +
+           ": the built-in engine's executor; a target starts its own ranks (use local)");
   if (c.parallel.world > t.max_world)
     no("parallel.world", std::to_string(c.parallel.world) + " exceeds the target's max_world " +
                              std::to_string(t.max_world));

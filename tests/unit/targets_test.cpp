@@ -74,6 +74,12 @@ TEST(TargetFile, RulesAndSupport) {
   ASSERT_EQ(no.errors().size(), 2u) << no.ToString();
   EXPECT_EQ(no.errors()[0].field, "parallel.world");
   EXPECT_EQ(no.errors()[1].field, "zero.stage");
+  Config mpi;  // the backend picks the built-in engine's executor: a target refuses any but local
+  mpi.parallel.dp = mpi.parallel.world = 2;
+  mpi.backend = Backend::kMpi;
+  const Status backend = TargetSupports(ok.value(), mpi);
+  ASSERT_EQ(backend.errors().size(), 1u) << backend.ToString();
+  EXPECT_EQ(backend.errors()[0].field, "backend");
 }
 
 TEST(Translate, DeepSpeedRoundTrip) {
