@@ -1,7 +1,11 @@
 #include "targets/translate.h"
 
+#include <algorithm>
 #include <cmath>
 #include <set>
+#include <string>
+
+#include "core/budget.h"
 
 namespace paradiff {
 
@@ -19,6 +23,61 @@ std::string Num(double v) {
 }
 
 }  // namespace
+
+void ScaleLayout(Config& c, std::vector<ImportMessage>& messages) {
+  const auto info = [&](const std::string& t) { messages.push_back({ImportMessage::kInfo, t}); };
+  // tp x pp over kMaxImportWorld: the larger of the two (pp on a tie) drops to its largest divisor
+  // <= half of it, until they fit.
+  const auto halve = [&](int64_t& v, const char* what) {
+    const int64_t before = v;
+    int64_t d = v / 2;
+    while (d > 1 && v % d != 0) --d;
+    v = std::max<int64_t>(d, 1);
+    info(std::string(what) + " " + std::to_string(before) + " scaled to " + std::to_string(v) +
+         " (tp x pp over the " + std::to_string(kMaxImportWorld) + " ranks a check here runs)");
+  };
+  while (c.parallel.tp * c.parallel.pp > kMaxImportWorld) {
+    if (c.parallel.pp >= c.parallel.tp)
+      halve(c.parallel.pp, "pp");
+    else
+      halve(c.parallel.tp, "tp");
+  }
+  if (c.parallel.tp == 1) c.parallel.sp = false;
+  if (c.parallel.pp == 1) c.parallel.virtual_stages = 1;
+  const int64_t model_ranks = c.parallel.tp * c.parallel.pp;
+  const int64_t max_dp = std::max<int64_t>(1, kMaxImportWorld / model_ranks);
+  if (c.parallel.dp > max_dp) {
+    const int64_t dp = c.parallel.dp;
+    int64_t d = max_dp;
+    while (dp % d != 0) --d;
+    if (d == 1 && max_dp >= 7) d = 7;
+    c.parallel.dp = d;
+    info("dp " + std::to_string(dp) + " scaled to " + std::to_string(d) +
+         (dp % d == 0 ? " (its largest divisor" : " (a prime, as no divisor > 1 is") +
+         " <= " + std::to_string(max_dp) + ", the ranks a check here runs)");
+  }
+  c.parallel.world = c.parallel.dp * model_ranks;
+  const ResourceBudget budget;
+  while (c.batch.micro_batch > 1 &&
+         c.batch.micro_batch * c.batch.accumulation_steps * c.parallel.dp * c.model.seq_len >
+             budget.max_tokens_per_step) {
+    const int64_t before = c.batch.micro_batch;
+    c.batch.micro_batch = (before + 1) / 2;
+    info("micro batch " + std::to_string(before) + " halved to " +
+         std::to_string(c.batch.micro_batch) + " (tokens per step over the budget of " +
+         std::to_string(budget.max_tokens_per_step) + ")");
+  }
+  // Accumulation over kMaxImportAccumulation micro-batches per pipeline stage: the largest
+  // multiple of pp that fits (a pipeline's micro-batches come in groups of pp).
+  const int64_t pp = c.parallel.pp, max_accum = kMaxImportAccumulation * pp;
+  if (c.batch.accumulation_steps > max_accum) {
+    const int64_t before = c.batch.accumulation_steps;
+    c.batch.accumulation_steps = before % pp == 0 ? max_accum : max_accum - 1;
+    info("accumulation " + std::to_string(before) + " scaled to " +
+         std::to_string(c.batch.accumulation_steps) + " (at most " +
+         std::to_string(kMaxImportAccumulation) + " micro-batches per pipeline stage)");
+  }
+}
 
 json ExportDeepSpeed(const Config& c) {
   json ds = {

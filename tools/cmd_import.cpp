@@ -11,7 +11,7 @@
 #include "core/budget.h"
 #include "core/config_json.h"
 #include "core/exit_codes.h"
-#include "core/json_text.h"
+#include "fuzz/json_file.h"
 #include "targets/translate.h"
 #include "tools/cli.h"
 #include "tools/load_config.h"
@@ -97,14 +97,12 @@ int CmdImport(const Args& args) {
   std::string source = pos[1];
   StatusOr<ImportResult> r = Status::Error("", "");
   if (deepspeed) {
-    std::string text;
-    const bool read = ReadText(source, text);
-    const nlohmann::json ds = ParseJsonText(text);
-    if (!read || ds.is_discarded()) {
-      std::cerr << "ERROR: " << source << ": not a readable JSON file\n";
+    const StatusOr<nlohmann::json> ds = ReadJsonFile(source);
+    if (!ds.ok()) {
+      std::cerr << "ERROR: " << ds.status().ToString() << "\n";
       return kExitBadInput;
     }
-    r = ImportDeepSpeed(ds, Config{});
+    r = ImportDeepSpeed(ds.value(), Config{});
   } else {
     std::vector<std::string> argv(pos.begin() + 1, pos.end());
     if (argv.size() == 1 && argv[0].rfind("--", 0) != 0) {  // an arguments file
