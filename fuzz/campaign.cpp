@@ -156,6 +156,13 @@ StatusOr<std::vector<Config>> LoadCorpus(const std::string& dir) {
   return out;
 }
 
+DomainOptions DomainFor(const SystemUnderTest& system) {
+  DomainOptions domain;
+  domain.accept = [system](const Config& c) { return system.Supports(c).ok(); };
+  if (system.target) domain.max_world = std::min(domain.max_world, system.target->max_world);
+  return domain;
+}
+
 StatusOr<CampaignSummary> RunCampaign(const CampaignOptions& opts, std::ostream& log) {
   if (opts.workdir.empty()) return Status::Error("--workdir", "--workdir is required");
   if (opts.jobs < 1 || opts.jobs > 64) return Status::Error("--jobs", "--jobs must be in 1..64");
@@ -182,10 +189,8 @@ StatusOr<CampaignSummary> RunCampaign(const CampaignOptions& opts, std::ostream&
   StatusOr<SystemUnderTest> sut = LoadSystemUnderTest(opts.target);
   if (!sut.ok()) return sut.status();
   const SystemUnderTest system = sut.value();
-  DomainOptions domain;
+  DomainOptions domain = DomainFor(system);
   domain.faults = opts.inject;
-  domain.accept = [system](const Config& c) { return system.Supports(c).ok(); };
-  if (system.target) domain.max_world = std::min(domain.max_world, system.target->max_world);
 
   g_interrupted = 0;
   auto old_int = std::signal(SIGINT, OnInterrupt);

@@ -25,6 +25,8 @@
 
 namespace paradiff {
 
+struct SystemUnderTest;  // targets/system_under_test.h
+
 struct CampaignOptions {
   std::string workdir;
   double budget_s = 0;  // total wall time over all resumptions (0 = no time limit)
@@ -59,6 +61,9 @@ struct CampaignSummary {
   std::vector<std::string> signatures;            // every signature in the work dir
   std::vector<std::string> inconclusive_reasons;  // signatures under DIR/inconclusive
 };
+
+// The configs a campaign against `system` draws: what it supports, at most its max_world ranks.
+DomainOptions DomainFor(const SystemUnderTest& system);
 
 // Execution i of a campaign with these options.
 Config ConfigAt(const CampaignOptions& opts, const std::vector<Config>& seeds,

@@ -2,13 +2,13 @@
 // spots (fuzz/blind_spots.h). Prints each feature value's share, then one BLIND SPOT line per pair
 // of values never drawn although a valid config has both (with the mutations that reached it),
 // the number of pairs the search did not reach, and a SUMMARY line. Exit 0; 2 on bad options.
-#include <algorithm>
 #include <iomanip>
 #include <iostream>
 
 #include "core/atomic_file.h"
 #include "core/exit_codes.h"
 #include "fuzz/blind_spots.h"
+#include "fuzz/campaign.h"
 #include "targets/system_under_test.h"
 #include "tools/cli.h"
 
@@ -28,8 +28,7 @@ int CmdDomain(const Args& args) {
   BlindSpotOptions o;
   o.samples = args.runs;
   o.seed = args.seed;
-  o.domain.accept = [system](const Config& c) { return system.Supports(c).ok(); };
-  if (system.target) o.domain.max_world = std::min(o.domain.max_world, system.target->max_world);
+  o.domain = DomainFor(system);
   const BlindSpotReport r = FindBlindSpots(o);
   std::cout << "INFO: domain seed=" << o.seed << " samples=" << r.samples
             << " system=" << system.Describe() << "\n";
