@@ -53,7 +53,8 @@ bool Config::operator==(const Config& o) const {
   return schema == o.schema && seed == o.seed && steps == o.steps && model == o.model &&
          batch == o.batch && parallel == o.parallel && zero == o.zero && precision == o.precision &&
          optimizer == o.optimizer && clip_grad_norm == o.clip_grad_norm &&
-         checkpoint == o.checkpoint && backend == o.backend && faults == o.faults;
+         checkpoint == o.checkpoint && backend == o.backend && faults == o.faults &&
+         target_options == o.target_options;
 }
 
 }  // namespace paradiff

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -129,6 +130,9 @@ struct Config {
   CheckpointConfig checkpoint;
   Backend backend = Backend::kLocal;
   std::vector<std::string> faults;  // bug-zoo switch names (kernels/faults.h)
+  // A target's own settings (an external target's "options", docs/TARGETS.md): name -> the JSON
+  // text of a scalar value. The built-in engine has none.
+  std::map<std::string, std::string> target_options;
   bool operator==(const Config&) const;
 };
 

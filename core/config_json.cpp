@@ -305,6 +305,20 @@ void ReadFaults(const json& v, Status& st, std::vector<std::string>& faults) {
   if (names.size() == v.size()) faults = std::move(names);
 }
 
+void ReadTargetOptions(const json& v, Status& st, std::map<std::string, std::string>& out) {
+  if (!v.is_object()) {
+    TypeError(st, "target_options", "an object of option names to scalar values", v);
+    return;
+  }
+  for (const auto& [name, value] : v.items()) {
+    const std::string path = KeyPath("target_options", name);
+    if (value.is_object() || value.is_array() || value.is_null())
+      TypeError(st, path, "a scalar (boolean, number or string)", value);
+    else
+      out[name] = value.dump();
+  }
+}
+
 }  // namespace
 
 std::string KeyPath(const std::string& path, const std::string& key) {
@@ -351,6 +365,7 @@ StatusOr<Config> ConfigFromJson(const nlohmann::json& j) {
     ReadCheckpoint(ObjectReader(*v, "checkpoint", st), c.checkpoint);
   r.Enum("backend", kBackendNames, c.backend);
   if (const json* v = r.Find("faults")) ReadFaults(*v, st, c.faults);
+  if (const json* v = r.Find("target_options")) ReadTargetOptions(*v, st, c.target_options);
   r.Finish();
   if (!st.ok()) return st;
   return c;

@@ -100,6 +100,11 @@ J Build(const Config& c) {
   j["checkpoint"] = std::move(ckpt);
   j["backend"] = Name(c.backend);
   j["faults"] = c.faults;
+  if (!c.target_options.empty()) {  // absent when empty: configs without options keep their text
+    J options = J::object();
+    for (const auto& [name, text] : c.target_options) options[name] = J::parse(text);
+    j["target_options"] = std::move(options);
+  }
   return j;
 }
 

@@ -159,7 +159,10 @@ StatusOr<std::vector<Config>> LoadCorpus(const std::string& dir) {
 DomainOptions DomainFor(const SystemUnderTest& system) {
   DomainOptions domain;
   domain.accept = [system](const Config& c) { return system.Supports(c).ok(); };
-  if (system.target) domain.max_world = std::min(domain.max_world, system.target->max_world);
+  if (system.target) {
+    domain.max_world = std::min(domain.max_world, system.target->max_world);
+    domain.target_options = system.target->options;
+  }
   return domain;
 }
 

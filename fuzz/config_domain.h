@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,9 @@ struct DomainOptions {
   int64_t max_scaler_steps = 8;
   double invalid_share = 0.0;       // share of deliberately invalid configs (Generate / Mutate)
   std::vector<std::string> faults;  // copied into every generated config
+  // An external target's own settings (TargetSpec::options): each generated config leaves an
+  // option at the target's default or sets one of its values, half and half.
+  std::map<std::string, std::vector<std::string>> target_options;
   // Configs this predicate rejects are re-drawn (e.g. what the engine build supports); null = all.
   std::function<bool(const Config&)> accept;
 };

@@ -562,6 +562,14 @@ bool NudgeUnevenDp(Config& c, SeqRng& rng, const DomainOptions& opts) {
   return uneven();
 }
 
+// After the rest of the config, and only for a target that declares options: every other draw, and
+// so every config of a campaign against a target without options, is what it was without them.
+Config DrawTargetOptions(Config c, SeqRng& rng, const DomainOptions& opts) {
+  for (const auto& [name, values] : opts.target_options)
+    if (rng.Chance(0.5)) c.target_options[name] = values[rng.Below(values.size())];
+  return c;
+}
+
 }  // namespace domain_internal
 
 Config GenerateConfig(SeqRng& rng, const DomainOptions& opts) {
@@ -574,9 +582,9 @@ Config GenerateConfig(SeqRng& rng, const DomainOptions& opts) {
   for (int attempt = 0; attempt < kMaxGenerateAttempts; ++attempt) {
     const double exotic = attempt < kExoticDecayAttempts ? std::ldexp(1.0, -attempt) : 0.0;
     Config c = DrawConfig(rng, opts, exotic);
-    if (Passes(c, opts)) return c;
+    if (Passes(c, opts)) return DrawTargetOptions(std::move(c), rng, opts);
   }
-  return FallbackConfig(rng, opts);
+  return DrawTargetOptions(FallbackConfig(rng, opts), rng, opts);
 }
 
 }  // namespace paradiff

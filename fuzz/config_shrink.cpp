@@ -132,6 +132,8 @@ std::vector<Edit> Moves(const Config& c) {
       NoTp,
       NoPipeline,
   };
+  for (const auto& option : c.target_options)  // back to the target's default
+    moves.push_back([name = option.first](Config& x) { x.target_options.erase(name); });
   // A finding that shows only after a reload needs both layouts: they shrink together, the reload
   // layout also alone, and the save moves earlier.
   const ReloadConfig& r = c.checkpoint.reload;

@@ -6,7 +6,14 @@
 namespace paradiff {
 
 Status SystemUnderTest::Supports(const Config& cfg) const {
-  return target ? TargetSupports(*target, cfg) : EngineSupports(cfg);
+  if (target) return TargetSupports(*target, cfg);
+  // The engine's rules bind every system (its reference runs each config); the options only a
+  // target's file declares bind the engine alone.
+  Status s = EngineSupports(cfg);
+  if (!cfg.target_options.empty())
+    s.Add("target_options",
+          "target_options are an external target's own settings; the built-in engine has none");
+  return s;
 }
 
 EngineRunner SystemUnderTest::Runner() const {

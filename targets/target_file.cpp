@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/config_json.h"
 #include "core/json_text.h"
 
 namespace paradiff {
@@ -100,16 +101,42 @@ DType ParseDType(Reader& r, const json& p, const char* k, Status* st) {
   return DType::kFp32;
 }
 
+// "options": {"NAME": [scalar, ...], ...}, each list non-empty and without repeats.
+void ParseOptions(const json& o, TargetSpec& t, Reader& r) {
+  if (!o.is_object()) {
+    r.Error("options", "must be an object {\"NAME\": [values]} of the target's own settings");
+    return;
+  }
+  for (const auto& [name, values] : o.items()) {
+    const std::string field = KeyPath("options", name);
+    const bool scalars =
+        values.is_array() && std::all_of(values.begin(), values.end(), [](const json& v) {
+          return v.is_boolean() || v.is_number() || v.is_string();
+        });
+    if (!scalars || values.empty()) {
+      r.Error(field, "must be a non-empty array of scalar values (boolean, number or string)");
+      continue;
+    }
+    std::vector<std::string> texts;
+    for (const json& v : values) {
+      if (Has(texts, v.dump())) r.Error(field, v.dump() + " is listed twice");
+      texts.push_back(v.dump());
+    }
+    t.options[name] = std::move(texts);
+  }
+}
+
 void ParseSupports(const json& s, TargetSpec& t, Status* st) {
   Reader r(s, "supports.", st);
   if (!s.is_object()) return r.Error("", "must be an object");
   r.Unknown({"max_world", "parallel", "zero_stages", "models", "activations", "optimizers",
-             "precision", "clip_grad_norm", "loss_scale", "checkpoint", "max_steps"});
+             "schedules", "precision", "clip_grad_norm", "loss_scale", "checkpoint", "max_steps"});
   r.Int("max_world", t.max_world, 1, 1024);
   r.Strings("parallel", t.parallel, {"dp", "tp", "pp", "sp"});
   r.Strings("models", t.models, {"gpt", "exact_linear"});
   r.Strings("activations", t.activations, {"gelu", "swiglu"});
   r.Strings("optimizers", t.optimizers, {"sgd", "adam", "adamw"});
+  r.Strings("schedules", t.schedules, {"gpipe", "1f1b", "interleaved"});
   r.Bool("clip_grad_norm", t.clip_grad_norm);
   r.Bool("loss_scale", t.loss_scale);
   r.Bool("checkpoint", t.checkpoint);
@@ -207,7 +234,7 @@ StatusOr<TargetSpec> ParseTargetSpec(const std::string& text, const std::string&
   Reader r(j, "", &st);
   r.Unknown({"protocol", "name", "command", "launcher", "timeout_s", "supports", "reports",
              "grad_norm_dtype", "grad_reduction", "zero_stages_bitwise", "model_arithmetic",
-             "partitioned_from", "description"});
+             "partitioned_from", "description", "options"});
   TargetSpec t;
   t.path = path;
   t.dir = std::filesystem::absolute(path).parent_path().string();
@@ -292,6 +319,7 @@ StatusOr<TargetSpec> ParseTargetSpec(const std::string& text, const std::string&
     else
       r.Error("zero_stages_bitwise", "must be true or false");
   }
+  if (j.contains("options")) ParseOptions(j["options"], t, r);
   if (j.contains("supports"))
     ParseSupports(j["supports"], t, &st);
   else
@@ -341,6 +369,17 @@ Status TargetSupports(const TargetSpec& t, const Config& c) {
   if (!Has(t.optimizers, std::string(Name(c.optimizer.kind))))
     no("optimizer.kind",
        std::string(Name(c.optimizer.kind)) + " is not supported (" + Join(t.optimizers) + ")");
+  for (const auto& [name, value] : c.target_options) {
+    const auto it = t.options.find(name);
+    if (it == t.options.end())
+      no(KeyPath("target_options", name), "the target declares no option " + name);
+    else if (!Has(it->second, value))
+      no(KeyPath("target_options", name),
+         value + " is not one of the declared values " + Join(it->second));
+  }
+  if (c.parallel.pp > 1 && !Has(t.schedules, std::string(Name(c.parallel.schedule))))
+    no("parallel.schedule",
+       std::string(Name(c.parallel.schedule)) + " is not supported (" + Join(t.schedules) + ")");
   const PrecisionConfig& p = c.precision;
   const bool precision_ok =
       std::any_of(t.precisions.begin(), t.precisions.end(), [&](const TargetPrecision& q) {

@@ -35,9 +35,13 @@ struct TargetSpec {
   std::vector<std::string> models = {"gpt"};
   std::vector<std::string> activations = {"gelu", "swiglu"};
   std::vector<std::string> optimizers = {"sgd", "adam", "adamw"};
+  std::vector<std::string> schedules = {"gpipe", "1f1b", "interleaved"};  // when pp > 1
   std::vector<TargetPrecision> precisions = {TargetPrecision{}};
   bool clip_grad_norm = false, loss_scale = false, checkpoint = false;
   int64_t max_steps = 0;  // 0: any
+  // The target's own settings a campaign may vary ("options": name -> its values, each the JSON
+  // text of a scalar); a config sets each at most once, in target_options.
+  std::map<std::string, std::vector<std::string>> options;
   // What the target reports ("reports": any of "grad", "optimizer"; both when absent) and the
   // precision of its gradient norm ("grad_norm_dtype", fp64 when absent). Loss, gradient norm and
   // parameters are always reported.

@@ -435,6 +435,36 @@ TEST(ConfigDomain, FaultsAreCopiedIntoEveryConfig) {
   }
 }
 
+TEST(ConfigDomain, TargetOptionsAreDrawnFromTheDeclaredValuesOnly) {
+  DomainOptions opts = EngineOptions();
+  const std::vector<Config> plain = Generate(12, opts, 200);
+  opts.accept = nullptr;
+  opts.target_options = {{"a.flag", {"true", "false"}}, {"size", {"64", "500000000"}}};
+  const std::vector<Config> with = Generate(12, opts, 200);
+  std::map<std::string, std::set<std::string>> seen;
+  int unset = 0;
+  for (size_t i = 0; i < with.size(); ++i) {
+    for (const auto& [name, value] : with[i].target_options) {
+      ASSERT_TRUE(opts.target_options.count(name)) << name;
+      const std::vector<std::string>& values = opts.target_options.at(name);
+      EXPECT_NE(std::find(values.begin(), values.end(), value), values.end()) << value;
+      seen[name].insert(value);
+    }
+    unset += with[i].target_options.size() < 2;
+    EXPECT_TRUE(plain[i].target_options.empty());
+  }
+  EXPECT_EQ(seen["a.flag"].size(), 2u);
+  EXPECT_EQ(seen["size"].size(), 2u);
+  EXPECT_GT(unset, 20);  // the target's default stays in play
+  EXPECT_EQ(WriteConfig(Generate(12, opts, 200)[7]), WriteConfig(with[7]));  // seeded
+  // The shrinker puts each option back to the target's default, one move each.
+  Config c = with[0];
+  c.target_options = {{"a.flag", "true"}, {"size", "64"}};
+  int erased = 0;
+  for (const Config& s : ShrinkCandidates(c)) erased += s.target_options.size() == 1;
+  EXPECT_EQ(erased, 2);
+}
+
 TEST(ConfigDomain, RejectingEverythingFallsBackInsteadOfLooping) {
   DomainOptions opts;
   opts.accept = [](const Config&) { return false; };

@@ -244,6 +244,19 @@ TEST(ConfigJson, WrongTypesNameTheField) {
   EXPECT_EQ(OnlyError("[]").message, "config: expected a JSON object, got array");
 }
 
+TEST(ConfigJson, TargetOptionsAreScalarsKeptAsTheirJson) {
+  const Config c = ParseOk(
+      R"({"target_options": {"zero_optimization.overlap_comm": true, "n": 5e8, "s": "x"}})");
+  ASSERT_EQ(c.target_options.size(), 3u);
+  EXPECT_EQ(c.target_options.at("zero_optimization.overlap_comm"), "true");
+  EXPECT_EQ(c.target_options.at("s"), R"("x")");
+  EXPECT_EQ(ParseOk(WriteConfig(c)), c);
+  EXPECT_EQ(WriteConfig(Config{}).find("target_options"), std::string::npos);  // absent when empty
+  EXPECT_EQ(OnlyError(R"({"target_options": {"a": [1]}})").field, "target_options.a");
+  EXPECT_EQ(OnlyError(R"({"target_options": {"a.b": null}})").field, R"(target_options."a.b")");
+  EXPECT_EQ(OnlyError(R"({"target_options": 3})").field, "target_options");
+}
+
 TEST(ConfigJson, IntegersMustBeIntegral) {
   FieldError e = OnlyError(R"({"steps": 2.5})");
   EXPECT_EQ(e.field, "steps");

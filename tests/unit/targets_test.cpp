@@ -20,6 +20,7 @@
 #include "oracles/check.h"
 #include "oracles/tolerance.h"
 #include "targets/safetensors.h"
+#include "targets/system_under_test.h"
 #include "targets/target_file.h"
 #include "targets/translate.h"
 #include "tests/unit/engine_test_util.h"
@@ -80,6 +81,55 @@ TEST(TargetFile, RulesAndSupport) {
   const Status backend = TargetSupports(ok.value(), mpi);
   ASSERT_EQ(backend.errors().size(), 1u) << backend.ToString();
   EXPECT_EQ(backend.errors()[0].field, "backend");
+}
+
+TEST(TargetFile, OptionsBoundTheConfigsTargetOptions) {
+  StatusOr<TargetSpec> t = ParseTargetSpec(
+      R"({"protocol": 1, "name": "x", "command": ["/bin/true", "{run_dir}"], "supports": {},
+      "options": {"zero_optimization.overlap_comm": [true, false], "n": [64, 5e8]}})",
+      "t.json");
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_EQ(t.value().options.at("n"), (std::vector<std::string>{"64", "500000000.0"}));
+  Config c;
+  c.target_options = {{"zero_optimization.overlap_comm", "false"}};
+  EXPECT_TRUE(TargetSupports(t.value(), c).ok());
+  c.target_options = {{"zero_optimization.overlap_comm", "1"}, {"other", "true"}};
+  const Status no = TargetSupports(t.value(), c);
+  ASSERT_EQ(no.errors().size(), 2u) << no.ToString();
+  EXPECT_EQ(no.errors()[0].field, "target_options.other");
+  EXPECT_EQ(no.errors()[1].field, R"(target_options."zero_optimization.overlap_comm")");
+  EXPECT_FALSE(SystemUnderTest{}.Supports(c).ok());  // the built-in engine has no options
+  for (const char* bad : {R"("options": {"a": []})", R"("options": {"a": [[1]]})",
+                          R"("options": {"a": [1, 1]})", R"("options": 2)"}) {
+    const std::string text = std::string(R"({"protocol": 1, "name": "x", "command": ["/bin/true"],
+      "supports": {}, )") + bad +
+                             "}";
+    const StatusOr<TargetSpec> r = ParseTargetSpec(text, "t.json");
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().ToString().find("options"), std::string::npos) << r.status().ToString();
+  }
+}
+
+TEST(TargetFile, SchedulesBoundPipelinedConfigsOnly) {
+  StatusOr<TargetSpec> t = ParseTargetSpec(
+      R"({"protocol": 1, "name": "x", "command": ["/bin/true", "{run_dir}"],
+      "supports": {"max_world": 4, "parallel": ["pp"], "schedules": ["gpipe", "1f1b"]}})",
+      "t.json");
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  Config c;
+  c.parallel.pp = c.parallel.world = 2;
+  c.model.layers = 4;
+  c.parallel.schedule = Schedule::k1F1B;
+  EXPECT_TRUE(TargetSupports(t.value(), c).ok());
+  c.parallel.schedule = Schedule::kInterleaved;
+  c.parallel.virtual_stages = 2;
+  const Status no = TargetSupports(t.value(), c);
+  ASSERT_EQ(no.errors().size(), 1u) << no.ToString();
+  EXPECT_EQ(no.errors()[0].field, "parallel.schedule");
+  EXPECT_FALSE(ParseTargetSpec(R"({"protocol": 1, "name": "x", "command": ["/bin/true"],
+      "supports": {"schedules": ["zb"]}})",
+                               "t.json")
+                   .ok());
 }
 
 TEST(Translate, DeepSpeedRoundTrip) {
