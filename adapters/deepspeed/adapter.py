@@ -13,13 +13,18 @@ the run dir, DS_ACCELERATOR=cpu, LOCAL_SIZE=world), builds paradiff's GPT (adapt
 imported, not copied; ZeRO 3 registers the same parameters on the root module: FlatGpt), hands it
 and a client torch optimizer to deepspeed.initialize, and trains with engine(...),
 engine.backward(loss), engine.step() per micro-step (DeepSpeed divides the loss gradient by
-gradient_accumulation_steps and steps at the boundary).
+gradient_accumulation_steps and steps at the boundary). With parallel.pp > 1 the model is a
+deepspeed.pipe PipelineModule (pipe.py) and each step is one engine.train_batch over the rank's
+data-parallel replica's micro-batches; its gradients are read when the schedule reaches
+OptimizerStep (hook_optimizer_step), and only the last stage reports losses.
 
 The DeepSpeed config is `paradiff export deepspeed CONFIG` (targets/translate.cpp ExportDeepSpeed),
 rebuilt here field for field by export_deepspeed() (the test deepspeed_export_mapping checks the two
 agree), minus its "optimizer" section (the optimizer is a client torch optimizer with exactly those
 parameters), plus "zero_allow_untested_optimizer": true (SGD), then the `--ds JSON` of the target
-file merged in (DeepSpeed-only options: overlap_comm, contiguous_gradients, reduce_scatter, ...).
+file merged in, then the config's target_options: the DeepSpeed-only settings the target file
+declares as "options" (overlap_comm, contiguous_gradients, reduce_scatter, ...), each named by its
+dotted path in DeepSpeed's config ("zero_optimization.overlap_comm") and drawn by the campaign.
 
 What each rank reports (the kinds run.json asks for), all read from the rank's own memory, never
 through DeepSpeed's gathers:
@@ -35,7 +40,8 @@ through DeepSpeed's gathers:
 - grad_norm: engine.get_global_grad_norm() (DeepSpeed's own norm of the unclipped gradients). Where
   DeepSpeed computes none (ZeRO 0 in fp32: the engine clips with runtime.utils.clip_grad_norm_ and
   drops its value, or does not clip) the adapter computes the float32 norm of the reduced
-  gradients with torch.nn.utils.get_total_norm.
+  gradients with torch.nn.utils.get_total_norm (zero0_norm; over the pipeline stages, once per
+  tied weight).
 - SGD with momentum 0: torch keeps no buffer; the client optimizer (RecordingSGD) stores its update
   direction grad + weight_decay * param, computed with the op torch's SGD applies, in its state
   under "direction", so DeepSpeed's own fragment APIs return the rank's piece of it as the momentum
@@ -113,7 +119,14 @@ def ds_config(cfg, extra):
     del ds["optimizer"]  # a client torch optimizer with exactly these parameters (make_optimizer)
     ds["zero_allow_untested_optimizer"] = True  # SGD is not on ZeRO's tested list
     ds["steps_per_print"] = 1 << 30
-    return merge(ds, copy.deepcopy(extra))
+    merge(ds, copy.deepcopy(extra))
+    for path, value in sorted(cfg.get("target_options", {}).items()):  # "a.b.c": DeepSpeed's keys
+        *outer, key = path.split(".")
+        node = ds
+        for k in outer:
+            node = node.setdefault(k, {})
+        node[key] = value
+    return ds
 
 
 # ---------------------------------------------------------------------------------------------
@@ -182,16 +195,25 @@ def train(rank, world, run_dir, plant, extra):
     # hook. (A z3 leaf module does not do here: DeepSpeed reduces a leaf module's gradients in a
     # full backward hook, which fires at the start of backward when no module input requires a
     # gradient, as token ids do not; it then frees the parameters and backward fails.)
-    model = (flat_gpt(torch, Gpt) if stage == 3 else Gpt)(cfg["model"], run["params"], init, dtypes[prec["compute"]])
+    pp = cfg["parallel"]["pp"]
+    recorded = []  # pipeline: the last stage's loss per micro-batch (pipe.loss_fn)
+    if pp > 1:
+        import pipe
+        model = pipe.build(cfg, run["params"], init, dtypes[prec["compute"]], recorded,
+                           loss_factor=run["dp"] if plant == "sum_not_average" else 1)
+    else:
+        model = (flat_gpt(torch, Gpt) if stage == 3 else Gpt)(cfg["model"], run["params"], init,
+                                                                dtypes[prec["compute"]])
     opt = make_optimizer(torch, o, list(model.parameters()))
     engine, _, _, _ = deepspeed.initialize(model=model, optimizer=opt, config=ds_config(cfg, extra))
     dsopt = engine.optimizer
     base = engine.basic_optimizer if hasattr(engine, "basic_optimizer") else opt
-    named = model.named()  # the engine's module is this model
+    named = pipe.named(model, run["params"]) if pp > 1 else model.named()  # the engine's module
     kinds = set(run["kinds"])
     slots = [s for s in SLOTS[o["kind"]] if s in kinds]
     A = cfg["batch"]["accumulation_steps"]
     dp = run["dp"]
+    dp_rank = engine.grid.get_data_parallel_id() if pp > 1 else rank
     out_dir = os.path.join(run_dir, run["out_dir"])
     steps = []
 
@@ -213,43 +235,58 @@ def train(rank, world, run_dir, plant, extra):
         """ZeRO 0: the torch optimizer's state of the module's own parameter (None when absent)."""
         return base.state.get(p, {}).get(key)
 
+    cur = {}  # the step's report: tensors, meta and the ZeRO-0 norm, filled by capture_grads
+
+    def capture_grads():
+        """The reduced gradients between the last backward and the step (see the module doc)."""
+        tensors, meta, grads = cur["tensors"], cur["meta"], []
+        for name, p in named:
+            if stage == 3:
+                t, off = z3_local(name, p, safe_get_local_grad(p))
+                if t.numel():
+                    piece(tensors, meta, "grad", name, t, off)
+            elif getattr(p, "_hp_grad", None) is not None:
+                # the bf16 optimizer (ZeRO 1, bf16 with fp32 accumulation): its full fp32
+                # accumulation buffer, all-reduced on every rank
+                grads.append(p._hp_grad)
+                tensors["grad:" + name] = p._hp_grad.detach().reshape(p.shape).clone()
+            elif hp_fragment(p) is not None and p.grad is None:
+                h = p._hp_mapping
+                fr = h.get_lp_grad_fragment(p._index_in_param_group).reshape(-1)
+                if fr.numel() == p.numel():  # a full accumulation buffer: this rank's fragment
+                    fr = fr.narrow(0, h.lp_fragment_address.start, h.lp_fragment_address.numel)
+                piece(tensors, meta, "grad", name, fr, h.lp_fragment_address.start)
+            elif p.grad is not None:
+                if not getattr(p, "ds_pipe_replicated", False):
+                    grads.append(p.grad)
+                tensors["grad:" + name] = p.grad.detach().clone()
+        if stage == 0:
+            cur["fallback_norm"] = zero0_norm(torch, engine, grads, pp)
+        if "grad" not in kinds:
+            tensors.clear()
+            meta.clear()
+
+    if pp > 1:
+        hook_optimizer_step(engine, capture_grads)
     for s in range(cfg["steps"]):
         data, _ = safetensors_io.read(os.path.join(run_dir, "data", "step%d.safetensors" % s))
-        loss_sum = 0.0
-        tensors, meta = {}, {}
-        fallback_norm = None
-        for m in range(A):
-            g = rank * A + m
-            loss = engine(data["inputs"][g], data["targets"][g])
-            loss_sum += loss.item()
-            engine.backward(loss * dp if plant == "sum_not_average" else loss)
-            if m == A - 1:
-                grads = []
-                for name, p in named:
-                    if stage == 3:
-                        t, off = z3_local(name, p, safe_get_local_grad(p))
-                        if t.numel():
-                            piece(tensors, meta, "grad", name, t, off)
-                    elif getattr(p, "_hp_grad", None) is not None:
-                        # the bf16 optimizer (ZeRO 1, bf16 with fp32 accumulation): its full fp32
-                        # accumulation buffer, all-reduced on every rank
-                        grads.append(p._hp_grad)
-                        tensors["grad:" + name] = p._hp_grad.detach().reshape(p.shape).clone()
-                    elif hp_fragment(p) is not None and p.grad is None:
-                        h = p._hp_mapping
-                        fr = h.get_lp_grad_fragment(p._index_in_param_group).reshape(-1)
-                        if fr.numel() == p.numel():  # a full accumulation buffer: this rank's fragment
-                            fr = fr.narrow(0, h.lp_fragment_address.start, h.lp_fragment_address.numel)
-                        piece(tensors, meta, "grad", name, fr, h.lp_fragment_address.start)
-                    elif p.grad is not None:
-                        grads.append(p.grad)
-                        tensors["grad:" + name] = p.grad.detach().clone()
-                if stage == 0 and grads:
-                    fallback_norm = float(torch.nn.utils.get_total_norm([x.float() for x in grads]))
-                if "grad" not in kinds:
-                    tensors = {}
-                    meta = {}
-            engine.step()
+        cur.update(tensors={}, meta={}, fallback_norm=None)
+        tensors, meta = cur["tensors"], cur["meta"]
+        mine = range(dp_rank * A, (dp_rank + 1) * A)
+        if pp > 1:
+            recorded.clear()
+            engine.train_batch(iter([(data["inputs"][g], data["targets"][g]) for g in mine]))
+            loss_sum, loss_count = sum(recorded), len(recorded)
+        else:
+            loss_sum, loss_count = 0.0, A
+            for g in mine:
+                loss = engine(data["inputs"][g], data["targets"][g])
+                loss_sum += loss.item()
+                engine.backward(loss * dp if plant == "sum_not_average" else loss)
+                if g == mine[-1]:
+                    capture_grads()
+                engine.step()
+        fallback_norm = cur["fallback_norm"]
         norm = engine.get_global_grad_norm()
         if norm is None:
             norm = fallback_norm
@@ -286,7 +323,7 @@ def train(rank, world, run_dir, plant, extra):
                     if st is not None:
                         tensors[slot + ":" + name] = st.detach().clone()
         safetensors_io.write(os.path.join(out_dir, "rank%d.step%d.safetensors" % (rank, s)), tensors, meta)
-        steps.append({"loss_sum": loss_sum, "loss_count": A, "grad_norm": norm})
+        steps.append({"loss_sum": loss_sum, "loss_count": loss_count, "grad_norm": norm})
     with open(os.path.join(out_dir, "rank%d.json" % rank), "w") as f:
         json.dump({"steps": steps}, f)
     tdist.barrier()
@@ -312,6 +349,32 @@ def flat_gpt(torch, Gpt):
             return getattr(self, "p%d" % self.index[name])
 
     return FlatGpt
+
+
+def zero0_norm(torch, engine, grads, pp):
+    """The float32 norm of the reduced gradients where DeepSpeed computes none (ZeRO 0 in fp32):
+    the rank's own (a tied copy marked ds_pipe_replicated left out), squared and summed over the
+    pipeline stages of its data-parallel replica."""
+    if pp == 1:
+        return float(torch.nn.utils.get_total_norm([x.float() for x in grads])) if grads else None
+    local = torch.nn.utils.get_total_norm([x.float() for x in grads]) if grads else torch.zeros(())
+    sq = (local.to(torch.float32) ** 2).reshape(1)
+    torch.distributed.all_reduce(sq, group=engine.grid.get_pipe_parallel_group())
+    return float(sq.sqrt()[0])
+
+
+def hook_optimizer_step(engine, before):
+    """Calls before() when the pipeline schedule reaches OptimizerStep: after ReduceTiedGrads and
+    ReduceGrads, before the engine clips and steps (the gradients the report holds)."""
+    from deepspeed.runtime.pipe import schedule
+    table = type(engine)._INSTRUCTION_MAP
+    step = table[schedule.OptimizerStep]
+
+    def hooked(self, *args, **kwargs):
+        before()
+        return step(self, *args, **kwargs)
+
+    table[schedule.OptimizerStep] = hooked
 
 
 def master_of(dsopt, p):

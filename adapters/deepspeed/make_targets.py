@@ -9,8 +9,11 @@ report to a ZeRO stage:
   deepspeed_fp32acc.json    bf16 with fp32 accumulation (ZeRO 1: DeepSpeed's BF16_Optimizer; 2, 3)
   deepspeed_zero1.json      ZeRO 1 (DeepSpeed's ZeRO optimizer), whose gradients are partitioned
   deepspeed_planted.json    deepspeed.json's fp32 part with --plant sum_not_average
+  deepspeed_pp.json         deepspeed.pipe (PipelineModule, pp > 1, with dp) at ZeRO 0: DeepSpeed's
+                            pipeline takes ZeRO 0 and 1, and ZeRO 1's gradients are partitioned
   deepspeed-X.json          the same as deepspeed.json for an older pinned release X
   deepspeed-X_fp32acc.json  the same as deepspeed_fp32acc.json for X
+  deepspeed-X_pp.json       the same as deepspeed_pp.json for X
 A release is a line in adapters/envs/deepspeed-X.txt plus its X in RELEASES below.
 """
 import json
@@ -33,10 +36,26 @@ BF16_FP32ACC = [bf16("fp32", "fp32"), bf16("bf16", "fp32")]
 # step, 2 and 3 every micro-step; ZeRO 0 and the bf16 optimizer scale after the sum, the ZeRO
 # optimizers divide before it; gloo promises no rank order. No single value holds for a file.
 UNKNOWN = {"when": "unknown", "order": "unknown", "average": "unknown"}
+# DeepSpeed-only settings campaigns vary (the config's target_options, merged into DeepSpeed's config
+# by adapter.py; a stage ignores the others' keys). Sizes span "smaller than one tensor" to "the
+# whole test model in one piece; docs/DEEPSPEED.md, "Options".
+OPTIONS = {
+    "zero_optimization.overlap_comm": [True, False],
+    "zero_optimization.contiguous_gradients": [True, False],
+    "zero_optimization.reduce_scatter": [True, False],
+    "zero_optimization.allgather_partitions": [True, False],
+    "zero_optimization.allgather_bucket_size": [64, 500000000],
+    "zero_optimization.stage3_param_persistence_threshold": [0, 100000],
+    "zero_optimization.stage3_prefetch_bucket_size": [0, 64, 50000000],
+    "zero_optimization.stage3_max_live_parameters": [64, 1000000000],
+}
+# Not varied: round_robin_gradients (DeepSpeed's own fragment accessors, which the adapter's
+# reports use, fail under it: adapters/deepspeed/repro/zero2_round_robin_full_grad.py) and
+# prescale_gradients (DeepSpeed refuses it at ZeRO 2 with reduce_scatter, its default).
 
 
 def target(name, description, version, stages, precision, reports=("grad", "optimizer"), extra_args=(),
-           partitioned_from=None):
+           partitioned_from=None, parallel=("dp",), options=None):
     venv = "{target_dir}/../../work/venv/"
     t = {
         "protocol": 1,
@@ -50,13 +69,19 @@ def target(name, description, version, stages, precision, reports=("grad", "opti
         "grad_reduction": UNKNOWN,
         "model_arithmetic": "own",
         "supports": {
-            "max_world": 4, "parallel": ["dp"], "zero_stages": stages, "models": ["gpt"],
+            "max_world": 4, "parallel": list(parallel), "zero_stages": stages, "models": ["gpt"],
             "activations": ["gelu", "swiglu"], "optimizers": ["sgd", "adam", "adamw"],
             "precision": precision, "clip_grad_norm": True, "max_steps": 4,
         },
     }
     if partitioned_from:
         t["partitioned_from"] = partitioned_from
+    if options:
+        t["options"] = options
+    if "pp" in parallel:
+        # DeepSpeed runs its own TrainSchedule (1F1B, no interleaving): the micro-batches'
+        # backwards in the same order as GPipe's and 1F1B's, so both are the same float sums.
+        t["supports"]["schedules"] = ["gpipe", "1f1b"]
     return t
 
 
@@ -68,17 +93,22 @@ def files():
             "deepspeed-" + v,
             "DeepSpeed %s (CPU accelerator, gloo): ZeRO 0, 2, 3, fp32 and bf16 with bf16 accumulation, "
             "client torch optimizers (adapters/deepspeed/adapter.py, docs/DEEPSPEED.md)" % v,
-            v, [0, 2, 3], [FP32] + BF16)
+            v, [0, 2, 3], [FP32] + BF16, options=OPTIONS)
         out[base + "_fp32acc.json"] = target(
             "deepspeed-%s-fp32acc" % v,
             "DeepSpeed %s: bf16 with fp32 gradient accumulation (ZeRO 1 = DeepSpeed's BF16_Optimizer, "
             "ZeRO 2, 3; DeepSpeed refuses it at ZeRO 0)" % v,
-            v, [1, 2, 3], BF16_FP32ACC)
+            v, [1, 2, 3], BF16_FP32ACC, options=OPTIONS)
+        out[base + "_pp.json"] = target(
+            "deepspeed-%s-pp" % v,
+            "DeepSpeed %s deepspeed.pipe: paradiff's GPT as a PipelineModule (tied embeddings as a "
+            "TiedLayerSpec), pp with dp, ZeRO 0, fp32 and bf16 with bf16 accumulation (adapters/deepspeed/pipe.py)"
+            % v, v, [0], [FP32] + BF16, parallel=("dp", "pp"))
     out["deepspeed_zero1.json"] = target(
         "deepspeed-%s-zero1" % NEWEST,
         "DeepSpeed %s ZeRO 1 (its ZeRO optimizer): it reduces each gradient slice to its owner only, "
         "so its gradients are partitioned from stage 1 (docs/DEEPSPEED.md)" % NEWEST,
-        NEWEST, [1], [FP32] + BF16, partitioned_from={"grad": 1})
+        NEWEST, [1], [FP32] + BF16, partitioned_from={"grad": 1}, options=OPTIONS)
     out["deepspeed_planted.json"] = target(
         "deepspeed-%s-planted" % NEWEST,
         "deepspeed.json (fp32) with the planted adapter bug sum_not_average (each rank's loss times dp: "

@@ -15,6 +15,23 @@ need_deepspeed() {
   [ -x "$py" ] && PYTHONPATH=$SRC/work/venv/deepspeed-0.19.8 DS_ACCELERATOR=cpu "$py" -c 'import deepspeed' \
     >/dev/null 2>&1 || { echo "SKIP: no DeepSpeed 0.19.8 environment (scripts/setup-targets deepspeed-0.19.8)"; exit 77; }
 }
+need_release() {
+  need_deepspeed
+  [ -d "$SRC/work/venv/deepspeed-$1/deepspeed" ] ||
+    { echo "SKIP: no DeepSpeed $1 environment (scripts/setup-targets deepspeed-$1)"; exit 77; }
+}
+# The target file $1 with only its fp32 precision, written to $2 (absolute paths).
+fp32_part() {
+  /usr/bin/python3 - "$1" "$2" <<'PY'
+import json, os, sys
+t = json.load(open(sys.argv[1]))
+d = os.path.dirname(os.path.abspath(sys.argv[1]))
+t["name"] += "-fp32"
+t["command"] = [a.replace("{target_dir}", d) for a in t["command"]]
+t["supports"]["precision"] = [p for p in t["supports"]["precision"] if p["param"] == "fp32"]
+json.dump(t, open(sys.argv[2], "w"))
+PY
+}
 # A config derived from $1 with JSON fields set: derive IN OUT 'python statements on c'.
 derive() {
   /usr/bin/python3 - "$1" "$2" "$3" <<'PY'
@@ -58,20 +75,40 @@ PY
       echo "zero $st world $w: $(grep SUMMARY "$TMP/out")"
     done
     ;;
+  deepspeed_pipe_parity)
+    need_deepspeed
+    # deepspeed.pipe (adapters/deepspeed/pipe.py): two stages with tied embeddings (DeepSpeed's
+    # TiedLayerSpec), then two stages times two replicas untied, accumulation 2, clipping.
+    derive "$T/deepspeed_w1.json" "$TMP/pp2.json" "c['model']['layers'] = 3; c['parallel'] = {'world': 2, 'dp': 1, 'pp': 2}"
+    derive "$T/deepspeed_w1.json" "$TMP/pp2dp2.json" \
+      "c['model']['layers'] = 2; c['model']['tied_embeddings'] = False; c['parallel'] = {'world': 4, 'dp': 2, 'pp': 2}"
+    for c in pp2 pp2dp2; do
+      expect 0 "$P" run "$TMP/$c.json" --target "$DS/deepspeed_pp.json"
+      has "SUMMARY: paradiff: PASS"
+      echo "$c: $(grep SUMMARY "$TMP/out")"
+    done
+    ;;
   deepspeed_campaign_clean)
     need_deepspeed
     # fp32 only: bf16 at ZeRO 0 meets a DeepSpeed bug (docs/DEEPSPEED.md, findings).
-    /usr/bin/python3 - "$DS/deepspeed.json" "$TMP/fp32.json" <<'PY'
-import json, os, sys
-t = json.load(open(sys.argv[1]))
-d = os.path.dirname(os.path.abspath(sys.argv[1]))
-t["name"] = "deepspeed-fp32"
-t["command"] = [a.replace("{target_dir}", d) for a in t["command"]]
-t["supports"]["precision"] = [p for p in t["supports"]["precision"] if p["param"] == "fp32"]
-json.dump(t, open(sys.argv[2], "w"))
-PY
+    fp32_part "$DS/deepspeed.json" "$TMP/fp32.json"
     expect 0 "$P" campaign --workdir "$TMP/w" --budget 60s --jobs 2 --seed 4 --minimize-budget-s 0 \
       --target "$TMP/fp32.json"
+    has "campaign CLEAN"
+    ;;
+  deepspeed_rediscover_pr8154)
+    need_release 0.19.2
+    # DeepSpeed PR 8154, unsteered: a campaign against the pipeline target of the last release
+    # with the bug (0.19.2) finds an earlier stage's gradient divided by the accumulation count
+    # again; the same configs against the newest release (fixed in 0.19.3) are clean. The fp32
+    # part of the files, as in deepspeed_campaign_clean (bf16 at ZeRO 0 meets another bug).
+    fp32_part "$DS/deepspeed-0.19.2_pp.json" "$TMP/bug.json"
+    fp32_part "$DS/deepspeed_pp.json" "$TMP/fixed.json"
+    expect 3 "$P" campaign --workdir "$TMP/bug" --runs $PR8154_RUNS --jobs 2 --seed 1 --minimize-budget-s 0 \
+      --target "$TMP/bug.json"
+    has "new finding sig=mismatch.numeric.grad"
+    expect 0 "$P" campaign --workdir "$TMP/fixed" --runs $PR8154_RUNS --jobs 2 --seed 1 --minimize-budget-s 0 \
+      --target "$TMP/fixed.json"
     has "campaign CLEAN"
     ;;
   deepspeed_planted_minimized)
