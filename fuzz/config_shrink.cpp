@@ -50,6 +50,16 @@ void NoPipeline(Config& c) {
   FixWorld(c);
 }
 
+// Fewer pipeline stages, still a pipeline (NoPipeline takes it away): a stage-boundary finding
+// at pp 3 need not vanish at pp 2.
+void FewerStages(Config& c, int64_t pp) {
+  if (pp < 2 || pp >= c.parallel.pp) return;
+  c.parallel.pp = pp;
+  c.parallel.partition = PartitionMethod::kUniform;
+  c.parallel.partition_layers.clear();
+  FixWorld(c);
+}
+
 void UniformPartition(Config& c) {
   c.parallel.partition = PartitionMethod::kUniform;
   c.parallel.partition_layers.clear();
@@ -166,6 +176,7 @@ std::vector<Edit> Moves(const Config& c) {
   const std::vector<Edit> halves = {
       [=](Config& x) { SetLayers(x, chunks); },
       [=](Config& x) { SetDp(x, p.dp / 2); },
+      [=](Config& x) { FewerStages(x, p.pp / 2); },
       [=](Config& x) { SetLayers(x, m.layers / 2); },
       [=](Config& x) { SetHeadDim(x, head_dim / 2); },
   };
@@ -181,6 +192,7 @@ std::vector<Edit> Moves(const Config& c) {
       [=](Config& x) { x.batch.accumulation_steps = pp_unit; },
       [=](Config& x) { x.steps = std::max<int64_t>(1, c.steps / 2); },
       [=](Config& x) { SetDp(x, p.dp - 1); },
+      [=](Config& x) { FewerStages(x, p.pp - 1); },
       [=](Config& x) { SetLayers(x, m.layers - 1); },
   };
   moves.insert(moves.end(), more_sizes.begin(), more_sizes.end());

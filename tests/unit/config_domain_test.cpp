@@ -465,6 +465,17 @@ TEST(ConfigDomain, TargetOptionsAreDrawnFromTheDeclaredValuesOnly) {
   EXPECT_EQ(erased, 2);
 }
 
+TEST(ConfigDomain, ShrinkingKeepsAPipelineWithFewerStages) {
+  Config c;
+  c.model.layers = 3;
+  c.batch.accumulation_steps = 2;
+  c.parallel.pp = c.parallel.world = 3;
+  ASSERT_TRUE(CheckConfig(c, ResourceBudget{}).ok());
+  std::set<int64_t> stages;
+  for (const Config& s : ShrinkCandidates(c)) stages.insert(s.parallel.pp);
+  EXPECT_EQ(stages, (std::set<int64_t>{1, 2, 3}));  // pp 2 besides no pipeline at all
+}
+
 TEST(ConfigDomain, RejectingEverythingFallsBackInsteadOfLooping) {
   DomainOptions opts;
   opts.accept = [](const Config&) { return false; };
