@@ -173,10 +173,17 @@ std::vector<Edit> Moves(const Config& c) {
     };
     moves.insert(moves.end(), reload.begin(), reload.end());
   }
+  // The layout shrinks before the model does: a distributed finding usually needs some layout,
+  // and every later check is cheaper with fewer ranks and micro-batches.
+  const int64_t half_accumulation =
+      std::max<int64_t>(pp_unit, c.batch.accumulation_steps / 2 / pp_unit * pp_unit);
   const std::vector<Edit> halves = {
       [=](Config& x) { SetLayers(x, chunks); },
       [=](Config& x) { SetDp(x, p.dp / 2); },
+      [=](Config& x) { SetDp(x, p.dp - 1); },
       [=](Config& x) { FewerStages(x, p.pp / 2); },
+      [=](Config& x) { FewerStages(x, p.pp - 1); },
+      [=](Config& x) { x.batch.accumulation_steps = half_accumulation; },
       [=](Config& x) { SetLayers(x, m.layers / 2); },
       [=](Config& x) { SetHeadDim(x, head_dim / 2); },
   };
@@ -191,8 +198,6 @@ std::vector<Edit> Moves(const Config& c) {
       [=](Config& x) { x.batch.micro_batch = std::max<int64_t>(1, c.batch.micro_batch / 2); },
       [=](Config& x) { x.batch.accumulation_steps = pp_unit; },
       [=](Config& x) { x.steps = std::max<int64_t>(1, c.steps / 2); },
-      [=](Config& x) { SetDp(x, p.dp - 1); },
-      [=](Config& x) { FewerStages(x, p.pp - 1); },
       [=](Config& x) { SetLayers(x, m.layers - 1); },
   };
   moves.insert(moves.end(), more_sizes.begin(), more_sizes.end());
