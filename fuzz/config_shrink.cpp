@@ -50,19 +50,18 @@ void NoPipeline(Config& c) {
   FixWorld(c);
 }
 
+void UniformPartition(Config& c) {
+  c.parallel.partition = PartitionMethod::kUniform;
+  c.parallel.partition_layers.clear();
+}
+
 // Fewer pipeline stages, still a pipeline (NoPipeline takes it away): a stage-boundary finding
 // at pp 3 need not vanish at pp 2.
 void FewerStages(Config& c, int64_t pp) {
   if (pp < 2 || pp >= c.parallel.pp) return;
   c.parallel.pp = pp;
-  c.parallel.partition = PartitionMethod::kUniform;
-  c.parallel.partition_layers.clear();
+  UniformPartition(c);
   FixWorld(c);
-}
-
-void UniformPartition(Config& c) {
-  c.parallel.partition = PartitionMethod::kUniform;
-  c.parallel.partition_layers.clear();
 }
 
 // Fewer layers; an explicit partition loses the layer from its largest chunk, or becomes uniform.

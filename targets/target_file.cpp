@@ -119,8 +119,9 @@ void ParseOptions(const json& o, TargetSpec& t, Reader& r) {
     }
     std::vector<std::string> texts;
     for (const json& v : values) {
-      if (Has(texts, v.dump())) r.Error(field, v.dump() + " is listed twice");
-      texts.push_back(v.dump());
+      const std::string text = v.dump();
+      if (Has(texts, text)) r.Error(field, text + " is listed twice");
+      texts.push_back(text);
     }
     t.options[name] = std::move(texts);
   }

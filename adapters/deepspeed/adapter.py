@@ -355,9 +355,11 @@ def zero0_norm(torch, engine, grads, pp):
     """The float32 norm of the reduced gradients where DeepSpeed computes none (ZeRO 0 in fp32):
     the rank's own (a tied copy marked ds_pipe_replicated left out), squared and summed over the
     pipeline stages of its data-parallel replica."""
-    if pp == 1:
-        return float(torch.nn.utils.get_total_norm([x.float() for x in grads])) if grads else None
+    if not grads and pp == 1:
+        return None
     local = torch.nn.utils.get_total_norm([x.float() for x in grads]) if grads else torch.zeros(())
+    if pp == 1:
+        return float(local)
     sq = (local.to(torch.float32) ** 2).reshape(1)
     torch.distributed.all_reduce(sq, group=engine.grid.get_pipe_parallel_group())
     return float(sq.sqrt()[0])

@@ -21,16 +21,7 @@ import functools
 import torch
 import torch.nn.functional as F
 
-from model import Gpt
-
-
-def blocks_per_stage(cfg):
-    """parallel.partition: an explicit list, else equal counts with the remainder on the first."""
-    p, layers, pp = cfg["parallel"]["partition"], cfg["model"]["layers"], cfg["parallel"]["pp"]
-    if isinstance(p, list):
-        return list(p)
-    base, extra = divmod(layers, pp)
-    return [base + (1 if s < extra else 0) for s in range(pp)]
+from model import Gpt, layer_partition
 
 
 class Part(Gpt):
@@ -95,7 +86,7 @@ def build(cfg, names, init, exec_dtype, recorded, loss_factor=1):
                               tied_weight_attr=["params.0"])]
     else:
         last = [spec(ln_f + ["head.lm_head.weight"], "head")]
-    sizes = blocks_per_stage(cfg)
+    sizes = layer_partition(cfg, cfg["parallel"]["pp"])
     parts = [0]
     for s, n in enumerate(sizes):
         parts.append(parts[-1] + n + (len(first) if s == 0 else 0))

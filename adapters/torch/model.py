@@ -13,6 +13,16 @@ import torch.nn.functional as F
 LAYER_NORM_EPS = 1e-5
 
 
+def layer_partition(cfg, chunks):
+    """Layers per pipeline chunk as parallel.partition states it: an explicit list, else equal
+    counts with the remainder on the first chunks (core's uniform partition)."""
+    p, layers = cfg["parallel"]["partition"], cfg["model"]["layers"]
+    if isinstance(p, list):
+        return list(p)
+    base, extra = divmod(layers, chunks)
+    return [base + (1 if c < extra else 0) for c in range(chunks)]
+
+
 class Gpt(torch.nn.Module):
     def __init__(self, model_cfg, names, tensors, exec_dtype):
         super().__init__()

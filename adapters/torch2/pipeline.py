@@ -18,16 +18,7 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
-from model import Gpt
-
-
-def partition(cfg, chunks):
-    """Layers per chunk."""
-    p, layers = cfg["parallel"]["partition"], cfg["model"]["layers"]
-    if isinstance(p, list):
-        return list(p)
-    base, extra = divmod(layers, chunks)
-    return [base + (1 if c < extra else 0) for c in range(chunks)]
+from model import Gpt, layer_partition
 
 
 class Chunk(Gpt):
@@ -84,7 +75,7 @@ class Pipeline:
         if par["dp"] != 1 or par["tp"] != 1 or pp != world:
             raise RuntimeError("pipeline: only pp ranks (dp = tp = 1), got %s" % par)
         C = pp * v
-        sizes = partition(cfg, C)
+        sizes = layer_partition(cfg, C)
         bounds = [sum(sizes[:c]) for c in range(C + 1)]
         A = cfg["batch"]["accumulation_steps"]
         self.rank, self.pp, self.A = rank, pp, A
