@@ -120,13 +120,20 @@ class JobGuard {
   pid_t pid_;
 };
 
-int64_t LogBytes(const std::string& dir, int world) {
-  int64_t total = 0;
+struct LogState {
+  int64_t bytes = 0;  // summed over the rank logs that exist
+  int started = 0;    // ranks whose log exists
+};
+
+LogState Logs(const std::string& dir, int world) {
+  LogState s;
   for (int r = 0; r < world; ++r) {
     struct stat st;
-    if (::stat(RankFile(dir, r, ".log").c_str(), &st) == 0) total += st.st_size;
+    if (::stat(RankFile(dir, r, ".log").c_str(), &st) != 0) continue;
+    s.bytes += st.st_size;
+    ++s.started;
   }
-  return total;
+  return s;
 }
 
 // See Note [MPI watchdog] in engine_mpi.h.
@@ -144,12 +151,17 @@ JobEnd Watch(pid_t pid, const std::string& dir, int world, const MpiRunOptions& 
     }
     if (r < 0 && errno != EINTR) EnvError(std::string("waitpid: ") + std::strerror(errno));
     const auto now = Clock::now();
-    const int64_t bytes = LogBytes(dir, world);
-    if (bytes != seen) {
-      seen = bytes;
+    const LogState logs = Logs(dir, world);
+    if (logs.bytes != seen) {
+      seen = logs.bytes;
       last_progress = now;
     }
-    if (now - last_progress > o.timeout) {
+    if (logs.started < world) {
+      if (now - start > o.start_timeout)
+        end.watchdog = std::to_string(world - logs.started) + " of " + std::to_string(world) +
+                       " ranks did not start within " + std::to_string(o.start_timeout.count()) +
+                       " ms";
+    } else if (now - last_progress > o.timeout) {
       end.watchdog = "no rank made progress for " + std::to_string(o.timeout.count()) + " ms";
     } else if (o.total_timeout.count() > 0 && now - start > o.total_timeout) {
       end.watchdog = "the job ran longer than " + std::to_string(o.total_timeout.count()) + " ms";

@@ -10,9 +10,11 @@
 // kernels/observations_io.h) and mpirun's own output (mpirun.log). Stale files of an earlier run
 // are removed first.
 //
-// Note [MPI watchdog]: the job is a hang when no rank log grew for `timeout` (the local
-// backend's "a rank waited longer than timeout in one collective", seen from outside: a waiting
-// rank writes nothing, and neither does anybody else once the job is stuck), or when it outlives
+// Note [MPI watchdog]: the job is a hang when no rank log grew for `timeout` once every rank has
+// written its log (the local backend's "a rank waited longer than timeout in one collective", seen
+// from outside: a waiting rank writes nothing, and neither does anybody else once the job is
+// stuck), when some rank has not started `start_timeout` after the launch (mpirun's start-up on a
+// loaded machine is not a collective and is not judged by `timeout`), or when it outlives
 // `total_timeout` (if set). The executor then SIGKILLs the process group and every process of the
 // session (ranks may change their process group, not their session) and reports, per rank, what
 // its log says it last did: waiting in a call, running after one, finished or failed.
@@ -38,8 +40,9 @@ namespace paradiff {
 
 struct MpiRunOptions {
   std::chrono::milliseconds timeout =
-      kDefaultCollectiveTimeout;               // no rank progress for this long: a hang
-  std::chrono::milliseconds total_timeout{0};  // the whole job (0: no limit)
+      kDefaultCollectiveTimeout;                   // no rank progress for this long: a hang
+  std::chrono::milliseconds total_timeout{0};      // the whole job (0: no limit)
+  std::chrono::milliseconds start_timeout{60000};  // every rank has written its log by then
   std::string exe;                // paradiff binary ("": ParadiffExecutable(), core/self_exe.h)
   std::string mpirun = "mpirun";  // looked up in PATH unless it contains a '/'
   std::vector<std::string> mpirun_args;  // extra arguments before -np (hostfile, --mca ...)

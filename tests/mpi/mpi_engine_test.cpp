@@ -12,6 +12,10 @@
 //                         waits in; no process of the job is left behind; the logs are kept.
 //   crash                 rank 1 aborts: a crash naming rank 1 and signal 6.
 //   mismatch              a rank-dependent bucket order: a collective mismatch on both backends.
+//   slow_start            mpirun starts the ranks 4 s late (a loaded machine) under a 3 s
+//                         collective timeout: the run ends ok; start-up is bounded by
+//                         start_timeout, not by the collective timeout (see Note [MPI watchdog]).
+//   no_start              the same with a 2 s start_timeout: a hang saying the ranks did not start.
 // Prints "PASS: CASE" or "FAIL: CASE: why"; exits 0 / 1.
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -126,6 +130,26 @@ std::string RunCase(const Case& c, const std::vector<std::string>& extra) {
     } else {
       for (const char* s : {"rank 1: killed by signal 6", "rank 1: running (last: debug: aborting"})
         if (why.empty()) why = Contains(out.failure, s);
+    }
+    if (why.empty()) fs::remove_all(o.work_dir);
+    return why;
+  }
+  if (c.name == "slow_start" || c.name == "no_start") {
+    const Config cfg = LoadExample(c.src, "dp2_bf16_accum.json");
+    MpiRunOptions o = Options(c, std::chrono::milliseconds(3000));
+    if (c.name == "no_start") o.start_timeout = std::chrono::milliseconds(2000);
+    fs::create_directories(o.work_dir);
+    o.mpirun = o.work_dir + "/slow-mpirun.sh";
+    std::ofstream(o.mpirun) << "#!/bin/sh\nsleep 4\nexec mpirun \"$@\"\n";
+    fs::permissions(o.mpirun, fs::perms::owner_exec, fs::perm_options::add);
+    const EngineOutcome out = RunEngineMpi(cfg, o);
+    std::string why;
+    if (c.name == "slow_start") {
+      if (!out.ok) why = "a slow start was judged: " + out.failure;
+    } else if (out.ok || out.failure_kind != FailureKind::kHang) {
+      why = std::string("expected a hang, got '") + Name(out.failure_kind) + "'";
+    } else {
+      why = Contains(out.failure, "2 of 2 ranks did not start within 2000 ms");
     }
     if (why.empty()) fs::remove_all(o.work_dir);
     return why;
