@@ -162,6 +162,7 @@ DomainOptions DomainFor(const SystemUnderTest& system) {
   if (system.target) {
     domain.max_world = std::min(domain.max_world, system.target->max_world);
     domain.target_options = system.target->options;
+    domain.reload = system.target->reload;
   }
   return domain;
 }

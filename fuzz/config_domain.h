@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/config.h"
+#include "core/reload_support.h"
 #include "core/rng.h"
 #include "core/status.h"
 
@@ -34,6 +35,8 @@ struct DomainOptions {
   // An external target's own settings (TargetSpec::options): each generated config leaves an
   // option at the target's default or sets one of its values, half and half.
   std::map<std::string, std::vector<std::string>> target_options;
+  // The reload layouts the system takes its checkpoints into (a target's supports.checkpoint).
+  ReloadSupport reload;
   // Configs this predicate rejects are re-drawn (e.g. what the engine build supports); null = all.
   std::function<bool(const Config&)> accept;
 };

@@ -70,7 +70,7 @@ void DrawPrecision(Config& c, SeqRng& rng, double exotic);
 void DrawLossScale(Config& c, SeqRng& rng);
 // checkpoint.*: save_at in 1..steps-1 (needs steps >= 2) and a reload layout, preferring another
 // dp; a dynamic loss scaler grows before the save (growth_interval <= save_at).
-void DrawCheckpointLayout(Config& c, SeqRng& rng);
+void DrawCheckpointLayout(Config& c, SeqRng& rng, const ReloadSupport& reload);
 // optimizer.*: sgd / adam / adamw with sane learning rates; exact_linear gets dyadic sgd.
 void DrawOptimizer(Config& c, SeqRng& rng);
 // clip_grad_norm: 0 or a small value that actually clips (never for exact_linear); more often

@@ -226,13 +226,13 @@ void DrawExactModel(Config& c, SeqRng& rng, int64_t max_layers, int64_t max_hidd
   c.model.layers = DrawLayers(rng, c.parallel, max_layers);
 }
 
-void DrawCheckpoint(Config& c, SeqRng& rng, double exotic) {
+void DrawCheckpoint(Config& c, SeqRng& rng, double exotic, const ReloadSupport& reload) {
   // A dynamic loss scaler is the checkpointed state with the most branches (three numbers, each
   // lost by some real reload; see Note [Scaler state at the save]): checkpoint it twice as often.
   const bool dynamic = c.precision.loss_scale.mode == LossScaleMode::kDynamic;
   if (c.steps < 2 || !rng.Chance((dynamic ? kCheckpointShareDynamic : kCheckpointShare) * exotic))
     return;
-  DrawCheckpointLayout(c, rng);
+  DrawCheckpointLayout(c, rng, reload);
 }
 
 // The overflow-then-recover regime of DrawLossScale: a first scale so large that every gradient
@@ -273,7 +273,7 @@ void MoveScalerStateBeforeSave(Config& c, SeqRng& rng) {
 
 }  // namespace
 
-void DrawCheckpointLayout(Config& c, SeqRng& rng) {
+void DrawCheckpointLayout(Config& c, SeqRng& rng, const ReloadSupport& reload) {
   CheckpointConfig& k = c.checkpoint;
   k.save_at = rng.Range(1, c.steps - 1);
   k.reload.tp = rng.Chance(0.5) ? c.parallel.tp : 1;
@@ -286,6 +286,9 @@ void DrawCheckpointLayout(Config& c, SeqRng& rng) {
     if (micro_batches % d == 0) (d == c.parallel.dp ? dps : others).push_back(d);
   k.reload.dp = !others.empty() && rng.Chance(0.8) ? Pick(rng, others) : c.parallel.dp;
   k.reload.zero_stage = rng.Range(0, k.reload.pp > 1 ? 2 : 3);
+  // A system that reloads into some layouts only gets those (no draw otherwise: the built-in
+  // engine's configs stay what their seeds gave).
+  if (!reload.Unrestricted()) RestrictReload(reload, c, rng.Next());
   MoveScalerStateBeforeSave(c, rng);
 }
 
@@ -328,7 +331,7 @@ Config DrawConfig(SeqRng& rng, const DomainOptions& opts, double exotic) {
   const LossScaleConfig& ls = c.precision.loss_scale;
   if (ls.mode == LossScaleMode::kDynamic && (ls.growth_factor == kClimbGrowth || rng.Chance(0.6)))
     c.steps = std::clamp<int64_t>(opts.max_scaler_steps, 1, DomainBudget().max_steps);
-  DrawCheckpoint(c, rng, exotic);
+  DrawCheckpoint(c, rng, exotic, opts.reload);
   MaybeEmbeddingHeavy(c, opts.max_vocab);
   if (rng.Chance(kBackendShare * exotic))
     c.backend = rng.Chance(0.5) ? Backend::kMpi : Backend::kNccl;

@@ -241,12 +241,12 @@ bool MutateModelKind(Config& c, SeqRng& rng, const DomainOptions& opts) {
 }
 
 // Adds a checkpoint (save and reload into a drawn layout), redraws its layout, or removes it.
-bool MutateCheckpoint(Config& c, SeqRng& rng) {
+bool MutateCheckpoint(Config& c, SeqRng& rng, const DomainOptions& opts) {
   if (c.backend != Backend::kLocal || c.steps < 2) return false;  // the mpi backend runs no reloads
   if (c.checkpoint.save_at > 0 && rng.Chance(0.3)) {
     c.checkpoint = CheckpointConfig{};
   } else {
-    DrawCheckpointLayout(c, rng);
+    DrawCheckpointLayout(c, rng, opts.reload);
   }
   return true;
 }
@@ -318,7 +318,7 @@ bool Apply(Mutation kind, Config& c, SeqRng& rng, const DomainOptions& opts) {
     case Mutation::kModelKind:
       return MutateModelKind(c, rng, opts);
     case Mutation::kCheckpoint:
-      return MutateCheckpoint(c, rng);
+      return MutateCheckpoint(c, rng, opts);
     case Mutation::kLossScale:
       return MutateLossScale(c, rng);
     case Mutation::kCount:

@@ -83,50 +83,6 @@ bool RunLocalPhase(const Phase& ph, const FaultSet& faults, std::chrono::millise
   return true;
 }
 
-// Per rank index: phase one's steps [0, split), then phase two's [split, steps); missing steps are
-// empty placeholders carrying rank 0's overflow decision.
-Observations JoinPhases(const Observations& a, const Observations& b, int64_t split,
-                        int64_t steps) {
-  if (b.ranks.empty() && split == steps) return a;
-  Observations out;
-  const size_t n = std::max(a.ranks.size(), b.ranks.size());
-  out.ranks.resize(n);
-  for (size_t r = 0; r < n; ++r) {
-    RankObservations& o = out.ranks[r];
-    o.rank = static_cast<int>(r);
-    for (const Observations* phase : {&a, &b}) {
-      const bool have = r < phase->ranks.size();
-      const int64_t from = phase == &a ? 0 : split, to = phase == &a ? split : steps;
-      const int64_t before = static_cast<int64_t>(o.collectives.size());  // calls of earlier phases
-      for (int64_t s = from; s < to; ++s) {
-        const int64_t i = s - from;
-        if (have && i < static_cast<int64_t>(phase->ranks[r].steps.size())) {
-          o.steps.push_back(phase->ranks[r].steps[i]);
-          o.memory.push_back(phase->ranks[r].memory[i]);
-          const auto& marks = phase->ranks[r].collective_marks;
-          if (i < static_cast<int64_t>(marks.size()))
-            o.collective_marks.push_back(before + marks[i]);
-        } else {
-          RankStep placeholder;
-          if (!phase->ranks.empty() && i < static_cast<int64_t>(phase->ranks[0].steps.size()))
-            placeholder.skipped = phase->ranks[0].steps[i].skipped;
-          o.steps.push_back(placeholder);
-          o.memory.push_back(MemoryAccount{});
-          o.collective_marks.push_back(
-              before + (have ? static_cast<int64_t>(phase->ranks[r].collectives.size()) : 0));
-        }
-      }
-      if (!have) continue;
-      for (Fingerprint f : phase->ranks[r].collectives) {
-        // The reloaded ranks form new groups: keep their calls apart from the first phase's.
-        if (phase == &b) f.group = "reload:" + f.group;
-        o.collectives.push_back(std::move(f));
-      }
-    }
-  }
-  return out;
-}
-
 }  // namespace
 
 Config ReloadPhaseConfig(const Config& c) {
@@ -158,6 +114,57 @@ Config LayoutAtStep(const Config& cfg, int64_t step) {
 
 int64_t PhaseFirstStep(const Config& cfg, int64_t step) {
   return cfg.checkpoint.save_at > 0 && step >= cfg.checkpoint.save_at ? cfg.checkpoint.save_at : 0;
+}
+
+Observations JoinPhases(const Observations& a, const Observations& b, int64_t split,
+                        int64_t steps) {
+  if (b.ranks.empty() && split == steps) return a;
+  Observations out;
+  const size_t n = std::max(a.ranks.size(), b.ranks.size());
+  out.ranks.resize(n);
+  // Memory and collective marks only where the phases recorded them (an external target does not).
+  bool memory = false, marks_recorded = false;
+  for (const Observations* phase : {&a, &b})
+    for (const RankObservations& ro : phase->ranks) {
+      memory = memory || !ro.memory.empty();
+      marks_recorded = marks_recorded || !ro.collective_marks.empty();
+    }
+  for (size_t r = 0; r < n; ++r) {
+    RankObservations& o = out.ranks[r];
+    o.rank = static_cast<int>(r);
+    for (const Observations* phase : {&a, &b}) {
+      const bool have = r < phase->ranks.size();
+      const int64_t from = phase == &a ? 0 : split, to = phase == &a ? split : steps;
+      const int64_t before = static_cast<int64_t>(o.collectives.size());  // calls of earlier phases
+      for (int64_t s = from; s < to; ++s) {
+        const int64_t i = s - from;
+        if (have && i < static_cast<int64_t>(phase->ranks[r].steps.size())) {
+          o.steps.push_back(phase->ranks[r].steps[i]);
+          if (i < static_cast<int64_t>(phase->ranks[r].memory.size()))
+            o.memory.push_back(phase->ranks[r].memory[i]);
+          const auto& marks = phase->ranks[r].collective_marks;
+          if (i < static_cast<int64_t>(marks.size()))
+            o.collective_marks.push_back(before + marks[i]);
+        } else {
+          RankStep placeholder;
+          if (!phase->ranks.empty() && i < static_cast<int64_t>(phase->ranks[0].steps.size()))
+            placeholder.skipped = phase->ranks[0].steps[i].skipped;
+          o.steps.push_back(placeholder);
+          if (memory) o.memory.push_back(MemoryAccount{});
+          if (marks_recorded)
+            o.collective_marks.push_back(
+                before + (have ? static_cast<int64_t>(phase->ranks[r].collectives.size()) : 0));
+        }
+      }
+      if (!have) continue;
+      for (Fingerprint f : phase->ranks[r].collectives) {
+        // The reloaded ranks form new groups: keep their calls apart from the first phase's.
+        if (phase == &b) f.group = "reload:" + f.group;
+        o.collectives.push_back(std::move(f));
+      }
+    }
+  }
+  return out;
 }
 
 Status EngineSupports(const Config& cfg) {

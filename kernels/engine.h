@@ -94,5 +94,9 @@ Config ReloadPhaseConfig(const Config& cfg);
 Config LayoutAtStep(const Config& cfg, int64_t step);
 // The first step of the phase `step` belongs to (0, or checkpoint.save_at).
 int64_t PhaseFirstStep(const Config& cfg, int64_t step);
+// A checkpointed run's observations per rank index: phase one's steps [0, split), then phase
+// two's [split, steps); a rank missing from a phase gets empty placeholder steps carrying rank 0's
+// overflow decision. Memory and collective marks are joined where the phases recorded them.
+Observations JoinPhases(const Observations& a, const Observations& b, int64_t split, int64_t steps);
 
 }  // namespace paradiff

@@ -42,8 +42,9 @@ bool Fail(ObservationError* err, const std::string& detail, int rank, const std:
 
 }  // namespace
 
-Status WriteRunDir(const Config& cfg, const std::vector<std::string>& kinds,
-                   const std::string& dir) {
+Status WriteRunDir(const Config& cfg, const std::vector<std::string>& kinds, const std::string& dir,
+                   const RunPhase& phase) {
+  const int64_t first = phase.first_step, end = phase.end_step < 0 ? cfg.steps : phase.end_step;
   std::error_code ec;
   fs::create_directories(fs::path(dir) / "data", ec);
   fs::remove_all(fs::path(dir) / "out", ec);
@@ -54,12 +55,15 @@ Status WriteRunDir(const Config& cfg, const std::vector<std::string>& kinds,
   json run = {{"protocol", 1},
               {"world", cfg.parallel.world},
               {"dp", cfg.parallel.dp},
-              {"steps", cfg.steps},
+              {"steps", end},
               {"micro_batch", cfg.batch.micro_batch},
               {"accumulation_steps", cfg.batch.accumulation_steps},
               {"micro_batches_per_step", MicroBatchesPerStep(cfg)},
               {"kinds", kinds},
               {"out_dir", "out"}};
+  if (first > 0) run["first_step"] = first;
+  if (!phase.save_checkpoint.empty()) run["save_checkpoint"] = phase.save_checkpoint;
+  if (!phase.load_checkpoint.empty()) run["load_checkpoint"] = phase.load_checkpoint;
   SafeTensors init;
   for (const auto& ps : spec.params) {
     run["params"].push_back(ps.name);
@@ -69,7 +73,7 @@ Status WriteRunDir(const Config& cfg, const std::vector<std::string>& kinds,
   st.Merge(WriteFileAtomic(dir + "/run.json", run.dump(2) + "\n"));
   st.Merge(WriteSafeTensors(dir + "/init.safetensors", init));
   const int64_t M = MicroBatchesPerStep(cfg);
-  for (int64_t s = 0; s < cfg.steps && st.ok(); ++s) {
+  for (int64_t s = first; s < end && st.ok(); ++s) {
     std::vector<at::Tensor> in, tg;
     for (int64_t g = 0; g < M; ++g) {
       MicroBatch mb = MakeMicroBatch(cfg, s, g);
@@ -86,10 +90,12 @@ Status WriteRunDir(const Config& cfg, const std::vector<std::string>& kinds,
 
 bool ReadObservations(const Config& cfg, const std::string& dir,
                       const std::vector<std::string>& kinds, Observations* obs,
-                      ObservationError* err) {
+                      ObservationError* err, const RunPhase& phase) {
   const ModelSpec spec = BuildModelSpec(cfg.model);
   const std::set<std::string> declared(kinds.begin(), kinds.end());
-  std::vector<std::set<std::string>> written(cfg.steps);  // per step: the kinds some rank wrote
+  const int64_t first = phase.first_step, end = phase.end_step < 0 ? cfg.steps : phase.end_step;
+  const int64_t n = end - first;                  // the phase's steps
+  std::vector<std::set<std::string>> written(n);  // per step: the kinds some rank wrote
   obs->ranks.clear();
   for (int r = 0; r < cfg.parallel.world; ++r) {
     const std::string stem = dir + "/out/rank" + std::to_string(r);
@@ -103,14 +109,15 @@ bool ReadObservations(const Config& cfg, const std::string& dir,
     const json j = ParseJsonText(ss.str());
     if (j.is_discarded() || !j.is_object() || !j.contains("steps") || !j["steps"].is_array())
       return Fail(err, "bad_output", r, stem + ".json is not a JSON object with a \"steps\" array");
-    if (static_cast<int64_t>(j["steps"].size()) != cfg.steps)
+    if (static_cast<int64_t>(j["steps"].size()) != n)
       return Fail(err, "bad_output", r,
                   "rank " + std::to_string(r) + " reported " + std::to_string(j["steps"].size()) +
-                      " steps, the config has " + std::to_string(cfg.steps));
+                      " steps, the run has " + std::to_string(n) + " (steps " +
+                      std::to_string(first) + ".." + std::to_string(end - 1) + ")");
     RankObservations ro;
     ro.rank = r;
-    for (int64_t s = 0; s < cfg.steps; ++s) {
-      const json& js = j["steps"][s];
+    for (int64_t s = first; s < end; ++s) {
+      const json& js = j["steps"][s - first];
       const std::string where = "rank " + std::to_string(r) + " step " + std::to_string(s);
       if (!js.is_object() || !js.contains("loss_sum") || !js["loss_sum"].is_number() ||
           !js.contains("loss_count") || !js["loss_count"].is_number_integer() ||
@@ -138,7 +145,7 @@ bool ReadObservations(const Config& cfg, const std::string& dir,
                       where + ": tensor '" + name + "' is of kind " + kind +
                           ", which this run does not report (run.json kinds; the target file's "
                           "\"reports\")");
-        written[s].insert(kind);
+        written[s - first].insert(kind);
         if (!t.is_floating_point())
           return Fail(err, "bad_output", r,
                       where + ": " + name + " is not a floating-point tensor");
@@ -169,9 +176,9 @@ bool ReadObservations(const Config& cfg, const std::string& dir,
   }
   // A kind the target declares must come from some rank at every step (which ranks hold which
   // pieces is the tiling oracle's to judge).
-  for (int64_t s = 0; s < cfg.steps; ++s)
+  for (int64_t s = first; s < end; ++s)
     for (const auto& kind : kinds)
-      if (!written[s].count(kind))
+      if (!written[s - first].count(kind))
         return Fail(err, "no_output", -1,
                     "step " + std::to_string(s) + ": no rank wrote any " + kind +
                         " tensor, but the run reports " + kind +

@@ -4,7 +4,9 @@
 //   RUN/config.json              the paradiff config (docs/CONFIG.md)
 //   RUN/run.json                 {protocol, world, dp, steps, micro_batch, accumulation_steps,
 //                                 micro_batches_per_step, params: [names in model order],
-//                                 kinds: [tensor kinds to report], out_dir: "out"}
+//                                 kinds: [tensor kinds to report], out_dir: "out"}, and for one
+//                                 phase of a checkpointed config: first_step, save_checkpoint /
+//                                 load_checkpoint (see Note [Checkpointed target runs])
 //   RUN/init.safetensors         the initial full parameters, in precision.param
 //   RUN/data/step<S>.safetensors "inputs" / "targets": every micro-batch of step S, [M, ...];
 //                                data-parallel rank r at micro-step m takes micro-batch r*A+m
@@ -27,9 +29,24 @@
 
 namespace paradiff {
 
-// Writes every input file of `cfg` into `dir` (created; out/ created empty).
-Status WriteRunDir(const Config& cfg, const std::vector<std::string>& kinds,
-                   const std::string& dir);
+// Note [Checkpointed target runs]: a config with checkpoint.save_at > 0 runs as two launches of
+// the target, as the built-in engine runs it (see Note [Checkpointed runs]): the save phase
+// trains steps [0, save_at) of the config and saves a checkpoint through the framework's own API
+// into run.json's save_checkpoint (a directory, absolute); the reload phase gets the reload
+// layout's config (kernels/engine.h ReloadPhaseConfig: its world, dp, accumulation, ZeRO stage),
+// loads load_checkpoint (the same directory) through the framework's API and trains steps
+// [first_step, steps). Rank files are named by the absolute step; rank<R>.json lists the phase's
+// steps only. Data files exist for the phase's steps.
+struct RunPhase {
+  int64_t first_step = 0;
+  int64_t end_step = -1;        // -1: the config's steps
+  std::string save_checkpoint;  // save after end_step - 1 ("" = none)
+  std::string load_checkpoint;  // load before first_step ("" = none)
+};
+
+// Writes every input file of `cfg` for `phase` into `dir` (created; out/ created empty).
+Status WriteRunDir(const Config& cfg, const std::vector<std::string>& kinds, const std::string& dir,
+                   const RunPhase& phase = {});
 
 // What ReadObservations found wrong: "no_output" (a rank wrote nothing), "shape" (a tensor of the
 // wrong shape or size), "bad_output" (anything else malformed).
@@ -39,12 +56,12 @@ struct ObservationError {
   int rank = -1;
 };
 
-// Reads every rank's observations from dir/out; `kinds` are the tensor kinds the target declares
-// (targets/target_file.h reporting: ExpectedKinds). A tensor of another kind is "bad_output"; a
-// declared kind that no rank wrote at some step is "no_output". On failure returns false and fills
-// `err`.
+// Reads every rank's observations of `phase`'s steps from dir/out (obs steps start at its first);
+// `kinds` are the tensor kinds the target declares (targets/target_file.h reporting:
+// ExpectedKinds). A tensor of another kind is "bad_output"; a declared kind that no rank wrote at
+// some step is "no_output". On failure returns false and fills `err`.
 bool ReadObservations(const Config& cfg, const std::string& dir,
                       const std::vector<std::string>& kinds, Observations* obs,
-                      ObservationError* err);
+                      ObservationError* err, const RunPhase& phase = {});
 
 }  // namespace paradiff

@@ -127,6 +127,38 @@ void ParseOptions(const json& o, TargetSpec& t, Reader& r) {
   }
 }
 
+// "checkpoint": {"reload_changes": [...], "reload_zero_stages": {"S": [stages]}}: checkpoints
+// supported, reloaded into a layout where only the listed fields may differ from the save layout's.
+void ParseCheckpoint(const json& c, TargetSpec& t, Status* st) {
+  Reader r(c, "supports.checkpoint.", st);
+  r.Unknown({"reload_changes", "reload_zero_stages"});
+  t.checkpoint = true;
+  std::vector<std::string> changes;
+  r.Strings("reload_changes", changes, {"dp", "tp", "pp", "zero_stage"});
+  ReloadSupport& rs = t.reload;
+  rs.dp = Has(changes, std::string("dp"));
+  rs.tp = Has(changes, std::string("tp"));
+  rs.pp = Has(changes, std::string("pp"));
+  rs.zero_stage = Has(changes, std::string("zero_stage"));
+  if (!c.contains("reload_zero_stages")) return;
+  const json& z = c["reload_zero_stages"];
+  const std::string rule = "must be an object {\"S\": [stages]} with S and the stages in 0-3";
+  if (!rs.zero_stage) r.Error("reload_zero_stages", "needs \"zero_stage\" in reload_changes");
+  if (!z.is_object()) return r.Error("reload_zero_stages", rule);
+  for (const auto& [k, v] : z.items()) {
+    const bool key_ok = k.size() == 1 && k[0] >= '0' && k[0] <= '3';
+    const bool list_ok =
+        v.is_array() && !v.empty() && std::all_of(v.begin(), v.end(), [](const json& x) {
+          return x.is_number_integer() && x.get<int64_t>() >= 0 && x.get<int64_t>() <= 3;
+        });
+    if (!key_ok || !list_ok) {
+      r.Error("reload_zero_stages", rule);
+      continue;
+    }
+    rs.zero_stages[k[0] - '0'] = v.get<std::vector<int64_t>>();
+  }
+}
+
 void ParseSupports(const json& s, TargetSpec& t, Status* st) {
   Reader r(s, "supports.", st);
   if (!s.is_object()) return r.Error("", "must be an object");
@@ -140,7 +172,11 @@ void ParseSupports(const json& s, TargetSpec& t, Status* st) {
   r.Strings("schedules", t.schedules, {"gpipe", "1f1b", "interleaved"});
   r.Bool("clip_grad_norm", t.clip_grad_norm);
   r.Bool("loss_scale", t.loss_scale);
-  r.Bool("checkpoint", t.checkpoint);
+  if (s.contains("checkpoint") && s["checkpoint"].is_object()) {
+    ParseCheckpoint(s["checkpoint"], t, st);
+  } else {
+    r.Bool("checkpoint", t.checkpoint);
+  }
   r.Int("max_steps", t.max_steps, 0, 1000000);
   if (s.contains("zero_stages")) {
     const json& z = s["zero_stages"];
@@ -399,6 +435,19 @@ Status TargetSupports(const TargetSpec& t, const Config& c) {
     no("precision.loss_scale.mode", "loss scaling is not supported");
   if (c.checkpoint.save_at > 0 && !t.checkpoint)
     no("checkpoint.save_at", "checkpoints are not supported");
+  if (c.checkpoint.save_at > 0 && t.checkpoint) {
+    const auto [field, why] = ReloadRefusal(t.reload, c);
+    if (!field.empty()) no(field, why);
+    // The reload phase is a run of its own: everything above holds for its layout too.
+    // (Refusals the save layout already has are not repeated.)
+    const Status reload = TargetSupports(t, ReloadPhaseConfig(c));
+    for (const auto& e : reload.errors()) {
+      const auto& have = st.errors();
+      if (std::none_of(have.begin(), have.end(),
+                       [&](const auto& h) { return h.message == e.message; }))
+        st.Merge(Status::Error("checkpoint.reload", "checkpoint.reload: " + e.message));
+    }
+  }
   if (t.max_steps > 0 && c.steps > t.max_steps)
     no("steps",
        std::to_string(c.steps) + " exceeds the target's max_steps " + std::to_string(t.max_steps));

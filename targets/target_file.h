@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/config.h"
+#include "core/reload_support.h"
 #include "core/status.h"
 #include "kernels/engine.h"
 
@@ -38,6 +39,7 @@ struct TargetSpec {
   std::vector<std::string> schedules = {"gpipe", "1f1b", "interleaved"};  // when pp > 1
   std::vector<TargetPrecision> precisions = {TargetPrecision{}};
   bool clip_grad_norm = false, loss_scale = false, checkpoint = false;
+  ReloadSupport reload;   // with checkpoint: the reload layouts it takes (supports.checkpoint)
   int64_t max_steps = 0;  // 0: any
   // The target's own settings a campaign may vary ("options": name -> its values, each the JSON
   // text of a scalar); a config sets each at most once, in target_options.

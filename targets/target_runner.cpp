@@ -59,14 +59,11 @@ EngineOutcome Failure(const TargetSpec& t, FailureKind kind, const std::string& 
   return out;
 }
 
-}  // namespace
-
-EngineOutcome RunTarget(const TargetSpec& t, const Config& cfg, const TargetRunOptions& o) {
-  const Status sup = TargetSupports(t, cfg);
-  if (!sup.ok()) return Failure(t, FailureKind::kUnsupported, "unsupported", -1, sup.ToString());
-  const std::string dir = MakeRunDir(o);
+// One launch of the target on `dir` (created) for `phase` of `cfg`.
+EngineOutcome RunOnce(const TargetSpec& t, const Config& cfg, const RunPhase& phase,
+                      const std::string& dir) {
   const std::vector<std::string> kinds = ExpectedKinds(cfg, t.reporting);
-  const Status wrote = WriteRunDir(cfg, kinds, dir);
+  const Status wrote = WriteRunDir(cfg, kinds, dir, phase);
   if (!wrote.ok()) throw std::runtime_error("target runner: " + wrote.ToString());
   const std::string log = dir + "/target.log";
   const std::vector<std::string> argv = TargetArgv(t, cfg, dir);
@@ -113,11 +110,38 @@ EngineOutcome RunTarget(const TargetSpec& t, const Config& cfg, const TargetRunO
   out.target = t.name;
   out.reporting = t.reporting;
   ObservationError err;
-  if (!ReadObservations(cfg, dir, kinds, &out.obs, &err))
+  if (!ReadObservations(cfg, dir, kinds, &out.obs, &err, phase))
     return Failure(t, FailureKind::kCrash, err.detail, err.rank,
                    "exited 0 but its observations are unusable: " + err.message + kept);
+  return out;
+}
+
+}  // namespace
+
+EngineOutcome RunTarget(const TargetSpec& t, const Config& cfg, const TargetRunOptions& o) {
+  const Status sup = TargetSupports(t, cfg);
+  if (!sup.ok()) return Failure(t, FailureKind::kUnsupported, "unsupported", -1, sup.ToString());
+  const std::string dir = MakeRunDir(o);
+  EngineOutcome out;
+  const int64_t save_at = cfg.checkpoint.save_at;
+  if (save_at <= 0) {
+    out = RunOnce(t, cfg, {}, dir);
+  } else {  // see Note [Checkpointed target runs]
+    const std::string ckpt = fs::absolute(dir + "/checkpoint").string();
+    out = RunOnce(t, cfg, {0, save_at, ckpt, ""}, dir + "/save");
+    if (out.ok) {
+      EngineOutcome reload =
+          RunOnce(t, ReloadPhaseConfig(cfg), {save_at, cfg.steps, "", ckpt}, dir + "/reload");
+      if (!reload.ok) {
+        const size_t head = ("target " + t.name + ": ").size();  // Failure's prefix
+        reload.failure.insert(head, "after the reload at step " + std::to_string(save_at) + ": ");
+        return reload;
+      }
+      out.obs = JoinPhases(out.obs, reload.obs, save_at, cfg.steps);
+    }
+  }
   std::error_code ec;
-  if (!o.keep) fs::remove_all(dir, ec);
+  if (out.ok && !o.keep) fs::remove_all(dir, ec);
   return out;
 }
 

@@ -13,7 +13,9 @@
 //   failure_kind "unsupported": the config uses a feature the target does not declare (never
 //       launched; the metamorphic oracle skips such variants)
 // Every failure message names the target, the rank when known, and ends with the tail of its log;
-// the run dir of a failed run is kept and named.
+// the run dir of a failed run is kept and named. A config with a checkpoint runs as two launches,
+// save and reload (see Note [Checkpointed target runs] in targets/run_dir.h), joined as the
+// built-in engine joins its phases; a failure of the second names the reload step.
 #pragma once
 
 #include <functional>

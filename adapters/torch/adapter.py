@@ -83,7 +83,7 @@ def train(rank, world, run_dir, plant):
     clip = cfg.get("clip_grad_norm", 0.0)
     out_dir = os.path.join(run_dir, run["out_dir"])
     steps = []
-    for s in range(cfg["steps"]):
+    for s in range(run.get("first_step", 0), run["steps"]):  # this run's steps (docs/TARGETS.md)
         data, _ = safetensors_io.read(os.path.join(run_dir, "data", "step%d.safetensors" % s))
         for p in params:
             p.grad = None

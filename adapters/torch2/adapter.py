@@ -178,7 +178,7 @@ def train(rank, world, run_dir, a):
     clip = cfg.get("clip_grad_norm", 0.0)
     out_dir = os.path.join(run_dir, run["out_dir"])
     steps = []
-    for s in range(cfg["steps"]):
+    for s in range(run.get("first_step", 0), run["steps"]):  # this run's steps (docs/TARGETS.md)
         data, _ = safetensors_io.read(os.path.join(run_dir, "data", "step%d.safetensors" % s))
         opt.zero_grad(set_to_none=True)
         loss_sum, loss_count = 0.0, A

@@ -465,6 +465,34 @@ TEST(ConfigDomain, TargetOptionsAreDrawnFromTheDeclaredValuesOnly) {
   EXPECT_EQ(erased, 2);
 }
 
+TEST(ConfigDomain, ReloadLayoutsStayWithinWhatTheSystemTakes) {
+  DomainOptions opts = EngineOptions();
+  const std::vector<Config> plain = Generate(21, opts, 300);
+  opts.reload.dp = opts.reload.tp = opts.reload.pp = false;
+  opts.reload.zero_stages = {{0, {0}}, {1, {1, 2}}, {2, {1, 2}}, {3, {3}}};
+  int checkpointed = 0, resharded_stage = 0;
+  const std::vector<Config> restricted = Generate(21, opts, 300);  // accept: the engine's only
+  for (const Config& c : restricted) {
+    if (c.checkpoint.save_at == 0) continue;
+    ++checkpointed;
+    EXPECT_EQ(ReloadRefusal(opts.reload, c).first, "") << WriteConfig(c);
+    resharded_stage += c.checkpoint.reload.zero_stage != c.zero.stage;
+  }
+  EXPECT_GT(checkpointed, 30);
+  EXPECT_GT(resharded_stage, 3);  // 1 <-> 2 is still drawn
+  // Mutations, under a campaign's accept (the system's support check), still reach checkpoints.
+  opts.accept = [&](const Config& c) {
+    return EngineSupports(c).ok() && ReloadRefusal(opts.reload, c).first.empty();
+  };
+  SeqRng rng(5);
+  int mutated = 0;
+  for (const Config& base : restricted)
+    for (int k = 0; k < 4; ++k) mutated += MutateConfig(base, rng, opts).checkpoint.save_at > 0;
+  EXPECT_GT(mutated, 60);
+  // Unrestricted (the built-in engine): the seeds keep their configs.
+  EXPECT_EQ(WriteConfig(Generate(21, EngineOptions(), 300)[40]), WriteConfig(plain[40]));
+}
+
 TEST(ConfigDomain, ShrinkingKeepsAPipelineWithFewerStages) {
   Config c;
   c.model.layers = 3;

@@ -110,6 +110,64 @@ TEST(TargetFile, OptionsBoundTheConfigsTargetOptions) {
   }
 }
 
+TEST(TargetFile, CheckpointDeclaresTheReloadLayoutsItTakes) {
+  StatusOr<TargetSpec> t = ParseTargetSpec(
+      R"({"protocol": 1, "name": "x", "command": ["/bin/true", "{run_dir}"],
+      "supports": {"max_world": 4, "zero_stages": [0, 1, 2], "max_steps": 4, "checkpoint":
+        {"reload_changes": ["dp", "zero_stage"], "reload_zero_stages": {"0": [0], "1": [1, 2]}}}})",
+      "t.json");
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_TRUE(t.value().checkpoint);
+  Config c;
+  c.steps = 3;
+  c.parallel.dp = c.parallel.world = 2;
+  c.zero.stage = 1;
+  c.checkpoint.save_at = 1;
+  c.checkpoint.reload.dp = 1;
+  c.checkpoint.reload.zero_stage = 2;
+  EXPECT_TRUE(TargetSupports(t.value(), c).ok()) << TargetSupports(t.value(), c).ToString();
+  auto fields = [&](const Config& x) {
+    std::vector<std::string> f;
+    const Status st = TargetSupports(t.value(), x);
+    for (const auto& e : st.errors()) f.push_back(e.field);
+    return f;
+  };
+  Config stage0 = c;  // a ZeRO 0 checkpoint reloads into stage 0 only
+  stage0.zero.stage = 0;
+  EXPECT_EQ(fields(stage0), std::vector<std::string>{"checkpoint.reload.zero_stage"});
+  Config tp = c;  // tp may not change
+  tp.model.heads = tp.model.kv_heads = 2;
+  tp.checkpoint.reload.tp = 2;
+  EXPECT_EQ(fields(tp), (std::vector<std::string>{"checkpoint.reload.tp", "checkpoint.reload"}));
+  Config big = c;  // the reload phase is checked as a run of its own: world 8 > max_world
+  big.checkpoint.reload.dp = 4;
+  big.batch.accumulation_steps = 2;
+  EXPECT_TRUE(TargetSupports(t.value(), big).ok());
+  big.checkpoint.reload.dp = 8;
+  big.batch.accumulation_steps = 4;
+  EXPECT_EQ(fields(big), std::vector<std::string>{"checkpoint.reload"});
+  // `true` keeps meaning any reload layout; bad declarations name the field and the rule.
+  const StatusOr<TargetSpec> any = ParseTargetSpec(
+      R"({"protocol": 1, "name": "x", "command": ["/bin/true"], "supports": {"checkpoint": true}})",
+      "t.json");
+  ASSERT_TRUE(any.ok());
+  EXPECT_TRUE(any.value().reload.Unrestricted());
+  for (const char* bad :
+       {R"({"reload_changes": ["world"]})", R"({"reload_zero_stages": {"1": [1]}})",
+        R"({"reload_changes": ["zero_stage"], "reload_zero_stages": {"4": [1]}})",
+        R"({"reload_changes": ["zero_stage"], "reload_zero_stages": {"1": []}})",
+        R"({"reload": true})"}) {
+    const StatusOr<TargetSpec> r = ParseTargetSpec(
+        std::string(R"({"protocol": 1, "name": "x", "command": ["/bin/true"], "supports":
+        {"checkpoint": )") +
+            bad + "}}",
+        "t.json");
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().ToString().find("supports.checkpoint."), std::string::npos)
+        << r.status().ToString();
+  }
+}
+
 TEST(TargetFile, SchedulesBoundPipelinedConfigsOnly) {
   StatusOr<TargetSpec> t = ParseTargetSpec(
       R"({"protocol": 1, "name": "x", "command": ["/bin/true", "{run_dir}"],
