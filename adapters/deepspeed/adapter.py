@@ -54,6 +54,15 @@ skips that build (training's collectives are torch.distributed's gloo ones eithe
 Planted bugs (never on by default):
 --plant sum_not_average: every rank multiplies its loss by the dp size before engine.backward, so
 DeepSpeed's average of the gradients over ranks becomes their sum.
+--plant reload_without_optimizer: the reload phase loads the checkpoint without its optimizer states
+(load_optimizer_states=False): the momentum / Adam moments restart at zero after the reload.
+
+Checkpoints (a config with checkpoint.save_at > 0 runs as two launches, docs/TARGETS.md): the save
+phase calls engine.save_checkpoint (with the client state DeepSpeed's universal conversion needs)
+after its last step; the reload phase, in the reload layout, calls engine.load_checkpoint right
+after deepspeed.initialize. DeepSpeed's engine refuses a ZeRO 1-3 checkpoint in another dp; there
+the adapter converts it first with DeepSpeed's own ds_to_universal and loads it with
+checkpoint.load_universal, as a user does. ZeRO 0 checkpoints reload into any dp as they are.
 """
 import argparse
 import copy
@@ -66,7 +75,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TORCH_ADAPTER = os.path.join(os.path.dirname(HERE), "torch")
 
 SLOTS = {"sgd": ["momentum"], "adam": ["exp_avg", "exp_avg_sq"], "adamw": ["exp_avg", "exp_avg_sq"]}
-PLANTS = ["", "sum_not_average"]
+PLANTS = ["", "sum_not_average", "reload_without_optimizer"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -205,7 +214,15 @@ def train(rank, world, run_dir, plant, extra):
         model = (flat_gpt(torch, Gpt) if stage == 3 else Gpt)(cfg["model"], run["params"], init,
                                                                 dtypes[prec["compute"]])
     opt = make_optimizer(torch, o, list(model.parameters()))
-    engine, _, _, _ = deepspeed.initialize(model=model, optimizer=opt, config=ds_config(cfg, extra))
+    ds = ds_config(cfg, extra)
+    load = run.get("load_checkpoint")
+    tag = universal_if_resharded(load, cfg, ds, rank) if load else None
+    engine, _, _, _ = deepspeed.initialize(model=model, optimizer=opt, config=ds)
+    if load:
+        path, _ = engine.load_checkpoint(load, tag=tag,
+                                         load_optimizer_states=plant != "reload_without_optimizer")
+        if path is None:
+            raise RuntimeError("DeepSpeed found no checkpoint %s to load in %s" % (tag, load))
     dsopt = engine.optimizer
     base = engine.basic_optimizer if hasattr(engine, "basic_optimizer") else opt
     named = pipe.named(model, run["params"]) if pp > 1 else model.named()  # the engine's module
@@ -268,7 +285,7 @@ def train(rank, world, run_dir, plant, extra):
 
     if pp > 1:
         hook_optimizer_step(engine, capture_grads)
-    for s in range(cfg["steps"]):
+    for s in range(run.get("first_step", 0), run["steps"]):  # this run's steps (docs/TARGETS.md)
         data, _ = safetensors_io.read(os.path.join(run_dir, "data", "step%d.safetensors" % s))
         cur.update(tensors={}, meta={}, fallback_norm=None)
         tensors, meta = cur["tensors"], cur["meta"]
@@ -324,10 +341,49 @@ def train(rank, world, run_dir, plant, extra):
                         tensors[slot + ":" + name] = st.detach().clone()
         safetensors_io.write(os.path.join(out_dir, "rank%d.step%d.safetensors" % (rank, s)), tensors, meta)
         steps.append({"loss_sum": loss_sum, "loss_count": loss_count, "grad_norm": norm})
+    if run.get("save_checkpoint"):
+        save_checkpoint(engine, run["save_checkpoint"], cfg, rank)
     with open(os.path.join(out_dir, "rank%d.json" % rank), "w") as f:
         json.dump({"steps": steps}, f)
     tdist.barrier()
     tdist.destroy_process_group()
+
+
+# ---------------------------------------------------------------------------------------------
+# Checkpoints (docs/TARGETS.md, two launches): engine.save_checkpoint after the save phase's last
+# step, engine.load_checkpoint after deepspeed.initialize in the reload phase.
+CKPT_TAG = "paradiff"
+LAYOUT_FILE = "paradiff_layout.json"  # the save layout, beside DeepSpeed's files
+
+
+def save_checkpoint(engine, ckpt, cfg, rank):
+    from deepspeed.checkpoint import UNIVERSAL_CHECKPOINT_INFO
+    # The client state DeepSpeed's universal conversion requires (its own tests save the same).
+    engine.save_checkpoint(ckpt, tag=CKPT_TAG, client_state={UNIVERSAL_CHECKPOINT_INFO: {}})
+    if rank == 0:
+        with open(os.path.join(ckpt, LAYOUT_FILE), "w") as f:
+            json.dump({"dp": cfg["parallel"]["dp"], "stage": cfg["zero"]["stage"]}, f)
+
+
+def universal_if_resharded(ckpt, cfg, ds, rank):
+    """DeepSpeed reloads a ZeRO 1-3 checkpoint into another dp or ZeRO stage only as a universal
+    checkpoint (its engine refuses another dp otherwise): rank 0 converts it with DeepSpeed's own
+    ds_to_universal, as a user does, and the config asks for load_universal. ZeRO 0 checkpoints
+    (full model and optimizer states) reload into any dp as they are. Returns the tag to load."""
+    import torch.distributed as tdist
+    saved = json.load(open(os.path.join(ckpt, LAYOUT_FILE)))
+    stage, dp = cfg["zero"]["stage"], cfg["parallel"]["dp"]
+    if saved["stage"] == 0 or (saved["stage"] == stage and saved["dp"] == dp):
+        return CKPT_TAG
+    universal = CKPT_TAG + "_universal"
+    if rank == 0:
+        import subprocess
+        subprocess.run([sys.executable, "-m", "deepspeed.checkpoint.ds_to_universal", "--input_folder",
+                        os.path.join(ckpt, CKPT_TAG), "--output_folder", os.path.join(ckpt, universal),
+                        "--num_extract_workers", "1", "--num_merge_workers", "1"], check=True)
+    tdist.barrier()
+    merge(ds, {"checkpoint": {"load_universal": True}})
+    return universal
 
 
 def flat_gpt(torch, Gpt):

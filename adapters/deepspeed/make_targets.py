@@ -49,13 +49,20 @@ OPTIONS = {
     "zero_optimization.stage3_prefetch_bucket_size": [0, 64, 50000000],
     "zero_optimization.stage3_max_live_parameters": [64, 1000000000],
 }
+# Checkpoints (the newest release's non-pipeline files): saved and reloaded through DeepSpeed's
+# API, into another dp (ZeRO 1-3 through a universal checkpoint, adapter.py) and between ZeRO 1 and
+# 2; DeepSpeed's universal checkpoint does not cross between ZeRO 3 and stages 1 / 2 (the model
+# states files are named differently and load_checkpoint finds none), nor does a ZeRO 0 checkpoint
+# (no optimizer partitions to convert) reload into a ZeRO stage.
+CHECKPOINT = {"reload_changes": ["dp", "zero_stage"],
+              "reload_zero_stages": {"0": [0], "1": [1, 2], "2": [1, 2], "3": [3]}}
 # Not varied: round_robin_gradients (DeepSpeed's own fragment accessors, which the adapter's
 # reports use, fail under it: adapters/deepspeed/repro/zero2_round_robin_full_grad.py) and
 # prescale_gradients (DeepSpeed refuses it at ZeRO 2 with reduce_scatter, its default).
 
 
 def target(name, description, version, stages, precision, reports=("grad", "optimizer"), extra_args=(),
-           partitioned_from=None, parallel=("dp",), options=None):
+           partitioned_from=None, parallel=("dp",), options=None, checkpoint=False):
     venv = "{target_dir}/../../work/venv/"
     t = {
         "protocol": 1,
@@ -78,6 +85,8 @@ def target(name, description, version, stages, precision, reports=("grad", "opti
         t["partitioned_from"] = partitioned_from
     if options:
         t["options"] = options
+    if checkpoint:
+        t["supports"]["checkpoint"] = CHECKPOINT
     if "pp" in parallel:
         # DeepSpeed runs its own TrainSchedule (1F1B, no interleaving): the micro-batches'
         # backwards in the same order as GPipe's and 1F1B's, so both are the same float sums.
@@ -93,12 +102,12 @@ def files():
             "deepspeed-" + v,
             "DeepSpeed %s (CPU accelerator, gloo): ZeRO 0, 2, 3, fp32 and bf16 with bf16 accumulation, "
             "client torch optimizers (adapters/deepspeed/adapter.py, docs/DEEPSPEED.md)" % v,
-            v, [0, 2, 3], [FP32] + BF16, options=OPTIONS)
+            v, [0, 2, 3], [FP32] + BF16, options=OPTIONS, checkpoint=v == NEWEST)
         out[base + "_fp32acc.json"] = target(
             "deepspeed-%s-fp32acc" % v,
             "DeepSpeed %s: bf16 with fp32 gradient accumulation (ZeRO 1 = DeepSpeed's BF16_Optimizer, "
             "ZeRO 2, 3; DeepSpeed refuses it at ZeRO 0)" % v,
-            v, [1, 2, 3], BF16_FP32ACC, options=OPTIONS)
+            v, [1, 2, 3], BF16_FP32ACC, options=OPTIONS, checkpoint=v == NEWEST)
         out[base + "_pp.json"] = target(
             "deepspeed-%s-pp" % v,
             "DeepSpeed %s deepspeed.pipe: paradiff's GPT as a PipelineModule (tied embeddings as a "
@@ -108,7 +117,7 @@ def files():
         "deepspeed-%s-zero1" % NEWEST,
         "DeepSpeed %s ZeRO 1 (its ZeRO optimizer): it reduces each gradient slice to its owner only, "
         "so its gradients are partitioned from stage 1 (docs/DEEPSPEED.md)" % NEWEST,
-        NEWEST, [1], [FP32] + BF16, partitioned_from={"grad": 1}, options=OPTIONS)
+        NEWEST, [1], [FP32] + BF16, partitioned_from={"grad": 1}, options=OPTIONS, checkpoint=True)
     out["deepspeed_planted.json"] = target(
         "deepspeed-%s-planted" % NEWEST,
         "deepspeed.json (fp32) with the planted adapter bug sum_not_average (each rank's loss times dp: "

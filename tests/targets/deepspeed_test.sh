@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # End-to-end tests of the DeepSpeed target (adapters/deepspeed, docs/DEEPSPEED.md) on CPU + gloo:
 # the adapter's DeepSpeed config is paradiff's own export, every ZeRO stage agrees with the
-# reference at world 1 and 2, a short campaign is clean, the planted adapter bug is caught and
-# minimized. Every case but export_mapping needs the pinned environments (scripts/setup-targets)
+# reference at world 1 and 2, checkpoints reload through DeepSpeed's API (another dp included), a
+# short campaign is clean, the planted adapter bugs are caught (and minimized). Every case but export_mapping needs the pinned environments (scripts/setup-targets)
 # and exits 77 (skipped) without them.
 # Usage: deepspeed_test.sh PARADIFF_BINARY SOURCE_DIR CASE
 set -u
@@ -118,6 +118,35 @@ c['model']['tied_embeddings'] = False; c['parallel'] = {'world': 4, 'dp': 2, 'pp
     found=$(ls -d "$TMP"/bug/findings/mismatch.numeric.grad* | head -1)
     expect 0 "$P" run "$found/config.json" --target "$TMP/fixed.json"
     has "SUMMARY: paradiff: PASS"
+    ;;
+  deepspeed_checkpoint)
+    need_deepspeed
+    # Saved after step 1 and reloaded through DeepSpeed's API (two launches, docs/TARGETS.md), AdamW
+    # (moments and step count carried over): ZeRO 0 dp 2 -> dp 1 as saved; ZeRO 2 dp 2 -> dp 1
+    # through DeepSpeed's universal checkpoint; ZeRO 3 dp 2 -> dp 2. Each agrees with the reference
+    # trained straight through.
+    base="c['steps'] = 3; c['optimizer'] = {'kind': 'adamw', 'lr': 0.01, 'weight_decay': 0.1}"
+    derive "$T/deepspeed_dp2.json" "$TMP/z0.json" "$base; c['zero']['stage'] = 0; \
+c['checkpoint'] = {'save_at': 1, 'reload': {'dp': 1, 'zero_stage': 0}}"
+    derive "$T/deepspeed_dp2.json" "$TMP/z2.json" "$base; c['checkpoint'] = {'save_at': 1, 'reload': {'dp': 1, 'zero_stage': 2}}"
+    derive "$T/deepspeed_dp2.json" "$TMP/z3.json" "$base; c['zero']['stage'] = 3; \
+c['checkpoint'] = {'save_at': 2, 'reload': {'dp': 2, 'zero_stage': 3}}"
+    for c in z0 z2 z3; do
+      expect 0 "$P" run "$TMP/$c.json" --target "$DS/deepspeed.json"
+      has "SUMMARY: paradiff: PASS"
+      echo "$c: $(grep SUMMARY "$TMP/out")"
+    done
+    # Planted: the reload skips the optimizer states (load_optimizer_states=False; a universal
+    # checkpoint loads them regardless, so the ZeRO 0 config). Caught after the reload.
+    /usr/bin/python3 - "$DS/deepspeed.json" "$TMP/planted.json" <<'PY'
+import json, os, sys
+t = json.load(open(sys.argv[1]))
+t["command"] = [a.replace("{target_dir}", os.path.dirname(sys.argv[1])) for a in t["command"]]
+t["command"] += ["--plant", "reload_without_optimizer"]
+json.dump(t, open(sys.argv[2], "w"))
+PY
+    expect 3 "$P" run "$TMP/z0.json" --target "$TMP/planted.json"
+    grep -q "SUMMARY: paradiff: FINDING .* step=[12] " "$TMP/out" || fail "not caught after the reload"
     ;;
   deepspeed_planted_minimized)
     need_deepspeed
