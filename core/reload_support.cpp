@@ -25,6 +25,9 @@ std::pair<std::string, std::string> ReloadRefusal(const ReloadSupport& s, const 
               std::string("reloads only into the same ") + d.name + " (" + std::to_string(d.save) +
                   ")"};
   const std::vector<int64_t> stages = ReloadStages(s, cfg.zero.stage);
+  if (stages.empty())
+    return {"checkpoint.save_at",
+            "the target takes no checkpoint at ZeRO " + std::to_string(cfg.zero.stage)};
   if (std::find(stages.begin(), stages.end(), r.zero_stage) == stages.end()) {
     std::string list;
     for (int64_t z : stages) list += (list.empty() ? "" : ", ") + std::to_string(z);
@@ -40,7 +43,9 @@ void RestrictReload(const ReloadSupport& s, Config& cfg, uint64_t pick) {
   if (!s.tp) r.tp = cfg.parallel.tp;
   if (!s.pp) r.pp = cfg.parallel.pp;
   const std::vector<int64_t> stages = ReloadStages(s, cfg.zero.stage);
-  if (std::find(stages.begin(), stages.end(), r.zero_stage) == stages.end())
+  if (stages.empty())
+    cfg.checkpoint = CheckpointConfig{};
+  else if (std::find(stages.begin(), stages.end(), r.zero_stage) == stages.end())
     r.zero_stage = stages[pick % stages.size()];
 }
 

@@ -17,7 +17,8 @@ namespace paradiff {
 struct ReloadSupport {
   bool dp = true, tp = true, pp = true;  // may differ from the save layout
   bool zero_stage = true;
-  // With zero_stage: save stage -> the stages it may reload into (a stage absent: any).
+  // With zero_stage: save stage -> the stages it may reload into (a stage absent: any; an empty
+  // list: a config at that stage takes no checkpoint).
   std::map<int64_t, std::vector<int64_t>> zero_stages;
   bool Unrestricted() const { return dp && tp && pp && zero_stage && zero_stages.empty(); }
 };
@@ -29,7 +30,8 @@ std::vector<int64_t> ReloadStages(const ReloadSupport& s, int64_t stage);
 std::pair<std::string, std::string> ReloadRefusal(const ReloadSupport& s, const Config& cfg);
 
 // Sets each reload field that may not change to the save layout's, and a zero stage outside the
-// allowed ones to the allowed stage `pick` selects (pick modulo their count).
+// allowed ones to the allowed stage `pick` selects (pick modulo their count); drops the checkpoint
+// where the save stage allows none.
 void RestrictReload(const ReloadSupport& s, Config& cfg, uint64_t pick);
 
 }  // namespace paradiff

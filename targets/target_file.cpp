@@ -142,13 +142,14 @@ void ParseCheckpoint(const json& c, TargetSpec& t, Status* st) {
   rs.zero_stage = Has(changes, std::string("zero_stage"));
   if (!c.contains("reload_zero_stages")) return;
   const json& z = c["reload_zero_stages"];
-  const std::string rule = "must be an object {\"S\": [stages]} with S and the stages in 0-3";
+  const std::string rule =
+      "must be an object {\"S\": [stages]} with S and the stages in 0-3 ([]: none at stage S)";
   if (!rs.zero_stage) r.Error("reload_zero_stages", "needs \"zero_stage\" in reload_changes");
   if (!z.is_object()) return r.Error("reload_zero_stages", rule);
   for (const auto& [k, v] : z.items()) {
     const bool key_ok = k.size() == 1 && k[0] >= '0' && k[0] <= '3';
     const bool list_ok =
-        v.is_array() && !v.empty() && std::all_of(v.begin(), v.end(), [](const json& x) {
+        v.is_array() && std::all_of(v.begin(), v.end(), [](const json& x) {
           return x.is_number_integer() && x.get<int64_t>() >= 0 && x.get<int64_t>() <= 3;
         });
     if (!key_ok || !list_ok) {

@@ -27,6 +27,12 @@ RUN_DIR/out/rank<R>.json and rank<R>.step<S>.safetensors with the kinds run.json
   from the DTensor's own placement (compute_local_shape_and_global_offset): ZeRO 3's layout.
 --parallel pp: torch.distributed.pipelining over pp ranks (dp = tp = 1): pipeline.py.
 
+Checkpoints (a config with checkpoint.save_at > 0 runs as two launches, docs/TARGETS.md): ddp at
+ZeRO 0 and fsdp2 save with torch.distributed.checkpoint (get_state_dict + dcp.save) after the save
+phase and load into the reload layout's model and optimizer (dcp.load + set_state_dict: FSDP2's
+shards resharded to the new dp). ZeroRedundancyOptimizer is not a DCP state-dict optimizer: the ddp
+files declare no checkpoint at ZeRO 1.
+
 The ranks always form a gloo process group, also at world 1, so that the wrappers run there too.
 grad_norm is torch's own: the float32 total norm clip_grad_norm_ returns (for DTensor gradients a
 replicated DTensor, read with full_tensor(): one scalar, no sharded state). Gradients are read
@@ -37,6 +43,8 @@ Planted bugs for paradiff's self-test (never on by default):
   that all-reduces without dividing; fsdp2: the sharded gradients multiplied by dp after backward.
   FSDP2's own set_gradient_divide_factor(1.0) cannot plant it on gloo: it reduces with
   ReduceOp.PREMUL_SUM, which gloo does not implement; repro/fsdp2_divide_factor_gloo.py).
+--plant reload_without_optimizer: a checkpointed config's reload loads the model's state only, not
+  the optimizer's (the moments restart from zero after the reload).
 --plant shard_offset: fsdp2 reports each local piece at rank * its own size, as if every shard
   were the same size (a report bug: right for tensors whose rows divide evenly over dp; for the
   others the last shards overlap their neighbour and the tensor's end is held by no rank).
@@ -62,7 +70,7 @@ from nested_model import NestedGpt  # noqa: E402
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
 SLOTS = {"sgd": ["momentum"], "adam": ["exp_avg", "exp_avg_sq"], "adamw": ["exp_avg", "exp_avg_sq"]}
 TORCH_SLOT = {"momentum": "momentum_buffer", "exp_avg": "exp_avg", "exp_avg_sq": "exp_avg_sq"}
-PLANTS = ["", "sum_not_average", "shard_offset"]
+PLANTS = ["", "sum_not_average", "shard_offset", "reload_without_optimizer"]
 
 
 def optimizer_class(o, lr):
@@ -172,6 +180,8 @@ def train(rank, world, run_dir, a):
     else:
         opt = cls(params, **kwargs)
     local_opt = opt.optim if zero1 else opt  # the optimizer holding this rank's state
+    if run.get("load_checkpoint"):
+        load_checkpoint(net, opt, run["load_checkpoint"], with_optimizer=a.plant != "reload_without_optimizer")
     owned = {id(p) for g in local_opt.param_groups for p in g["params"]}
     kinds = set(run["kinds"])
     A = cfg["batch"]["accumulation_steps"]
@@ -225,12 +235,37 @@ def train(rank, world, run_dir, a):
                     rep.add(slot, n, st[TORCH_SLOT[slot]])
         rep.write(os.path.join(out_dir, "rank%d.step%d.safetensors" % (rank, s)))
         steps.append({"loss_sum": loss_sum, "loss_count": loss_count, "grad_norm": float(norm)})
+    if run.get("save_checkpoint"):
+        save_checkpoint(net, opt, run["save_checkpoint"])
     extra = {"torch": torch.__version__}
     if pipe is not None:
         extra["schedule_run"] = pipe.schedule_run
     with open(os.path.join(out_dir, "rank%d.json" % rank), "w") as f:
         json.dump(dict(steps=steps, **extra), f)
     dist.destroy_process_group()
+
+
+# Checkpoints (docs/TARGETS.md, two launches): torch.distributed.checkpoint, as torch's own
+# training recipes use it. get_state_dict gives the model's and the optimizer's state keyed by
+# parameter name (DTensor shards under FSDP2, full tensors under DDP), dcp.save writes every rank's
+# share, and dcp.load + set_state_dict reshard it into the reload layout's model and optimizer.
+def save_checkpoint(net, opt, path):
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.checkpoint.state_dict import get_state_dict
+    model_sd, optim_sd = get_state_dict(net, opt)
+    dcp.save({"model": model_sd, "optim": optim_sd}, checkpoint_id=path)
+
+
+def load_checkpoint(net, opt, path, with_optimizer=True):
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.checkpoint.state_dict import get_state_dict, set_model_state_dict, set_state_dict
+    model_sd, optim_sd = get_state_dict(net, opt)  # the layout to load into
+    state = {"model": model_sd, "optim": optim_sd} if with_optimizer else {"model": model_sd}
+    dcp.load(state, checkpoint_id=path)
+    if with_optimizer:
+        set_state_dict(net, opt, model_state_dict=state["model"], optim_state_dict=state["optim"])
+    else:
+        set_model_state_dict(net, state["model"])
 
 
 def main():

@@ -5,6 +5,11 @@
 #   expect CODE CMD...   run CMD with its output in $TMP/out; fail unless it exits CODE
 #                        (CODE "nonzero": any failure)
 #   has REGEX / lacks REGEX   $TMP/out does / does not match
+#   derive_json IN OUT 'python statements on c'   a JSON config IN with fields set, to OUT
+#   planted_target IN OUT PLANT   the target file IN with absolute paths and "--plant PLANT"
+#                        appended to its command, to OUT
+#   passes_on TARGET CONFIG...   `paradiff run CONFIG --target TARGET` PASSes for each CONFIG
+#   caught_after_reload TARGET CONFIG   a finding at a step after the config's save_at (1 or 2)
 # On failure the last 40 lines of the output are shown.
 fail() { echo "FAIL: $CASE: $*"; exit 1; }
 expect() {
@@ -19,6 +24,35 @@ expect() {
 }
 has() { grep -qE -- "$1" "$TMP/out" || { tail -40 "$TMP/out"; fail "output lacks /$1/"; }; }
 lacks() { ! grep -qE -- "$1" "$TMP/out" || { tail -40 "$TMP/out"; fail "output has /$1/"; }; }
+derive_json() {
+  /usr/bin/python3 - "$1" "$2" "$3" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+exec(sys.argv[3])
+json.dump(c, open(sys.argv[2], "w"))
+PY
+}
+passes_on() {
+  local target=$1 c; shift
+  for c in "$@"; do
+    expect 0 "$P" run "$c" --target "$target"
+    has "SUMMARY: paradiff: PASS"
+    echo "$(basename "$c") on $(basename "$target"): $(grep SUMMARY "$TMP/out")"
+  done
+}
+caught_after_reload() {
+  expect 3 "$P" run "$2" --target "$1"
+  has "SUMMARY: paradiff: FINDING .* step=[12] "
+}
+planted_target() {
+  /usr/bin/python3 - "$1" "$2" "$3" <<'PY'
+import json, os, sys
+t = json.load(open(sys.argv[1]))
+t["command"] = [a.replace("{target_dir}", os.path.dirname(os.path.abspath(sys.argv[1]))) for a in t["command"]]
+t["command"] += ["--plant", sys.argv[3]]
+json.dump(t, open(sys.argv[2], "w"))
+PY
+}
 e2e_init() {
   P=$1
   SRC=$2

@@ -32,15 +32,6 @@ t["supports"]["precision"] = [p for p in t["supports"]["precision"] if p["param"
 json.dump(t, open(sys.argv[2], "w"))
 PY
 }
-# A config derived from $1 with JSON fields set: derive IN OUT 'python statements on c'.
-derive() {
-  /usr/bin/python3 - "$1" "$2" "$3" <<'PY'
-import json, sys
-c = json.load(open(sys.argv[1]))
-exec(sys.argv[3])
-json.dump(c, open(sys.argv[2], "w"))
-PY
-}
 
 case $CASE in
   deepspeed_export_mapping)
@@ -67,7 +58,7 @@ PY
     w=1
     [ "$CASE" = deepspeed_parity_world2 ] && w=2
     for st in 0 1 2 3; do
-      derive "$T/deepspeed_w1.json" "$TMP/z$st.json" "c['zero']['stage'] = $st; c['parallel'] = {'world': $w, 'dp': $w}"
+      derive_json "$T/deepspeed_w1.json" "$TMP/z$st.json" "c['zero']['stage'] = $st; c['parallel'] = {'world': $w, 'dp': $w}"
       t=$DS/deepspeed.json
       [ $st = 1 ] && t=$DS/deepspeed_zero1.json
       expect 0 "$P" run "$TMP/z$st.json" --target "$t"
@@ -82,16 +73,16 @@ PY
     # PASS. With clipping, DeepSpeed 0.19.8's fp32 pipeline clips every stage with the first
     # stage's norm (a DeepSpeed bug, adapters/deepspeed/repro/pipe_fp32_clip_norm.py): the updated
     # parameters differ while the gradients and the reported global norm agree.
-    derive "$T/deepspeed_w1.json" "$TMP/pp2.json" \
+    derive_json "$T/deepspeed_w1.json" "$TMP/pp2.json" \
       "c['model']['layers'] = 3; c['clip_grad_norm'] = 0.0; c['parallel'] = {'world': 2, 'dp': 1, 'pp': 2}"
-    derive "$T/deepspeed_w1.json" "$TMP/pp2dp2.json" "c['model']['layers'] = 2; c['clip_grad_norm'] = 0.0; \
+    derive_json "$T/deepspeed_w1.json" "$TMP/pp2dp2.json" "c['model']['layers'] = 2; c['clip_grad_norm'] = 0.0; \
 c['model']['tied_embeddings'] = False; c['parallel'] = {'world': 4, 'dp': 2, 'pp': 2}"
     for c in pp2 pp2dp2; do
       expect 0 "$P" run "$TMP/$c.json" --target "$DS/deepspeed_pp.json"
       has "SUMMARY: paradiff: PASS"
       echo "$c: $(grep SUMMARY "$TMP/out")"
     done
-    derive "$TMP/pp2.json" "$TMP/pp2clip.json" "c['clip_grad_norm'] = 1.0"
+    derive_json "$TMP/pp2.json" "$TMP/pp2clip.json" "c['clip_grad_norm'] = 1.0"
     expect 3 "$P" run "$TMP/pp2clip.json" --target "$DS/deepspeed_pp.json"
     has "sig=mismatch.numeric.param"
     ;;
@@ -126,27 +117,16 @@ c['model']['tied_embeddings'] = False; c['parallel'] = {'world': 4, 'dp': 2, 'pp
     # through DeepSpeed's universal checkpoint; ZeRO 3 dp 2 -> dp 2. Each agrees with the reference
     # trained straight through.
     base="c['steps'] = 3; c['optimizer'] = {'kind': 'adamw', 'lr': 0.01, 'weight_decay': 0.1}"
-    derive "$T/deepspeed_dp2.json" "$TMP/z0.json" "$base; c['zero']['stage'] = 0; \
+    derive_json "$T/deepspeed_dp2.json" "$TMP/z0.json" "$base; c['zero']['stage'] = 0; \
 c['checkpoint'] = {'save_at': 1, 'reload': {'dp': 1, 'zero_stage': 0}}"
-    derive "$T/deepspeed_dp2.json" "$TMP/z2.json" "$base; c['checkpoint'] = {'save_at': 1, 'reload': {'dp': 1, 'zero_stage': 2}}"
-    derive "$T/deepspeed_dp2.json" "$TMP/z3.json" "$base; c['zero']['stage'] = 3; \
+    derive_json "$T/deepspeed_dp2.json" "$TMP/z2.json" "$base; c['checkpoint'] = {'save_at': 1, 'reload': {'dp': 1, 'zero_stage': 2}}"
+    derive_json "$T/deepspeed_dp2.json" "$TMP/z3.json" "$base; c['zero']['stage'] = 3; \
 c['checkpoint'] = {'save_at': 2, 'reload': {'dp': 2, 'zero_stage': 3}}"
-    for c in z0 z2 z3; do
-      expect 0 "$P" run "$TMP/$c.json" --target "$DS/deepspeed.json"
-      has "SUMMARY: paradiff: PASS"
-      echo "$c: $(grep SUMMARY "$TMP/out")"
-    done
+    passes_on "$DS/deepspeed.json" "$TMP/z0.json" "$TMP/z2.json" "$TMP/z3.json"
     # Planted: the reload skips the optimizer states (load_optimizer_states=False; a universal
     # checkpoint loads them regardless, so the ZeRO 0 config). Caught after the reload.
-    /usr/bin/python3 - "$DS/deepspeed.json" "$TMP/planted.json" <<'PY'
-import json, os, sys
-t = json.load(open(sys.argv[1]))
-t["command"] = [a.replace("{target_dir}", os.path.dirname(sys.argv[1])) for a in t["command"]]
-t["command"] += ["--plant", "reload_without_optimizer"]
-json.dump(t, open(sys.argv[2], "w"))
-PY
-    expect 3 "$P" run "$TMP/z0.json" --target "$TMP/planted.json"
-    grep -q "SUMMARY: paradiff: FINDING .* step=[12] " "$TMP/out" || fail "not caught after the reload"
+    planted_target "$DS/deepspeed.json" "$TMP/planted.json" reload_without_optimizer
+    caught_after_reload "$TMP/planted.json" "$TMP/z0.json"
     ;;
   deepspeed_planted_minimized)
     need_deepspeed

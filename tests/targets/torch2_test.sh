@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # End-to-end tests of the PyTorch 2.x target (adapters/torch2, docs/TORCH2.md): world-1 parity per
 # parallelism (DDP, FSDP2 flat and nested, pipelining), a short clean campaign per target file, the
-# known torch bug T2-1 still reproducing, planted adapter bugs caught and minimized.
+# known torch bug T2-1 still reproducing, checkpoints resharded by torch.distributed.checkpoint,
+# planted adapter bugs caught and minimized.
 # Every case needs the torch venv that scripts/setup-targets makes (work/venv/torch-2.15.0) and
 # exits 77 (skipped) without it.
 # Usage: torch2_test.sh PARADIFF_BINARY SOURCE_DIR CASE
@@ -69,6 +70,22 @@ case $CASE in
     # Local shards reported at rank x their own size: the tiling oracle judges DTensor pieces.
     expect 3 "$P" run "$T/torch2_dp2_zero3.json" --target "$A/torch2_fsdp2_offset_planted.json"
     has "sig=invariant.tiling.grad.embedding.gradient"
+    ;;
+  checkpoint)
+    # torch.distributed.checkpoint through the reload (two launches, docs/TARGETS.md), AdamW:
+    # FSDP2 dp 2 -> dp 1 and dp 1 -> dp 4 (uneven shards: vocab 11 over 4), nested; DDP dp 2 -> dp 1.
+    # Then a planted reload that skips the optimizer state: caught at the first step after it.
+    base="c['steps'] = 3; c['optimizer'] = {'kind': 'adamw', 'lr': 0.01, 'weight_decay': 0.1}"
+    derive_json "$T/torch2_dp2_zero3.json" "$TMP/f21.json" "$base; c['checkpoint'] = {'save_at': 1, 'reload': {'dp': 1, 'zero_stage': 3}}"
+    derive_json "$T/torch2_dp2_zero3.json" "$TMP/f14.json" "$base; c['batch']['accumulation_steps'] = 4; \
+c['parallel'] = {'world': 1, 'dp': 1}; c['checkpoint'] = {'save_at': 2, 'reload': {'dp': 4, 'zero_stage': 3}}"
+    derive_json "$T/torch2_dp2_zero3.json" "$TMP/ddp.json" "$base; c['zero']['stage'] = 0; \
+c['checkpoint'] = {'save_at': 1, 'reload': {'dp': 1, 'zero_stage': 0}}"
+    passes_on "$A/torch2_fsdp2.json" "$TMP/f21.json"
+    passes_on "$A/torch2_fsdp2_nested.json" "$TMP/f14.json"
+    passes_on "$A/torch2_ddp.json" "$TMP/ddp.json"
+    planted_target "$A/torch2_fsdp2.json" "$TMP/planted.json" reload_without_optimizer
+    caught_after_reload "$TMP/planted.json" "$TMP/f21.json"
     ;;
   ddp_campaign) campaign "$A/torch2_ddp.json" 21 4 ;;
   ddp_static_campaign) campaign "$A/torch2_ddp_static_sync.json" 22 2 ;;

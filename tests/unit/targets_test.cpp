@@ -114,7 +114,8 @@ TEST(TargetFile, CheckpointDeclaresTheReloadLayoutsItTakes) {
   StatusOr<TargetSpec> t = ParseTargetSpec(
       R"({"protocol": 1, "name": "x", "command": ["/bin/true", "{run_dir}"],
       "supports": {"max_world": 4, "zero_stages": [0, 1, 2], "max_steps": 4, "checkpoint":
-        {"reload_changes": ["dp", "zero_stage"], "reload_zero_stages": {"0": [0], "1": [1, 2]}}}})",
+        {"reload_changes": ["dp", "zero_stage"],
+         "reload_zero_stages": {"0": [0], "1": [1, 2], "2": []}}}})",
       "t.json");
   ASSERT_TRUE(t.ok()) << t.status().ToString();
   EXPECT_TRUE(t.value().checkpoint);
@@ -135,6 +136,9 @@ TEST(TargetFile, CheckpointDeclaresTheReloadLayoutsItTakes) {
   Config stage0 = c;  // a ZeRO 0 checkpoint reloads into stage 0 only
   stage0.zero.stage = 0;
   EXPECT_EQ(fields(stage0), std::vector<std::string>{"checkpoint.reload.zero_stage"});
+  Config stage2 = c;  // no checkpoint at ZeRO 2
+  stage2.zero.stage = 2;
+  EXPECT_EQ(fields(stage2), std::vector<std::string>{"checkpoint.save_at"});
   Config tp = c;  // tp may not change
   tp.model.heads = tp.model.kv_heads = 2;
   tp.checkpoint.reload.tp = 2;
@@ -155,7 +159,7 @@ TEST(TargetFile, CheckpointDeclaresTheReloadLayoutsItTakes) {
   for (const char* bad :
        {R"({"reload_changes": ["world"]})", R"({"reload_zero_stages": {"1": [1]}})",
         R"({"reload_changes": ["zero_stage"], "reload_zero_stages": {"4": [1]}})",
-        R"({"reload_changes": ["zero_stage"], "reload_zero_stages": {"1": []}})",
+        R"({"reload_changes": ["zero_stage"], "reload_zero_stages": {"1": 1}})",
         R"({"reload": true})"}) {
     const StatusOr<TargetSpec> r = ParseTargetSpec(
         std::string(R"({"protocol": 1, "name": "x", "command": ["/bin/true"], "supports":
