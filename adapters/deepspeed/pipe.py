@@ -19,9 +19,8 @@ copy ds_pipe_replicated so that its norm counts it once.
 import functools
 
 import torch
-import torch.nn.functional as F
 
-from model import Gpt, layer_partition
+from model import Gpt, layer_partition, loss
 
 
 class Part(Gpt):
@@ -35,32 +34,26 @@ class Part(Gpt):
         self.params = torch.nn.ParameterList([torch.nn.Parameter(tensors[n].clone()) for n in self.names])
 
     def forward(self, x):  # Gpt.forward's ops, cut at the layer's boundaries
-        m = self.m
         if self.kind == "wte":
-            h = self.inp(self.p("embed.wte")).index_select(0, x.reshape(-1))
-            return h.view(x.size(0), x.size(1), m["hidden"])
+            return self.token_embedding(x)
         if self.kind == "wpe":
-            return x + self.inp(self.p("embed.wpe")).unsqueeze(0)
+            return self.position_embedding(x)
         if self.kind == "block":
             return self.run_block(self.block_index, x)
         if self.kind == "ln_f":
             return self.layer_norm("head.ln_f", x)
-        return logits(self, self.layer_norm("head.ln_f", x), "head.lm_head.weight")  # "head"
-
-
-def logits(part, h, weight):
-    return part.linear(h, weight).to(torch.float32).reshape(-1, part.m["vocab"])
+        return self.logits(self.layer_norm("head.ln_f", x), "head.lm_head.weight")  # "head"
 
 
 def tied_head(part, h):  # TiedLayerSpec forward_fn: the embedding applied as the output projection
-    return logits(part, h, "embed.wte")
+    return part.logits(h, "embed.wte")
 
 
 def loss_fn(recorded, factor):
     def fn(out, targets):  # Gpt.forward's loss; each micro-batch's value recorded for the report
-        loss = F.nll_loss(torch.log_softmax(out, -1), targets.reshape(-1))
-        recorded.append(float(loss.detach()))
-        return loss * factor if factor != 1 else loss
+        value = loss(out, targets)
+        recorded.append(float(value.detach()))
+        return value * factor if factor != 1 else value
 
     return fn
 

@@ -91,15 +91,27 @@ class Gpt(torch.nn.Module):
     def run_block(self, i, h):  # where block i runs (a subclass may run it as a submodule)
         return self.block("blocks.%d" % i, h)
 
-    def forward(self, inputs, targets):
-        m = self.m
+    def token_embedding(self, inputs):
         h = self.inp(self.p("embed.wte")).index_select(0, inputs.reshape(-1))
-        h = h.view(inputs.size(0), inputs.size(1), m["hidden"])
-        if m["position_embeddings"]:
-            h = h + self.inp(self.p("embed.wpe")).unsqueeze(0)
-        for i in range(m["layers"]):
+        return h.view(inputs.size(0), inputs.size(1), self.m["hidden"])
+
+    def position_embedding(self, h):
+        return h + self.inp(self.p("embed.wpe")).unsqueeze(0)
+
+    def logits(self, h, weight):  # h after the final layer norm, through `weight`, in float32
+        return self.linear(h, weight).to(torch.float32).reshape(-1, self.m["vocab"])
+
+    def head_weight(self):
+        return "embed.wte" if self.m["tied_embeddings"] else "head.lm_head.weight"
+
+    def forward(self, inputs, targets):
+        h = self.token_embedding(inputs)
+        if self.m["position_embeddings"]:
+            h = self.position_embedding(h)
+        for i in range(self.m["layers"]):
             h = self.run_block(i, h)
-        h = self.layer_norm("head.ln_f", h)
-        w = "embed.wte" if m["tied_embeddings"] else "head.lm_head.weight"
-        logits = self.linear(h, w).to(torch.float32).reshape(-1, m["vocab"])
-        return F.nll_loss(torch.log_softmax(logits, -1), targets.reshape(-1))
+        return loss(self.logits(self.layer_norm("head.ln_f", h), self.head_weight()), targets)
+
+
+def loss(logits, targets):  # the mean cross entropy of float32 logits (paradiff's loss)
+    return F.nll_loss(torch.log_softmax(logits, -1), targets.reshape(-1))

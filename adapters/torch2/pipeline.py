@@ -16,9 +16,8 @@ float32; clip_grads_with_norm_ then clips with it.
 """
 import torch
 import torch.distributed as dist
-import torch.nn.functional as F
 
-from model import Gpt, layer_partition
+from model import Gpt, layer_partition, loss
 
 
 class Chunk(Gpt):
@@ -44,26 +43,16 @@ class Chunk(Gpt):
         self.params = torch.nn.ParameterList([torch.nn.Parameter(tensors[n].clone()) for n in own])
 
     def forward(self, x):  # Gpt.forward's ops, cut at the chunk's boundaries
-        m = self.m
+        h = x
         if self.first:
-            inputs = x
-            h = self.inp(self.p("embed.wte")).index_select(0, inputs.reshape(-1))
-            h = h.view(inputs.size(0), inputs.size(1), m["hidden"])
-            if m["position_embeddings"]:
-                h = h + self.inp(self.p("embed.wpe")).unsqueeze(0)
-        else:
-            h = x
+            h = self.token_embedding(x)
+            if self.m["position_embeddings"]:
+                h = self.position_embedding(h)
         for i in range(self.lo, self.hi):
             h = self.run_block(i, h)
         if not self.last:
             return h
-        h = self.layer_norm("head.ln_f", h)
-        w = "embed.wte" if m["tied_embeddings"] else "head.lm_head.weight"
-        return self.linear(h, w).to(torch.float32).reshape(-1, m["vocab"])
-
-
-def loss_fn(logits, targets):  # Gpt.forward's loss
-    return F.nll_loss(torch.log_softmax(logits, -1), targets.reshape(-1))
+        return self.logits(self.layer_norm("head.ln_f", h), self.head_weight())
 
 
 class Pipeline:
@@ -91,10 +80,10 @@ class Pipeline:
             kind = "gpipe"
         self.schedule_run = kind
         if kind == "interleaved":
-            self.schedule = ScheduleInterleaved1F1B(stages, n_microbatches=A, loss_fn=loss_fn)
+            self.schedule = ScheduleInterleaved1F1B(stages, n_microbatches=A, loss_fn=loss)
         else:
             cls = ScheduleGPipe if kind == "gpipe" else Schedule1F1B
-            self.schedule = cls(stages[0], n_microbatches=A, loss_fn=loss_fn)
+            self.schedule = cls(stages[0], n_microbatches=A, loss_fn=loss)
         self.first = any(ch.first for ch in self.chunks)
         self.last = any(ch.last for ch in self.chunks)
         # The tied embedding's two copies: on rank 0 (first chunk) and rank pp-1 (last chunk).
