@@ -413,12 +413,10 @@ def zero0_norm(torch, engine, grads, pp):
     pipeline stages of its data-parallel replica."""
     if not grads and pp == 1:
         return None
-    local = torch.nn.utils.get_total_norm([x.float() for x in grads]) if grads else torch.zeros(())
     if pp == 1:
-        return float(local)
-    sq = (local.to(torch.float32) ** 2).reshape(1)
-    torch.distributed.all_reduce(sq, group=engine.grid.get_pipe_parallel_group())
-    return float(sq.sqrt()[0])
+        return float(torch.nn.utils.get_total_norm([x.float() for x in grads]))
+    from group_norm import group_norm
+    return float(group_norm(grads, engine.grid.get_pipe_parallel_group()))
 
 
 def hook_optimizer_step(engine, before):

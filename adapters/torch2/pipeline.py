@@ -17,6 +17,7 @@ float32; clip_grads_with_norm_ then clips with it.
 import torch
 import torch.distributed as dist
 
+from group_norm import group_norm
 from model import Gpt, layer_partition, loss
 
 
@@ -123,10 +124,6 @@ class Pipeline:
 
     def clip(self, max_norm):
         """torch's float32 norm of this rank's gradients, combined over the ranks; clips with it."""
-        grads = [p.grad for p in self.norm_params() if p.grad is not None]
-        local = torch.nn.utils.get_total_norm(grads, 2.0) if grads else torch.zeros(())
-        sq = (local.to(torch.float32) ** 2).reshape(1)
-        dist.all_reduce(sq)
-        total = sq.sqrt()[0]
+        total = group_norm([p.grad for p in self.norm_params() if p.grad is not None])
         torch.nn.utils.clip_grads_with_norm_(list(self.named().values()), max_norm, total)
         return total
