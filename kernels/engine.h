@@ -42,6 +42,11 @@ struct Reporting {
   struct PartitionedFrom {
     int64_t param = 3, grad = 2, optimizer = 1;  // optimizer: master weights and slots
   } partitioned_from;
+  // The precision the optimizer holds its hyperparameters in (betas, and with them 1 - beta and
+  // the bias corrections; see Note [Float32 optimizer hyperparameters] in
+  // oracles/update_oracle.cpp): fp64 (the built-in engine, torch's optimizers) or fp32 (a target
+  // file's "optimizer_arithmetic": {"hyperparameters": "fp32"}, DeepSpeed's CPU Adam).
+  DType optimizer_hyperparameters = DType::kFp64;
   // Everything, as the built-in engine reports it.
   bool everything() const { return grad && optimizer && grad_norm_dtype == DType::kFp64; }
 };

@@ -81,9 +81,28 @@ double Clip(double max_norm, double norm) {
 // (see Note [Subnormal gradients]).
 // `held_max`: the largest finite value of the dtype the run computes the update in (see Note
 // [Quotient overflow]).
+// Note [Float32 optimizer hyperparameters]: an optimizer that holds beta in float32 (DeepSpeed's
+// CPU Adam, ops/csrc/includes/cpu_adam.h) uses b = fl(beta), |b - beta| <= u beta, u = 2^-24. Then
+// b m0 + (1 - b) g differs from beta m0 + (1 - beta) g by |b - beta| (|m0| + |g|) <= u beta
+// (|m0| + |g|) (and the second moment by u beta2 (v0 + g^2)): for beta2 = 0.999 that is 1.3e-5
+// relative, 200 float32 roundings, all of it the cancellation in 1 - b. Its powers b^t (std::pow
+// or a running product, then stored in float32) are within 2 t u beta^t of beta^t, so each bias
+// correction 1 - b^t is within 2 t u beta^t / (1 - beta^t) relative, and the update
+// q lr / (1 - b1^t) with q = m / (sqrt(v) / sqrt(1 - b2^t) + eps) moves by |q| lr / bc1 times
+// d(beta1) + d(beta2) / 2. Declared by the target file ("optimizer_arithmetic"), never assumed.
+struct HyperDrift {
+  bool on = false;
+  double Beta(double beta) const { return on ? kFp32Unit * beta : 0.0; }
+  double Correction(double beta, int64_t t) const {
+    if (!on) return 0.0;
+    const double bt = std::pow(beta, static_cast<double>(t));
+    return bt < 1.0 ? 2.0 * static_cast<double>(t) * kFp32Unit * bt / (1.0 - bt) : 0.0;
+  }
+};
+
 Expect Step(const OptimizerConfig& o, int64_t t, const at::Tensor& target, const at::Tensor& g,
             double unit, double held_max, const std::map<std::string, at::Tensor>& slots,
-            std::map<std::string, Expect>& out) {
+            const HyperDrift& drift, std::map<std::string, Expect>& out) {
   at::Tensor p = target, gp = g, gmag = g.abs() + kSubnormalFloor / unit;
   if (o.kind == OptimizerKind::kAdamW) {
     p = target * (1.0 - o.lr * o.weight_decay);
@@ -99,8 +118,12 @@ Expect Step(const OptimizerConfig& o, int64_t t, const at::Tensor& target, const
     return {p - b.value * o.lr, p.abs() + b.mag * o.lr};
   }
   const at::Tensor &m0 = slots.at("exp_avg"), &v0 = slots.at("exp_avg_sq");
-  Expect m{m0 * o.beta1 + gp * (1.0 - o.beta1), m0.abs() * o.beta1 + gmag * (1.0 - o.beta1)};
-  Expect v{v0 * o.beta2 + gp * gp * (1.0 - o.beta2), v0 * o.beta2 + gmag * gmag * (1.0 - o.beta2)};
+  Expect m{m0 * o.beta1 + gp * (1.0 - o.beta1),
+           m0.abs() * o.beta1 + gmag * (1.0 - o.beta1) +
+               (m0.abs() + gmag) * (drift.Beta(o.beta1) / unit)};
+  Expect v{v0 * o.beta2 + gp * gp * (1.0 - o.beta2),
+           v0 * o.beta2 + gmag * gmag * (1.0 - o.beta2) +
+               (v0 + gmag * gmag) * (drift.Beta(o.beta2) / unit)};
   out["exp_avg"] = m;
   out["exp_avg_sq"] = v;
   const double bc1 = 1.0 - std::pow(o.beta1, static_cast<double>(t));
@@ -127,7 +150,9 @@ Expect Step(const OptimizerConfig& o, int64_t t, const at::Tensor& target, const
           .clamp_min(0);
   at::Tensor q_err = at::where(m.value.eq(0), at::zeros_like(denom),
                                m.value.abs() * (denom_lo.reciprocal() - denom.reciprocal()) / unit);
-  return {p - q * (o.lr / bc1), p.abs() + (m.mag / denom + q_err) * (o.lr / bc1)};
+  const double corrections = drift.Correction(o.beta1, t) + drift.Correction(o.beta2, t) / 2;
+  return {p - q * (o.lr / bc1),
+          p.abs() + (m.mag / denom + q_err + q.abs() * (corrections / unit)) * (o.lr / bc1)};
 }
 
 // |actual - expected| / bound per element; 0 where the expectation is not finite (not judged)
@@ -212,7 +237,8 @@ Verdict UpdateOracle::Check(const OracleInput& in) const {
       // absolute rounding, so the bound follows it through the update.
       // Evidence: docs/EVIDENCE.md.
       Expect next = Step(cfg.optimizer, applied, has_master ? prev.master : prev.param, g, unit,
-                         MaxFinite(has_master ? DType::kFp32 : pr.param), prev.slots, e);
+                         MaxFinite(has_master ? DType::kFp32 : pr.param), prev.slots,
+                         HyperDrift{a.reporting.optimizer_hyperparameters == DType::kFp32}, e);
       next.mag = next.mag * unit + kSubnormalFloor;
       for (const auto& n : slot_names) e[n].mag = e[n].mag * unit + kSubnormalFloor;
       if (has_master) {

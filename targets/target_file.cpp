@@ -272,7 +272,7 @@ StatusOr<TargetSpec> ParseTargetSpec(const std::string& text, const std::string&
   Reader r(j, "", &st);
   r.Unknown({"protocol", "name", "command", "launcher", "timeout_s", "supports", "reports",
              "grad_norm_dtype", "grad_reduction", "zero_stages_bitwise", "model_arithmetic",
-             "partitioned_from", "description", "options"});
+             "partitioned_from", "description", "options", "optimizer_arithmetic"});
   TargetSpec t;
   t.path = path;
   t.dir = std::filesystem::absolute(path).parent_path().string();
@@ -356,6 +356,20 @@ StatusOr<TargetSpec> ParseTargetSpec(const std::string& text, const std::string&
       t.reporting.zero_stages_bitwise = j["zero_stages_bitwise"];
     else
       r.Error("zero_stages_bitwise", "must be true or false");
+  }
+  if (j.contains("optimizer_arithmetic")) {
+    const json& oa = j["optimizer_arithmetic"];
+    Reader ar(oa, "optimizer_arithmetic.", &st);
+    if (!oa.is_object())
+      r.Error("optimizer_arithmetic", "must be an object {\"hyperparameters\"}");
+    else
+      ar.Unknown({"hyperparameters"});
+    if (oa.is_object() && oa.contains("hyperparameters")) {
+      if (oa["hyperparameters"] == "fp32")
+        t.reporting.optimizer_hyperparameters = DType::kFp32;
+      else if (oa["hyperparameters"] != "fp64")
+        ar.Error("hyperparameters", "must be \"fp64\" or \"fp32\"");
+    }
   }
   if (j.contains("options")) ParseOptions(j["options"], t, r);
   if (j.contains("supports"))

@@ -172,6 +172,27 @@ TEST(TargetFile, CheckpointDeclaresTheReloadLayoutsItTakes) {
   }
 }
 
+TEST(TargetFile, OptimizerArithmeticDeclaresFloat32Hyperparameters) {
+  auto parse = [](const std::string& field) {
+    return ParseTargetSpec(
+        R"({"protocol": 1, "name": "x", "command": ["/bin/true"], "supports": {})" + field + "}",
+        "t.json");
+  };
+  ASSERT_TRUE(parse("").ok());
+  EXPECT_EQ(parse("").value().reporting.optimizer_hyperparameters, DType::kFp64);
+  const auto fp32 = parse(R"(, "optimizer_arithmetic": {"hyperparameters": "fp32"})");
+  ASSERT_TRUE(fp32.ok()) << fp32.status().ToString();
+  EXPECT_EQ(fp32.value().reporting.optimizer_hyperparameters, DType::kFp32);
+  for (const char* bad :
+       {R"(, "optimizer_arithmetic": {"hyperparameters": "bf16"})",
+        R"(, "optimizer_arithmetic": {"betas": "fp32"})", R"(, "optimizer_arithmetic": "fp32")"}) {
+    const auto r = parse(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().ToString().find("optimizer_arithmetic"), std::string::npos)
+        << r.status().ToString();
+  }
+}
+
 TEST(TargetFile, SchedulesBoundPipelinedConfigsOnly) {
   StatusOr<TargetSpec> t = ParseTargetSpec(
       R"({"protocol": 1, "name": "x", "command": ["/bin/true", "{run_dir}"],

@@ -152,6 +152,34 @@ TEST(UpdateOracle, CatchesAClipCoefficientFromAnotherNorm) {
   ExpectFinding(CheckUpdate(c, e), 0, "param");
 }
 
+// Adam with its betas held in float32 (DeepSpeed's CPU Adam): the first moments are
+// (1 - fl(beta)) g, 1.3e-5 relative off for beta2 = 0.999. Judged within the derived bound only
+// when the run declares it (see Note [Float32 optimizer hyperparameters]); ten times that is
+// caught.
+TEST(UpdateOracle, Float32HyperparametersOnlyWhereDeclared) {
+  Config c = WithOptimizer(SmallConfig(2, 1), OptimizerKind::kAdam, 0.0);
+  c.steps = 1;
+  const EngineOutcome clean = RunClean(c);
+  auto run = [&](double excess, DType declared) {
+    EngineOutcome e = clean;
+    for (auto& r : e.obs.ranks)
+      for (auto& piece : r.steps.at(0).pieces)
+        for (const auto& [slot, beta] :
+             {std::pair<std::string, double>{"exp_avg", c.optimizer.beta1},
+              {"exp_avg_sq", c.optimizer.beta2}})
+          if (piece.kind == slot) {
+            const double f = (1.0 - static_cast<double>(static_cast<float>(beta))) / (1.0 - beta);
+            piece.values.mul_(1.0 + excess * (f - 1.0));
+          }
+    testing::Harness h = MakeHarness(c, e);
+    h.assembly.reporting.optimizer_hyperparameters = declared;
+    return UpdateOracle().Check(h.Input());
+  };
+  EXPECT_EQ(run(1.0, DType::kFp32).kind, VerdictKind::kPass) << run(1.0, DType::kFp32).message;
+  ExpectFinding(run(1.0, DType::kFp64), 0, "exp_avg_sq");
+  ExpectFinding(run(10.0, DType::kFp32), 0, "exp_avg");  // the first kind judged
+}
+
 TEST(UpdateOracle, SkippedWithoutGradientsOrOptimizerState) {
   const Config c = WithOptimizer(SmallConfig(2, 1), OptimizerKind::kAdam, 0.0);
   const EngineOutcome e = RunClean(c);
