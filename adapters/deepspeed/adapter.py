@@ -123,10 +123,11 @@ def merge(dst, src):
     return dst
 
 
-def ds_config(cfg, extra):
+def ds_config(cfg, extra, own_optimizer=False):
     ds = export_deepspeed(cfg)
-    del ds["optimizer"]  # a client torch optimizer with exactly these parameters (make_optimizer)
-    ds["zero_allow_untested_optimizer"] = True  # SGD is not on ZeRO's tested list
+    if not own_optimizer:
+        del ds["optimizer"]  # a client torch optimizer with exactly these parameters (make_optimizer)
+        ds["zero_allow_untested_optimizer"] = True  # SGD is not on ZeRO's tested list
     ds["steps_per_print"] = 1 << 30
     merge(ds, copy.deepcopy(extra))
     for path, value in sorted(cfg.get("target_options", {}).items()):  # "a.b.c": DeepSpeed's keys
@@ -177,7 +178,7 @@ def slot_key(o, slot):
 
 
 # ---------------------------------------------------------------------------------------------
-def train(rank, world, run_dir, plant, extra):
+def train(rank, world, run_dir, a, extra):
     import torch
     import torch.distributed as tdist
     import deepspeed
@@ -213,8 +214,10 @@ def train(rank, world, run_dir, plant, extra):
     else:
         model = (flat_gpt(torch, Gpt) if stage == 3 else Gpt)(cfg["model"], run["params"], init,
                                                                 dtypes[prec["compute"]])
-    opt = make_optimizer(torch, o, list(model.parameters()))
-    ds = ds_config(cfg, extra)
+    plant = a.plant
+    # A client torch optimizer, or DeepSpeed's own from the config's "optimizer" section.
+    opt = None if a.ds_optimizer else make_optimizer(torch, o, list(model.parameters()))
+    ds = ds_config(cfg, extra, own_optimizer=a.ds_optimizer)
     load = run.get("load_checkpoint")
     tag = universal_if_resharded(load, cfg, ds, rank) if load else None
     engine, _, _, _ = deepspeed.initialize(model=model, optimizer=opt, config=ds)
@@ -449,6 +452,8 @@ def main():
     ap.add_argument("run_dir", nargs="?")
     ap.add_argument("--plant", default="", choices=PLANTS)
     ap.add_argument("--ds", default="{}", help="JSON merged into the exported DeepSpeed config")
+    ap.add_argument("--ds-optimizer", action="store_true",
+                    help="DeepSpeed's own optimizer (the exported \"optimizer\" section) instead of torch's")
     ap.add_argument("--print-ds-config", metavar="CONFIG", help="print the DeepSpeed config of a paradiff config")
     ap.add_argument("--print-export", metavar="CONFIG", help="print export_deepspeed(CONFIG) (paradiff export's twin)")
     a = ap.parse_args()
@@ -457,7 +462,7 @@ def main():
         print(json.dumps(export_deepspeed(json.load(open(a.print_export))), indent=2, sort_keys=True))
         return
     if a.print_ds_config:
-        print(json.dumps(ds_config(json.load(open(a.print_ds_config)), extra), indent=2, sort_keys=True))
+        print(json.dumps(ds_config(json.load(open(a.print_ds_config)), extra, a.ds_optimizer), indent=2, sort_keys=True))
         return
     run = json.load(open(os.path.join(a.run_dir, "run.json")))
     world = run["world"]
@@ -475,9 +480,9 @@ def main():
     # path (docs/DEEPSPEED.md).
     ds_torch_comm.build_shm_op = lambda: None
     if world == 1:
-        train(0, 1, a.run_dir, a.plant, extra)
+        train(0, 1, a.run_dir, a, extra)
     else:
-        mp.start_processes(train, args=(world, a.run_dir, a.plant, extra), nprocs=world, start_method="fork")
+        mp.start_processes(train, args=(world, a.run_dir, a, extra), nprocs=world, start_method="fork")
 
 
 if __name__ == "__main__":

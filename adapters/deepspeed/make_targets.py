@@ -8,6 +8,9 @@ report to a ZeRO stage:
   deepspeed.json            the newest release: ZeRO 0, 2, 3; fp32, and bf16 with bf16 accumulation
   deepspeed_fp32acc.json    bf16 with fp32 accumulation (ZeRO 1: DeepSpeed's BF16_Optimizer; 2, 3)
   deepspeed_zero1.json      ZeRO 1 (DeepSpeed's ZeRO optimizer), whose gradients are partitioned
+  deepspeed_adam.json       deepspeed.json with DeepSpeed's own Adam / AdamW (--ds-optimizer; on the CPU
+                            accelerator its C++ CPU Adam, JIT-built on first use), which holds its
+                            betas in float32: "optimizer_arithmetic" declares it
   deepspeed_planted.json    deepspeed.json's fp32 part with --plant sum_not_average
   deepspeed_pp.json         deepspeed.pipe (PipelineModule, pp > 1, with dp) at ZeRO 0: DeepSpeed's
                             pipeline takes ZeRO 0 and 1, and ZeRO 1's gradients are partitioned
@@ -62,13 +65,16 @@ CHECKPOINT = {"reload_changes": ["dp", "zero_stage"],
 
 
 def target(name, description, version, stages, precision, reports=("grad", "optimizer"), extra_args=(),
-           partitioned_from=None, parallel=("dp",), options=None, checkpoint=False):
+           partitioned_from=None, parallel=("dp",), options=None, checkpoint=False,
+           optimizers=("sgd", "adam", "adamw")):
     venv = "{target_dir}/../../work/venv/"
     t = {
         "protocol": 1,
         "name": name,
         "description": description,
+        # DeepSpeed's JIT-built C++ ops (its CPU Adam) live beside the release they were built from.
         "command": ["/usr/bin/env", "PYTHONPATH=" + venv + "deepspeed-" + version,
+                    "TORCH_EXTENSIONS_DIR=" + venv + "deepspeed-" + version + "/.torch_extensions",
                     venv + TORCH + "/bin/python", "{target_dir}/adapter.py", "{run_dir}"] + list(extra_args),
         "timeout_s": 240,
         "reports": list(reports),
@@ -77,7 +83,7 @@ def target(name, description, version, stages, precision, reports=("grad", "opti
         "model_arithmetic": "own",
         "supports": {
             "max_world": 4, "parallel": list(parallel), "zero_stages": stages, "models": ["gpt"],
-            "activations": ["gelu", "swiglu"], "optimizers": ["sgd", "adam", "adamw"],
+            "activations": ["gelu", "swiglu"], "optimizers": list(optimizers),
             "precision": precision, "clip_grad_norm": True, "max_steps": 4,
         },
     }
@@ -118,6 +124,18 @@ def files():
         "DeepSpeed %s ZeRO 1 (its ZeRO optimizer): it reduces each gradient slice to its owner only, "
         "so its gradients are partitioned from stage 1 (docs/DEEPSPEED.md)" % NEWEST,
         NEWEST, [1], [FP32] + BF16, partitioned_from={"grad": 1}, options=OPTIONS, checkpoint=True)
+    own = target(
+        "deepspeed-%s-adam" % NEWEST,
+        "DeepSpeed %s with its own Adam / AdamW (the config's optimizer section; the CPU accelerator's "
+        "C++ CPU Adam), ZeRO 0, 2, 3, fp32 and bf16 with bf16 accumulation (docs/DEEPSPEED.md)" % NEWEST,
+        NEWEST, [0, 2, 3], [FP32] + BF16, extra_args=["--ds-optimizer"], options=OPTIONS, checkpoint=True,
+        optimizers=("adam", "adamw"))
+    # DeepSpeed JIT-builds the op on first use; scripts/setup-targets builds it ahead (the release's
+    # pinned file lists it), so a run only loads it.
+    # ops/csrc/includes/cpu_adam.h keeps beta1, beta2 and their powers in float32 (see Note [Float32
+    # optimizer hyperparameters] in oracles/update_oracle.cpp).
+    own["optimizer_arithmetic"] = {"hyperparameters": "fp32"}
+    out["deepspeed_adam.json"] = own
     out["deepspeed_planted.json"] = target(
         "deepspeed-%s-planted" % NEWEST,
         "deepspeed.json (fp32) with the planted adapter bug sum_not_average (each rank's loss times dp: "

@@ -6,8 +6,9 @@
 #                        (CODE "nonzero": any failure)
 #   has REGEX / lacks REGEX   $TMP/out does / does not match
 #   derive_json IN OUT 'python statements on c'   a JSON config IN with fields set, to OUT
-#   planted_target IN OUT PLANT   the target file IN with absolute paths and "--plant PLANT"
-#                        appended to its command, to OUT
+#   derive_target IN OUT 'python statements on t'   the target file IN with absolute paths and
+#                        fields set, to OUT
+#   planted_target IN OUT PLANT   the same with "--plant PLANT" appended to its command
 #   passes_on TARGET CONFIG...   `paradiff run CONFIG --target TARGET` PASSes for each CONFIG
 #   caught_after_reload TARGET CONFIG   a finding at a step after the config's save_at (1 or 2)
 # On failure the last 40 lines of the output are shown.
@@ -44,15 +45,16 @@ caught_after_reload() {
   expect 3 "$P" run "$2" --target "$1"
   has "SUMMARY: paradiff: FINDING .* step=[12] "
 }
-planted_target() {
+derive_target() {
   /usr/bin/python3 - "$1" "$2" "$3" <<'PY'
 import json, os, sys
 t = json.load(open(sys.argv[1]))
 t["command"] = [a.replace("{target_dir}", os.path.dirname(os.path.abspath(sys.argv[1]))) for a in t["command"]]
-t["command"] += ["--plant", sys.argv[3]]
+exec(sys.argv[3])
 json.dump(t, open(sys.argv[2], "w"))
 PY
 }
+planted_target() { derive_target "$1" "$2" "t['command'] += ['--plant', '$3']"; }
 e2e_init() {
   P=$1
   SRC=$2

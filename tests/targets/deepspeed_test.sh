@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # End-to-end tests of the DeepSpeed target (adapters/deepspeed, docs/DEEPSPEED.md) on CPU + gloo:
 # the adapter's DeepSpeed config is paradiff's own export, every ZeRO stage agrees with the
-# reference at world 1 and 2, checkpoints reload through DeepSpeed's API (another dp included), a
-# short campaign is clean, the planted adapter bugs are caught (and minimized). Every case but export_mapping needs the pinned environments (scripts/setup-targets)
-# and exits 77 (skipped) without them.
+# reference at world 1 and 2, DeepSpeed's own Adam under its declared arithmetic, checkpoints reload
+# through DeepSpeed's API (another dp included), a short campaign is clean, the planted adapter bugs
+# are caught (and minimized). Every case but export_mapping needs the pinned environments
+# (scripts/setup-targets) and exits 77 (skipped) without them.
 # Usage: deepspeed_test.sh PARADIFF_BINARY SOURCE_DIR CASE
 set -u
 . "$(dirname "$0")/../e2e/lib.sh"
@@ -127,6 +128,24 @@ c['checkpoint'] = {'save_at': 2, 'reload': {'dp': 2, 'zero_stage': 3}}"
     # checkpoint loads them regardless, so the ZeRO 0 config). Caught after the reload.
     planted_target "$DS/deepspeed.json" "$TMP/planted.json" reload_without_optimizer
     caught_after_reload "$TMP/planted.json" "$TMP/z0.json"
+    ;;
+  deepspeed_own_adam)
+    need_deepspeed
+    [ -d "$SRC/work/venv/deepspeed-0.19.8/.torch_extensions" ] ||
+      { echo "SKIP: DeepSpeed's CPU Adam op is not built (scripts/setup-targets deepspeed-0.19.8 builds it)"; exit 77; }
+    # DeepSpeed's own Adam / AdamW (its C++ CPU Adam: betas in float32, declared in the target file as
+    # "optimizer_arithmetic"): ZeRO 0, 2, 3 and bf16 pass. The same run judged without the
+    # declaration: the update oracle sees (1 - fl(beta2)) g^2 in the second moment, 1.3e-5 off.
+    base="c['steps'] = 3; c['optimizer'] = {'kind': 'adamw', 'lr': 0.01, 'weight_decay': 0.1}"
+    for st in 0 2 3; do
+      derive_json "$T/deepspeed_dp2.json" "$TMP/z$st.json" "$base; c['zero']['stage'] = $st"
+    done
+    derive_json "$T/deepspeed_dp2.json" "$TMP/bf16.json" "$base; c['optimizer']['kind'] = 'adam'; \
+c['precision'] = {'param': 'bf16', 'compute': 'bf16', 'reduce': 'bf16', 'accumulate': 'bf16', 'master_weights': True}"
+    passes_on "$DS/deepspeed_adam.json" "$TMP/z0.json" "$TMP/z2.json" "$TMP/z3.json" "$TMP/bf16.json"
+    derive_target "$DS/deepspeed_adam.json" "$TMP/undeclared.json" "del t['optimizer_arithmetic']"
+    expect 3 "$P" run "$TMP/z2.json" --target "$TMP/undeclared.json"
+    has "sig=mismatch.update.exp_avg_sq"
     ;;
   deepspeed_planted_minimized)
     need_deepspeed
