@@ -335,13 +335,14 @@ def train(rank, world, run_dir, a, extra):
                 for slot in slots:
                     piece(tensors, meta, slot, name, h.get_hp_fragment(slot_key(o, slot)), off)
             elif stage == 0:
-                master = master_of(dsopt, p)
-                if "master" in kinds and master is not None:
-                    tensors["master:" + name] = master.detach().clone()
+                holder, at = master_of(dsopt, p)
+                mine = (lambda t: t) if at is None else (lambda t: t.narrow(0, at, p.numel()).view(p.shape))
+                if "master" in kinds and holder is not None:
+                    tensors["master:" + name] = mine(holder).detach().clone()
                 for slot in slots:
-                    st = own_state(master if master is not None else p, slot_key(o, slot))
+                    st = own_state(holder if holder is not None else p, slot_key(o, slot))
                     if st is not None:
-                        tensors[slot + ":" + name] = st.detach().clone()
+                        tensors[slot + ":" + name] = mine(st).detach().clone()
         safetensors_io.write(os.path.join(out_dir, "rank%d.step%d.safetensors" % (rank, s)), tensors, meta)
         steps.append({"loss_sum": loss_sum, "loss_count": loss_count, "grad_norm": norm})
     if run.get("save_checkpoint"):
@@ -437,14 +438,24 @@ def hook_optimizer_step(engine, before):
 
 
 def master_of(dsopt, p):
-    """The fp32 master copy of p under DeepSpeed's ZeRO-0 mixed-precision wrapper
-    (FP16_UnfusedOptimizer, also used for bf16 with bf16 accumulation): fp32_groups[i][j] is the
-    copy of fp16_groups[i][j]; None when there is none."""
-    for lp_group, hp_group in zip(getattr(dsopt, "fp16_groups", []), getattr(dsopt, "fp32_groups", [])):
+    """(holder, at): the fp32 tensor that holds p's master copy under DeepSpeed's ZeRO-0
+    mixed-precision wrappers (also used for bf16 with bf16 accumulation), the optimizer's state
+    keyed by it. FP16_UnfusedOptimizer (a client torch optimizer): fp32_groups[i][j], the copy of
+    fp16_groups[i][j], at None. FP16_Optimizer (DeepSpeed's own fused optimizer): the flat
+    fp32_groups_flat[i], fp16_groups[i] concatenated in order, p's copy from element `at` on.
+    (None, None) when there is none."""
+    groups = getattr(dsopt, "fp16_groups", [])
+    for lp_group, hp_group in zip(groups, getattr(dsopt, "fp32_groups", [])):
         for lp, hp in zip(lp_group, hp_group):
             if lp is p:
-                return hp
-    return None
+                return hp, None
+    for lp_group, flat in zip(groups, getattr(dsopt, "fp32_groups_flat", [])):
+        at = 0
+        for lp in lp_group:
+            if lp is p:
+                return flat, at
+            at += lp.numel()
+    return None, None
 
 
 def main():

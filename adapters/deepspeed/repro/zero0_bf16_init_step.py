@@ -10,7 +10,11 @@ constructor sets every gradient to zero and calls optimizer.step(). For Adam / A
 advances state["step"] to 1, so the first real step uses step-2 bias correction (an update of
 about 0.74 * lr instead of lr); AdamW's decoupled weight decay is applied once more; SGD / Adam
 with L2 weight decay take a step along wd * param. ZeRO 1-3 and BF16_Optimizer lost that step in
-DeepSpeed PR 5104 / 6485; the unfused (ZeRO-0) wrapper still has it.
+DeepSpeed PR 5104 / 6485; the unfused (ZeRO-0) wrapper still has it, and so does the fused one
+(FP16_Optimizer.initialize_optimizer_states, runtime/fp16/fused_optimizer.py) that wraps DeepSpeed's
+own optimizer: --own-optimizer ("optimizer": {"type": "AdamW"} in the config, DeepSpeed's FusedAdam,
+whose C++ op scripts/setup-targets builds into work/venv/deepspeed-0.19.8/.torch_extensions; set
+TORCH_EXTENSIONS_DIR to it).
 
 Run (one process, CPU):
   DS_ACCELERATOR=cpu LOCAL_SIZE=1 PYTHONPATH=work/venv/deepspeed-0.19.8 \
@@ -35,15 +39,21 @@ def main():
     torch.distributed.init_process_group("gloo", rank=0, world_size=1)
     model = torch.nn.Linear(4, 3, bias=False)
     w0 = model.weight.detach().to(torch.bfloat16).float().clone()  # the bf16 weights DeepSpeed trains
-    opt = torch.optim.AdamW(model.parameters(), lr=0.01, weight_decay=0.1)
+    own = "--own-optimizer" in sys.argv
     cfg = {"train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 1, "train_batch_size": 2,
            "zero_optimization": {"stage": 0}, "bf16": {"enabled": True}, "steps_per_print": 1 << 30}
+    if own:
+        cfg["optimizer"] = {"type": "AdamW", "params": {"lr": 0.01, "weight_decay": 0.1}}
+    opt = None if own else torch.optim.AdamW(model.parameters(), lr=0.01, weight_decay=0.1)
     engine, _, _, _ = deepspeed.initialize(model=model, optimizer=opt, config=cfg)
     steps = [s.get("step") for s in engine.basic_optimizer.state.values()]
     print("DeepSpeed", deepspeed.__version__, "optimizer", type(engine.optimizer).__name__)
     print("optimizer step count after deepspeed.initialize:", [float(s) for s in steps if s is not None],
           "(expected: none, no step taken yet)")
-    master = engine.optimizer.fp32_groups[0][0]
+    if own:  # FP16_Optimizer: one flat fp32 copy per group
+        master = engine.optimizer.fp32_groups_flat[0].view(model.weight.shape)
+    else:  # FP16_UnfusedOptimizer: one fp32 copy per parameter
+        master = engine.optimizer.fp32_groups[0][0]
     print("master weights changed by initialize:", not torch.equal(master, w0))
 
     x = torch.randn(2, 4).to(torch.bfloat16)
