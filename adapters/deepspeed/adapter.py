@@ -187,6 +187,7 @@ def train(rank, world, run_dir, a, extra):
     import safetensors_io
     from model import Gpt
 
+    plant = a.plant
     torch.set_num_threads(1)
     torch.backends.mkldnn.enabled = False  # as paradiff's reference (kernels/numerics.cpp, see Note [No oneDNN])
     os.environ.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(world))
@@ -214,7 +215,6 @@ def train(rank, world, run_dir, a, extra):
     else:
         model = (flat_gpt(torch, Gpt) if stage == 3 else Gpt)(cfg["model"], run["params"], init,
                                                                 dtypes[prec["compute"]])
-    plant = a.plant
     # A client torch optimizer, or DeepSpeed's own from the config's "optimizer" section.
     opt = None if a.ds_optimizer else make_optimizer(torch, o, list(model.parameters()))
     ds = ds_config(cfg, extra, own_optimizer=a.ds_optimizer)
@@ -480,6 +480,12 @@ def main():
     os.environ["DS_ACCELERATOR"] = "cpu"
     os.environ["LOCAL_SIZE"] = str(world)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
+    # DeepSpeed's JIT ops (its CPU Adam) are rebuilt whenever their source paths change, and the
+    # target files reach the release through the work/venv link: resolved, the paths are the ones
+    # scripts/setup-targets built the op with, and a run loads that build instead of rebuilding it.
+    sys.path[:] = [os.path.realpath(x) if x else x for x in sys.path]
+    if os.environ.get("TORCH_EXTENSIONS_DIR"):
+        os.environ["TORCH_EXTENSIONS_DIR"] = os.path.realpath(os.environ["TORCH_EXTENSIONS_DIR"])
     import torch._dynamo  # noqa: F401  (torch's optimizers import it on construction: once, before the fork)
     import torch.multiprocessing as mp
     import deepspeed  # imported once, before the ranks are forked

@@ -143,6 +143,14 @@ c['checkpoint'] = {'save_at': 2, 'reload': {'dp': 2, 'zero_stage': 3}}"
     derive_json "$T/deepspeed_dp2.json" "$TMP/bf16.json" "$base; c['optimizer']['kind'] = 'adam'; \
 c['precision'] = {'param': 'bf16', 'compute': 'bf16', 'reduce': 'bf16', 'accumulate': 'bf16', 'master_weights': True}"
     passes_on "$DS/deepspeed_adam.json" "$TMP/z0.json" "$TMP/z2.json" "$TMP/z3.json" "$TMP/bf16.json"
+    # ZeRO 0 + bf16 wraps DeepSpeed's optimizer in FP16_Optimizer, whose master weights and moments
+    # are flat per group (the adapter slices them: a campaign first met "no rank wrote any master
+    # tensor"): they are reported, and show DeepSpeed's known initialization step
+    # (repro/zero0_bf16_init_step.py --own-optimizer).
+    derive_json "$TMP/bf16.json" "$TMP/z0bf16.json" "c['zero']['stage'] = 0"
+    expect 3 "$P" run "$TMP/z0bf16.json" --target "$DS/deepspeed_adam.json"
+    has "FINDING kind=mismatch sig=mismatch\.(update\.master|numeric\.param)\..* step=0 "
+    lacks "no_output"
     derive_target "$DS/deepspeed_adam.json" "$TMP/undeclared.json" "del t['optimizer_arithmetic']"
     expect 3 "$P" run "$TMP/z2.json" --target "$TMP/undeclared.json"
     has "sig=mismatch.update.exp_avg_sq"

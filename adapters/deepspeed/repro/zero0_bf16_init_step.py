@@ -13,8 +13,8 @@ with L2 weight decay take a step along wd * param. ZeRO 1-3 and BF16_Optimizer l
 DeepSpeed PR 5104 / 6485; the unfused (ZeRO-0) wrapper still has it, and so does the fused one
 (FP16_Optimizer.initialize_optimizer_states, runtime/fp16/fused_optimizer.py) that wraps DeepSpeed's
 own optimizer: --own-optimizer ("optimizer": {"type": "AdamW"} in the config, DeepSpeed's FusedAdam,
-whose C++ op scripts/setup-targets builds into work/venv/deepspeed-0.19.8/.torch_extensions; set
-TORCH_EXTENSIONS_DIR to it).
+whose C++ op DeepSpeed JIT-builds on first use: a few minutes, into torch's default extensions
+folder).
 
 Run (one process, CPU):
   DS_ACCELERATOR=cpu LOCAL_SIZE=1 PYTHONPATH=work/venv/deepspeed-0.19.8 \
