@@ -156,12 +156,12 @@ JobEnd Watch(pid_t pid, const std::string& dir, int world, const MpiRunOptions& 
       seen = logs.bytes;
       last_progress = now;
     }
-    if (logs.started < world) {
-      if (now - start > o.start_timeout)
-        end.watchdog = std::to_string(world - logs.started) + " of " + std::to_string(world) +
-                       " ranks did not start within " + std::to_string(o.start_timeout.count()) +
-                       " ms";
-    } else if (now - last_progress > o.timeout) {
+    const bool started = logs.started == world;
+    if (!started && now - start > o.start_timeout) {
+      end.watchdog = std::to_string(world - logs.started) + " of " + std::to_string(world) +
+                     " ranks did not start within " + std::to_string(o.start_timeout.count()) +
+                     " ms";
+    } else if (started && now - last_progress > o.timeout) {
       end.watchdog = "no rank made progress for " + std::to_string(o.timeout.count()) + " ms";
     } else if (o.total_timeout.count() > 0 && now - start > o.total_timeout) {
       end.watchdog = "the job ran longer than " + std::to_string(o.total_timeout.count()) + " ms";
