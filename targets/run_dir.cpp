@@ -44,7 +44,7 @@ bool Fail(ObservationError* err, const std::string& detail, int rank, const std:
 
 Status WriteRunDir(const Config& cfg, const std::vector<std::string>& kinds, const std::string& dir,
                    const RunPhase& phase) {
-  const int64_t first = phase.first_step, end = phase.end_step < 0 ? cfg.steps : phase.end_step;
+  const int64_t first = phase.first_step, end = phase.end_step;
   std::error_code ec;
   fs::create_directories(fs::path(dir) / "data", ec);
   fs::remove_all(fs::path(dir) / "out", ec);
@@ -93,7 +93,7 @@ bool ReadObservations(const Config& cfg, const std::string& dir,
                       ObservationError* err, const RunPhase& phase) {
   const ModelSpec spec = BuildModelSpec(cfg.model);
   const std::set<std::string> declared(kinds.begin(), kinds.end());
-  const int64_t first = phase.first_step, end = phase.end_step < 0 ? cfg.steps : phase.end_step;
+  const int64_t first = phase.first_step, end = phase.end_step;
   const int64_t n = end - first;                  // the phase's steps
   std::vector<std::set<std::string>> written(n);  // per step: the kinds some rank wrote
   obs->ranks.clear();

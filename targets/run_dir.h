@@ -39,14 +39,14 @@ namespace paradiff {
 // steps only. Data files exist for the phase's steps.
 struct RunPhase {
   int64_t first_step = 0;
-  int64_t end_step = -1;        // -1: the config's steps
+  int64_t end_step = 0;         // one past the last step (a whole run: the config's steps)
   std::string save_checkpoint;  // save after end_step - 1 ("" = none)
   std::string load_checkpoint;  // load before first_step ("" = none)
 };
 
 // Writes every input file of `cfg` for `phase` into `dir` (created; out/ created empty).
 Status WriteRunDir(const Config& cfg, const std::vector<std::string>& kinds, const std::string& dir,
-                   const RunPhase& phase = {});
+                   const RunPhase& phase);
 
 // What ReadObservations found wrong: "no_output" (a rank wrote nothing), "shape" (a tensor of the
 // wrong shape or size), "bad_output" (anything else malformed).
@@ -62,6 +62,6 @@ struct ObservationError {
 // some step is "no_output". On failure returns false and fills `err`.
 bool ReadObservations(const Config& cfg, const std::string& dir,
                       const std::vector<std::string>& kinds, Observations* obs,
-                      ObservationError* err, const RunPhase& phase = {});
+                      ObservationError* err, const RunPhase& phase);
 
 }  // namespace paradiff

@@ -59,9 +59,13 @@ EngineOutcome Failure(const TargetSpec& t, FailureKind kind, const std::string& 
   return out;
 }
 
-// One launch of the target on `dir` (created) for `phase` of `cfg`.
+// One launch of the target on `dir` (created) for `phase` of `cfg`; a failure's message starts with
+// `context` after the target's name.
 EngineOutcome RunOnce(const TargetSpec& t, const Config& cfg, const RunPhase& phase,
-                      const std::string& dir) {
+                      const std::string& dir, const std::string& context) {
+  auto fail = [&](FailureKind kind, const std::string& detail, int rank, const std::string& msg) {
+    return Failure(t, kind, detail, rank, context + msg);
+  };
   const std::vector<std::string> kinds = ExpectedKinds(cfg, t.reporting);
   const Status wrote = WriteRunDir(cfg, kinds, dir, phase);
   if (!wrote.ok()) throw std::runtime_error("target runner: " + wrote.ToString());
@@ -71,8 +75,8 @@ EngineOutcome RunOnce(const TargetSpec& t, const Config& cfg, const RunPhase& ph
   try {
     pid = SpawnSession(argv, log, dir);
   } catch (const std::runtime_error& e) {
-    return Failure(t, FailureKind::kCrash, "exec", -1,
-                   std::string(e.what()) + " (run dir " + dir + " kept)");
+    return fail(FailureKind::kCrash, "exec", -1,
+                std::string(e.what()) + " (run dir " + dir + " kept)");
   }
   const auto start = Clock::now();
   const auto limit = std::chrono::seconds(t.timeout_s);
@@ -97,22 +101,22 @@ EngineOutcome RunOnce(const TargetSpec& t, const Config& cfg, const RunPhase& ph
   KillSession(pid, kKillWait);
   const std::string kept = " (run dir " + dir + " kept)" + LogTail(log);
   if (timed_out)
-    return Failure(t, FailureKind::kHang, "timeout", -1,
-                   "hang: still running after timeout_s=" + std::to_string(t.timeout_s) +
-                       " s; the watchdog killed its session" + kept);
+    return fail(FailureKind::kHang, "timeout", -1,
+                "hang: still running after timeout_s=" + std::to_string(t.timeout_s) +
+                    " s; the watchdog killed its session" + kept);
   if (WIFSIGNALED(status))
-    return Failure(t, FailureKind::kCrash, "signal", -1,
-                   "crashed: killed by signal " + std::to_string(WTERMSIG(status)) + kept);
+    return fail(FailureKind::kCrash, "signal", -1,
+                "crashed: killed by signal " + std::to_string(WTERMSIG(status)) + kept);
   if (WEXITSTATUS(status) != 0)
-    return Failure(t, FailureKind::kCrash, "exit", -1,
-                   "crashed: exited with code " + std::to_string(WEXITSTATUS(status)) + kept);
+    return fail(FailureKind::kCrash, "exit", -1,
+                "crashed: exited with code " + std::to_string(WEXITSTATUS(status)) + kept);
   EngineOutcome out;
   out.target = t.name;
   out.reporting = t.reporting;
   ObservationError err;
   if (!ReadObservations(cfg, dir, kinds, &out.obs, &err, phase))
-    return Failure(t, FailureKind::kCrash, err.detail, err.rank,
-                   "exited 0 but its observations are unusable: " + err.message + kept);
+    return fail(FailureKind::kCrash, err.detail, err.rank,
+                "exited 0 but its observations are unusable: " + err.message + kept);
   return out;
 }
 
@@ -125,18 +129,15 @@ EngineOutcome RunTarget(const TargetSpec& t, const Config& cfg, const TargetRunO
   EngineOutcome out;
   const int64_t save_at = cfg.checkpoint.save_at;
   if (save_at <= 0) {
-    out = RunOnce(t, cfg, {}, dir);
+    out = RunOnce(t, cfg, {0, cfg.steps, "", ""}, dir, "");
   } else {  // see Note [Checkpointed target runs]
     const std::string ckpt = fs::absolute(dir + "/checkpoint").string();
-    out = RunOnce(t, cfg, {0, save_at, ckpt, ""}, dir + "/save");
+    out = RunOnce(t, cfg, {0, save_at, ckpt, ""}, dir + "/save", "");
     if (out.ok) {
-      EngineOutcome reload =
-          RunOnce(t, ReloadPhaseConfig(cfg), {save_at, cfg.steps, "", ckpt}, dir + "/reload");
-      if (!reload.ok) {
-        const size_t head = ("target " + t.name + ": ").size();  // Failure's prefix
-        reload.failure.insert(head, "after the reload at step " + std::to_string(save_at) + ": ");
-        return reload;
-      }
+      const EngineOutcome reload =
+          RunOnce(t, ReloadPhaseConfig(cfg), {save_at, cfg.steps, "", ckpt}, dir + "/reload",
+                  "after the reload at step " + std::to_string(save_at) + ": ");
+      if (!reload.ok) return reload;
       out.obs = JoinPhases(out.obs, reload.obs, save_at, cfg.steps);
     }
   }
