@@ -36,9 +36,14 @@ bool PrecisionConfig::operator==(const PrecisionConfig& o) const {
          loss_scale == o.loss_scale;
 }
 
+bool LrScheduleConfig::operator==(const LrScheduleConfig& o) const {
+  return kind == o.kind && warmup_steps == o.warmup_steps && total_steps == o.total_steps &&
+         min_ratio == o.min_ratio;
+}
+
 bool OptimizerConfig::operator==(const OptimizerConfig& o) const {
-  return kind == o.kind && lr == o.lr && momentum == o.momentum && beta1 == o.beta1 &&
-         beta2 == o.beta2 && eps == o.eps && weight_decay == o.weight_decay;
+  return kind == o.kind && lr == o.lr && schedule == o.schedule && momentum == o.momentum &&
+         beta1 == o.beta1 && beta2 == o.beta2 && eps == o.eps && weight_decay == o.weight_decay;
 }
 
 bool ReloadConfig::operator==(const ReloadConfig& o) const {

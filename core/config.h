@@ -24,6 +24,7 @@ enum class DType {
 };  // kFp64 is internal (reference truth), never in JSON
 enum class LossScaleMode { kNone, kStatic, kDynamic };
 enum class OptimizerKind { kSgd, kAdam, kAdamW };
+enum class LrScheduleKind { kConstant, kWarmup, kWarmupLinear, kWarmupCosine };
 enum class Backend { kLocal, kMpi, kNccl };
 
 struct ModelConfig {
@@ -91,9 +92,20 @@ struct PrecisionConfig {
   bool operator==(const PrecisionConfig&) const;
 };
 
+// The learning rate per optimizer step (core/lr_schedule.h, docs/CONFIG.md): `lr` times a ratio
+// of the count of updates applied before the step. Steps an overflow skipped do not count.
+struct LrScheduleConfig {
+  LrScheduleKind kind = LrScheduleKind::kConstant;
+  int64_t warmup_steps = 0;  // warmup kinds: >= 2 (the ratio rises linearly from 0)
+  int64_t total_steps = 0;   // decay kinds: where the decay ends, > warmup_steps
+  double min_ratio = 0.0;    // warmup_cosine: the ratio the decay ends at, in [0, 1)
+  bool operator==(const LrScheduleConfig&) const;
+};
+
 struct OptimizerConfig {
   OptimizerKind kind = OptimizerKind::kAdamW;
-  double lr = 0.01;
+  double lr = 0.01;  // the peak rate: the schedule's ratios are <= 1
+  LrScheduleConfig schedule;
   double momentum = 0.9;
   double beta1 = 0.9;
   double beta2 = 0.999;
@@ -164,6 +176,11 @@ inline constexpr Spelling<LossScaleMode> kLossScaleModeNames[] = {
     {"dynamic", LossScaleMode::kDynamic}};
 inline constexpr Spelling<OptimizerKind> kOptimizerNames[] = {
     {"sgd", OptimizerKind::kSgd}, {"adam", OptimizerKind::kAdam}, {"adamw", OptimizerKind::kAdamW}};
+inline constexpr Spelling<LrScheduleKind> kLrScheduleNames[] = {
+    {"constant", LrScheduleKind::kConstant},
+    {"warmup", LrScheduleKind::kWarmup},
+    {"warmup_linear", LrScheduleKind::kWarmupLinear},
+    {"warmup_cosine", LrScheduleKind::kWarmupCosine}};
 inline constexpr Spelling<Backend> kBackendNames[] = {
     {"local", Backend::kLocal}, {"mpi", Backend::kMpi}, {"nccl", Backend::kNccl}};
 
@@ -174,6 +191,7 @@ inline const char* Name(PartitionMethod v) { return NameIn(kPartitionNames, v); 
 inline const char* Name(DType v) { return NameIn(kDTypeNames, v); }
 inline const char* Name(LossScaleMode v) { return NameIn(kLossScaleModeNames, v); }
 inline const char* Name(OptimizerKind v) { return NameIn(kOptimizerNames, v); }
+inline const char* Name(LrScheduleKind v) { return NameIn(kLrScheduleNames, v); }
 inline const char* Name(Backend v) { return NameIn(kBackendNames, v); }
 
 }  // namespace paradiff

@@ -270,6 +270,14 @@ void ReadBetas(const json& v, const std::string& path, Status& st, OptimizerConf
 void ReadOptimizer(ObjectReader r, OptimizerConfig& o) {
   r.Enum("kind", kOptimizerNames, o.kind);
   r.Double("lr", o.lr);
+  if (const json* v = r.Object("schedule")) {
+    ObjectReader s(*v, r.Path("schedule"), r.status());
+    s.Enum("kind", kLrScheduleNames, o.schedule.kind);
+    s.Int("warmup_steps", o.schedule.warmup_steps);
+    s.Int("total_steps", o.schedule.total_steps);
+    s.Double("min_ratio", o.schedule.min_ratio);
+    s.Finish();
+  }
   r.Double("momentum", o.momentum);
   if (const json* v = r.Find("betas")) ReadBetas(*v, r.Path("betas"), r.status(), o);
   r.Double("eps", o.eps);

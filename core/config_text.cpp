@@ -83,6 +83,14 @@ J Build(const Config& c) {
   J opt = J::object();
   opt["kind"] = Name(o.kind);
   opt["lr"] = o.lr;
+  if (o.schedule.kind != LrScheduleKind::kConstant) {  // absent = constant
+    J sched = J::object();
+    sched["kind"] = Name(o.schedule.kind);
+    sched["warmup_steps"] = o.schedule.warmup_steps;
+    sched["total_steps"] = o.schedule.total_steps;
+    sched["min_ratio"] = o.schedule.min_ratio;
+    opt["schedule"] = std::move(sched);
+  }
   opt["momentum"] = o.momentum;
   opt["betas"] = J::array({o.beta1, o.beta2});
   opt["eps"] = o.eps;

@@ -73,6 +73,34 @@ void CheckPrecision(const Config& c, Status& st) {
     st.Add(p + "init", p + "init=" + Str(l.init) + " must be >= " + p + "min=" + Str(l.min));
 }
 
+// Each field is checked where the kind reads it and must keep its default where it does not: a
+// field that changes nothing is an error, not a silent default.
+static void CheckLrSchedule(const LrScheduleConfig& s, Status& st) {
+  const std::string p = "optimizer.schedule.";
+  const bool warmup = s.kind != LrScheduleKind::kConstant;
+  const bool decay =
+      s.kind == LrScheduleKind::kWarmupLinear || s.kind == LrScheduleKind::kWarmupCosine;
+  const std::string kind = std::string(" (kind=") + Name(s.kind) + ")";
+  // DeepSpeed's warmups take max(2, warmup_num_steps) steps; 2 keeps every declared value exact.
+  if (warmup)
+    AtLeast(st, p + "warmup_steps", s.warmup_steps, 2);
+  else if (s.warmup_steps != 0)
+    st.Add(p + "warmup_steps",
+           p + "warmup_steps=" + Str(s.warmup_steps) + " must be 0: no warmup" + kind);
+  if (decay && s.total_steps <= s.warmup_steps)
+    st.Add(p + "total_steps", p + "total_steps=" + Str(s.total_steps) +
+                                  " must be > warmup_steps=" + Str(s.warmup_steps) + kind);
+  if (!decay && s.total_steps != 0)
+    st.Add(p + "total_steps",
+           p + "total_steps=" + Str(s.total_steps) + " must be 0: no decay" + kind);
+  const bool cosine = s.kind == LrScheduleKind::kWarmupCosine;
+  if (Finite(st, p + "min_ratio", s.min_ratio) && cosine && !(s.min_ratio >= 0 && s.min_ratio < 1))
+    st.Add(p + "min_ratio", p + "min_ratio=" + Str(s.min_ratio) + " must be in [0, 1)");
+  if (!cosine && s.min_ratio != 0)
+    st.Add(p + "min_ratio", p + "min_ratio=" + Str(s.min_ratio) +
+                                " must be 0: only warmup_cosine decays to a floor" + kind);
+}
+
 void CheckOptimizer(const Config& c, Status& st) {
   const OptimizerConfig& o = c.optimizer;
   Positive(st, "optimizer.lr", o.lr);
@@ -83,6 +111,7 @@ void CheckOptimizer(const Config& c, Status& st) {
   if (Finite(st, "optimizer.weight_decay", o.weight_decay) && o.weight_decay < 0)
     st.Add("optimizer.weight_decay",
            "optimizer.weight_decay=" + Str(o.weight_decay) + " must be >= 0");
+  CheckLrSchedule(o.schedule, st);
 }
 
 // A checkpoint saved after step save_at is reloaded into the reload layout, which must itself be

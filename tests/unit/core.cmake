@@ -7,6 +7,7 @@ paradiff_test(unit_core
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/validate_test.cpp
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/validate_training_test.cpp
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/budget_test.cpp
+    ${CMAKE_CURRENT_SOURCE_DIR}/unit/lr_schedule_test.cpp
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/spelling_test.cpp
   LIBS paradiff_core
   LABELS unit asan tsan

@@ -111,6 +111,27 @@ TEST(Validate, OptimizerHyperparameters) {
                 "optimizer.weight_decay");
 }
 
+TEST(Validate, LrScheduleFieldsWhereTheKindReadsThem) {
+  using K = LrScheduleKind;
+  const auto sched = [](LrScheduleConfig s) {
+    return With([s](Config& c) { c.optimizer.schedule = s; });
+  };
+  ExpectValid(sched({K::kWarmup, 2, 0, 0.0}));
+  ExpectValid(sched({K::kWarmupLinear, 2, 3, 0.0}));
+  ExpectValid(sched({K::kWarmupCosine, 3, 9, 0.5}));
+  ExpectInvalid(sched({K::kWarmup, 1, 0, 0.0}), "optimizer.schedule.warmup_steps", "must be >= 2");
+  ExpectInvalid(sched({K::kConstant, 2, 0, 0.0}), "optimizer.schedule.warmup_steps",
+                "must be 0: no warmup (kind=constant)");
+  ExpectInvalid(sched({K::kWarmupLinear, 4, 4, 0.0}), "optimizer.schedule.total_steps",
+                "must be > warmup_steps=4");
+  ExpectInvalid(sched({K::kWarmup, 2, 5, 0.0}), "optimizer.schedule.total_steps",
+                "must be 0: no decay (kind=warmup)");
+  ExpectInvalid(sched({K::kWarmupCosine, 2, 5, 1.0}), "optimizer.schedule.min_ratio",
+                "must be in [0, 1)");
+  ExpectInvalid(sched({K::kWarmupLinear, 2, 5, 0.1}), "optimizer.schedule.min_ratio",
+                "only warmup_cosine decays to a floor");
+}
+
 TEST(Validate, ClipGradNormNonNegative) {
   ExpectValid(With([](Config& c) { c.clip_grad_norm = 1.0; }));
   ExpectInvalid(With([](Config& c) { c.clip_grad_norm = -0.5; }), "clip_grad_norm",
