@@ -22,10 +22,12 @@ bool HasBoth(const std::vector<std::string>& f, const std::string& a, const std:
   return std::find(f.begin(), f.end(), a) != f.end() && std::find(f.begin(), f.end(), b) != f.end();
 }
 
-// Chains of mutations from drawn configs with `a` (then with `b`) until one has both.
+// Chains of mutations from drawn configs with `a` (then with `b`) until one has both. The chains
+// draw from a stream of the seed and the pair alone: a pair's verdict does not depend on which
+// other pairs are missing.
 void Search(MissingPair& m, const std::vector<Config>& drawn,
-            const std::vector<std::vector<std::string>>& features, const BlindSpotOptions& o,
-            SeqRng& rng) {
+            const std::vector<std::vector<std::string>>& features, const BlindSpotOptions& o) {
+  SeqRng rng(Mix64(o.seed ^ 0xB11D5B07ULL ^ Mix64(HashName(m.a + "+" + m.b))));
   for (const std::string& have : {m.a, m.b}) {
     int64_t started = 0;
     for (size_t i = 0; i < drawn.size() && started < o.starts; ++i) {
@@ -70,7 +72,6 @@ BlindSpotReport FindBlindSpots(const BlindSpotOptions& o) {
   }
   std::vector<std::string> all;
   for (const auto& [v, n] : r.values) all.push_back(v);
-  SeqRng search(o.seed ^ 0xB11D5B07ULL);
   for (size_t a = 0; a < all.size(); ++a) {
     for (size_t b = a + 1; b < all.size(); ++b) {
       if (FeatureName(all[a]) == FeatureName(all[b])) continue;
@@ -78,7 +79,7 @@ BlindSpotReport FindBlindSpots(const BlindSpotOptions& o) {
       if (r.pairs.count({all[a], all[b]})) continue;
       MissingPair m;
       m.a = all[a], m.b = all[b];
-      Search(m, drawn, features, o, search);
+      Search(m, drawn, features, o);
       r.missing.push_back(std::move(m));
     }
   }

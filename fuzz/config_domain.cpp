@@ -355,6 +355,7 @@ std::vector<std::string> ConfigFeatures(const Config& c) {
   f.push_back(c.batch.accumulation_steps > 1 ? "accum>1" : "accum=1");
   f.push_back(c.steps > 1 ? "steps>1" : "steps=1");
   f.push_back(std::string("opt=") + Name(c.optimizer.kind));
+  f.push_back(std::string("lr=") + Name(c.optimizer.schedule.kind));
   f.push_back(c.clip_grad_norm > 0 ? "clip" : "noclip");
   if (gpt) {
     f.push_back(m.tied_embeddings ? "tied" : "untied");

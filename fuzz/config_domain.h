@@ -30,6 +30,9 @@ struct DomainOptions {
   // machine (hysteresis, backoff, growth) needs several steps to show (see Note [Climbing loss
   // scale] in config_generate.cpp).
   int64_t max_scaler_steps = 8;
+  // Largest steps of a config with a learning-rate schedule (see Note [Learning-rate schedules] in
+  // config_generate.cpp): long enough to pass a short decay's end.
+  int64_t max_schedule_steps = 6;
   double invalid_share = 0.0;       // share of deliberately invalid configs (Generate / Mutate)
   std::vector<std::string> faults;  // copied into every generated config
   // An external target's own settings (TargetSpec::options): each generated config leaves an

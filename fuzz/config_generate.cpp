@@ -36,9 +36,12 @@ constexpr double kBf16ScaleShare = 0.1;             // of bf16 parameters (DrawP
 constexpr double kOverflowThenRecoverShare = 0.25;  // of dynamic loss scaling (DrawPrecision)
 constexpr int kRecoverMinLog2 = 28;                 // overflow-then-recover starts at 2^28 .. 2^40
 constexpr double kClimbShare = 0.35;  // of dynamic loss scaling: See Note [Climbing loss scale]
-constexpr double kInexactScaleShare = 0.15;  // see Note [Inexact loss scales]
-constexpr double kFineTuningLrShare = 0.15;  // of Adam learning rates: 1e-6..1e-3
-constexpr double kLargeVocabShare = 0.2;     // see Note [Embedding-heavy models]
+constexpr double kInexactScaleShare = 0.15;      // see Note [Inexact loss scales]
+constexpr double kFineTuningLrShare = 0.15;      // of Adam learning rates: 1e-6..1e-3
+constexpr double kLargeVocabShare = 0.2;         // see Note [Embedding-heavy models]
+constexpr double kLrScheduleShare = 0.3;         // see Note [Learning-rate schedules]
+constexpr double kLrScheduleShareDynamic = 0.6;  // with dynamic loss scaling
+constexpr double kShortScheduleShare = 0.1;      // of those: left at fewer than 3 steps
 constexpr double kClimbGrowth = 4;  // two octaves a step: never jumps the partial-overflow band
 // Clipping (gpt only), more often with loss scaling, where a first applied scale above the
 // applied band is lowered into it at this share (see Note [Clipping under loss scaling]).
@@ -105,6 +108,43 @@ void MaybeEmbeddingHeavy(Config& c, int64_t max_vocab) {
   int64_t v = side.Range(kMaxVocab + 1, max_vocab);
   if (tp > 1 && v % (4 * tp) == 0) v -= 1;
   c.model.vocab = v;
+}
+
+// Note [Learning-rate schedules]: a schedule changes the rate between updates, so a count that
+// drifts (a scheduler stepped on an overflow-skipped step, per micro-batch, or restarted by a
+// reload) shows as a wrong rate on some later update, and a decay computed wrongly at or past
+// its end shows only on a run that reaches it. The first two updates both run at ratio 0
+// (core/lr_schedule.h), so most scheduled runs take 3 .. DomainOptions::max_schedule_steps steps
+// (lengthened if shorter), with a warmup of 2 .. steps - 1 updates and a decay that ends within
+// the run or after it; a few stay short, where every update must run at ratio 0. exact_linear
+// gets power-of-two warmups and decays so the linear ratios stay dyadic (the cosine rounds; the
+// exact oracle then judges nothing after it). Under dynamic loss scaling, whose skipped steps are
+// where a schedule's count can drift from the updates applied, a schedule is drawn twice as often.
+// A side stream seeded by the config's own seed draws it: every config without a schedule is
+// unchanged. A system that does not take schedules, or
+// that many steps, rejects these configs (DomainOptions::accept).
+void MaybeLrSchedule(Config& c, const DomainOptions& opts) {
+  const int64_t max_steps =
+      std::clamp<int64_t>(opts.max_schedule_steps, 1, DomainBudget().max_steps);
+  SeqRng side(c.seed ^ 0x7363686564ULL);  // "sched"
+  const bool dynamic = c.precision.loss_scale.mode == LossScaleMode::kDynamic;
+  if (!side.Chance(dynamic ? kLrScheduleShareDynamic : kLrScheduleShare)) return;
+  // Mostly lengthened to show the schedule; a few stay short, where every update must run at
+  // ratio 0 (a scheduler one update ahead moves the weights at step 0 or 1).
+  if (max_steps >= 3 && !side.Chance(kShortScheduleShare))
+    c.steps = std::max(c.steps, side.Range(3, max_steps));
+  LrScheduleConfig& s = c.optimizer.schedule;
+  const uint64_t r = side.Below(3);
+  s.kind = r == 0   ? LrScheduleKind::kWarmup
+           : r == 1 ? LrScheduleKind::kWarmupLinear
+                    : LrScheduleKind::kWarmupCosine;
+  const bool exact = c.model.kind == ModelKind::kExactLinear;
+  s.warmup_steps =
+      exact || c.steps < 3 ? (c.steps > 4 && side.Chance(0.5) ? 4 : 2) : side.Range(2, c.steps - 1);
+  if (s.kind == LrScheduleKind::kWarmup) return;
+  const int64_t room = std::max<int64_t>(1, c.steps - s.warmup_steps);
+  s.total_steps = s.warmup_steps + (exact ? int64_t{1} << side.Range(0, 2) : side.Range(1, room));
+  if (s.kind == LrScheduleKind::kWarmupCosine && side.Chance(0.5)) s.min_ratio = 0.1;
 }
 
 // seq_len in range; a multiple of tp under sequence parallelism.
@@ -333,6 +373,7 @@ Config DrawConfig(SeqRng& rng, const DomainOptions& opts, double exotic) {
     c.steps = std::clamp<int64_t>(opts.max_scaler_steps, 1, DomainBudget().max_steps);
   DrawCheckpoint(c, rng, exotic, opts.reload);
   MaybeEmbeddingHeavy(c, opts.max_vocab);
+  MaybeLrSchedule(c, opts);
   if (rng.Chance(kBackendShare * exotic))
     c.backend = rng.Chance(0.5) ? Backend::kMpi : Backend::kNccl;
   return c;

@@ -194,7 +194,9 @@ bool MutateOptimizer(Config& c, SeqRng& rng) {
     o.weight_decay = o.weight_decay > 0 ? 0.0 : 0.01 * static_cast<double>(rng.Range(1, 10));
     return true;
   }
+  const LrScheduleConfig schedule = c.optimizer.schedule;  // drawn with the steps, kept here
   DrawOptimizer(c, rng);
+  c.optimizer.schedule = schedule;
   return true;
 }
 
@@ -236,7 +238,9 @@ bool MutateModelKind(Config& c, SeqRng& rng, const DomainOptions& opts) {
     m.heads = m.kv_heads = heads[rng.Below(heads.size())];
     m.ffn = 2 * m.hidden;
   }
+  const LrScheduleConfig schedule = c.optimizer.schedule;  // drawn with the steps, kept here
   DrawOptimizer(c, rng);
+  c.optimizer.schedule = schedule;
   return true;
 }
 

@@ -215,6 +215,7 @@ std::vector<Edit> Moves(const Config& c) {
       AllFp32,
       [](Config& x) { x.clip_grad_norm = 0.0; },
       PlainSgd,
+      [](Config& x) { x.optimizer.schedule = LrScheduleConfig{}; },
       [](Config& x) { x.parallel.sp = false; },
       [](Config& x) {
         x.parallel.schedule = Schedule::k1F1B;

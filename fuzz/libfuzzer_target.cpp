@@ -323,6 +323,7 @@ extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
   st.domain.max_vocab = FuzzSizeBudget::kMaxVocab;
   st.domain.max_steps = FuzzSizeBudget::kMaxSteps;
   st.domain.max_scaler_steps = FuzzSizeBudget::kMaxSteps;
+  st.domain.max_schedule_steps = FuzzSizeBudget::kMaxSteps;
   st.domain.faults = st.inject;
   st.domain.accept = [](const Config& c) {
     return EngineSupports(c).ok() && CheckFuzzSizeWithReload(c).ok();

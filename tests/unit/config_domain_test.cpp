@@ -74,7 +74,9 @@ TEST(ConfigDomain, GeneratedConfigsAreValidAcceptedAndInBounds) {
                                   : opts.max_layers);
     EXPECT_LE(c.model.hidden, opts.max_hidden);
     const bool dynamic = c.precision.loss_scale.mode == LossScaleMode::kDynamic;
-    EXPECT_LE(c.steps, dynamic ? opts.max_scaler_steps : opts.max_steps);
+    const bool scheduled = c.optimizer.schedule.kind != LrScheduleKind::kConstant;
+    EXPECT_LE(c.steps, std::max(dynamic ? opts.max_scaler_steps : opts.max_steps,
+                                scheduled ? opts.max_schedule_steps : int64_t{0}));
   }
 }
 
@@ -521,6 +523,7 @@ TEST(ConfigDomain, TinyBoundsAreRespected) {
   opts.max_hidden = 4;
   opts.max_steps = 1;
   opts.max_scaler_steps = 1;
+  opts.max_schedule_steps = 1;
   for (const Config& c : Generate(10, opts, 300)) {
     ExpectPasses(c, opts);
     EXPECT_EQ(c.parallel.world, 1);
@@ -618,7 +621,8 @@ int Complexity(const Config& c) {
          c.model.position_embeddings + (c.model.activation != Activation::kGelu) +
          (c.model.kv_heads != c.model.heads) + (c.clip_grad_norm > 0) +
          (o.kind != OptimizerKind::kSgd) + (o.momentum > 0) + (o.weight_decay > 0) +
-         (c.checkpoint.save_at > 0) + c.parallel.sp + (c.parallel.schedule != Schedule::k1F1B) +
+         (o.schedule.kind != LrScheduleKind::kConstant) + (c.checkpoint.save_at > 0) +
+         c.parallel.sp + (c.parallel.schedule != Schedule::k1F1B) +
          (c.parallel.partition != PartitionMethod::kUniform) + (c.zero.align_elems > 1) +
          (c.backend != Backend::kLocal);
 }
