@@ -7,7 +7,7 @@
 
 namespace paradiff {
 
-inline constexpr std::array<std::string_view, 12> kFaultNames = {
+inline constexpr std::array<std::string_view, 13> kFaultNames = {
     "zero.uneven_last_shard",
     "pp.floor_layers_per_stage",
     "tp.vocab_padding_in_loss",
@@ -20,6 +20,7 @@ inline constexpr std::array<std::string_view, 12> kFaultNames = {
     "ckpt.reshard_drops_tail",
     "comm.rank_dependent_bucket_order",
     "fp16.unscale_with_new_scale",
+    "sched.counts_skipped_steps",
 };
 
 inline bool IsKnownFault(std::string_view name) {

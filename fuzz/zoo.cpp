@@ -50,6 +50,10 @@ const std::vector<ZooSwitch>& ZooSwitches() {
       {"fp16.unscale_with_new_scale",
        "the gradient norm is unscaled with the loss scale the update just produced",
        "dynamic loss scaling + clipping, a step where the scale changes", "DeepSpeed PR 2695"},
+      {"sched.counts_skipped_steps",
+       "the learning-rate schedule advances on steps an overflow skipped",
+       "dynamic loss scaling with a skipped step, a schedule whose rate changes after it",
+       "Lightning issue 18828; NeMo PR 3293; accelerate issue 4242"},
   };
   return kSwitches;
 }
@@ -113,6 +117,11 @@ nlohmann::json ZooReport::ToJson() const {
 
 StatusOr<ZooReport> RunZoo(const ZooOptions& opts, std::ostream& log) {
   if (opts.workdir.empty()) return Status::Error("--workdir", "--workdir is required");
+  for (const auto& name : opts.only)
+    if (std::none_of(ZooSwitches().begin(), ZooSwitches().end(),
+                     [&](const ZooSwitch& sw) { return sw.name == name; }))
+      return Status::Error("--only",
+                           "--only " + name + ": not a zoo switch (paradiff zoo list names them)");
   // Each switch's campaign locks its own sub-directory; this lock keeps a second zoo from
   // removing them under the first.
   const StatusOr<std::shared_ptr<WorkDirLock>> lock = WorkDirLock::Acquire(opts.workdir);

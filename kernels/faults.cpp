@@ -17,6 +17,7 @@ FaultSet MakeFaultSet(const std::vector<std::string>& names) {
     if (n == "ckpt.reshard_drops_tail") f.ckpt_reshard_drops_tail = true;
     if (n == "comm.rank_dependent_bucket_order") f.comm_rank_dependent_bucket_order = true;
     if (n == "fp16.unscale_with_new_scale") f.fp16_unscale_with_new_scale = true;
+    if (n == "sched.counts_skipped_steps") f.sched_counts_skipped_steps = true;
   }
   return f;
 }

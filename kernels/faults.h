@@ -21,6 +21,7 @@ struct FaultSet {
   bool ckpt_reshard_drops_tail = false;            // checkpoint reload (checkpoint issue)
   bool comm_rank_dependent_bucket_order = false;   // kernels/buckets.cpp: bucket fill order
   bool fp16_unscale_with_new_scale = false;        // loss scaler + clipping (mixed-precision issue)
+  bool sched_counts_skipped_steps = false;         // learning-rate schedule under loss scaling
 };
 
 // Unknown names are rejected by validation before this is called; here they are ignored.

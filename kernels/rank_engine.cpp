@@ -6,6 +6,7 @@
 #include <cmath>
 #include <set>
 
+#include "core/lr_schedule.h"
 #include "kernels/data.h"
 #include "kernels/optim.h"
 #include "kernels/param_init.h"
@@ -334,13 +335,13 @@ double RankEngine::GlobalGradNorm(const at::Tensor& owned_grads) {
   return std::sqrt(sq.item<double>());
 }
 
-void RankEngine::OptimizerStep(int64_t update, const at::Tensor& grads) {
+void RankEngine::OptimizerStep(int64_t update, int64_t schedule_at, const at::Tensor& grads) {
   const auto pdt = ToScalarType(cfg_.precision.param);
   at::Tensor held = stage_ == 3 ? params_ : params_.narrow(0, shard_begin_, shard_size_);
   at::Tensor target =
       master_.defined() ? master_ : (pdt == at::kFloat ? held : held.to(at::kFloat));
   at::Tensor g = grads.to(at::kFloat);
-  OptimizerUpdate(cfg_.optimizer, update + 1, target, g, slots_);
+  OptimizerUpdate(AtUpdate(cfg_.optimizer, schedule_at), update + 1, target, g, slots_);
   if (!target.is_same(held)) held.copy_(target);
   if (stage_ == 1 || stage_ == 2) {
     std::vector<int64_t> counts;
@@ -471,7 +472,10 @@ void RankEngine::RunSteps(int64_t first, int64_t last, RankObservations& obs,
     if (!rs.skipped) {  // an overflow agreed by every rank changes nothing this step
       const double coef = ClipCoefficient(cfg_.clip_grad_norm, rs.grad_norm);
       if (coef < 1.0) owned.mul_(coef);
-      OptimizerStep(updates_++, owned);  // Adam counts applied updates, not steps
+      // BUG (zoo: sched.counts_skipped_steps): the learning-rate schedule advances on the steps
+      // an overflow skipped too (the step index instead of the count of applied updates).
+      const int64_t schedule_at = faults_.sched_counts_skipped_steps ? step : updates_;
+      OptimizerStep(updates_++, schedule_at, owned);  // Adam counts applied updates, not steps
     }
     ReportState(rs);
     obs.steps.push_back(std::move(rs));

@@ -74,7 +74,9 @@ class RankEngine {
   ParamMap Materialize(size_t unit, bool requires_grad);
   void SinkGrads(size_t unit, const ParamMap& leaves, int64_t micro_step);
   double GlobalGradNorm(const at::Tensor& grads);
-  void OptimizerStep(int64_t update, const at::Tensor& grads);
+  // `update`: applied updates before this one (Adam's count); `schedule_at`: the count the
+  // learning-rate schedule is read at (the same, but for a zoo switch).
+  void OptimizerStep(int64_t update, int64_t schedule_at, const at::Tensor& grads);
   void AddPieces(std::vector<TensorPiece>& out, const char* kind, const at::Tensor& buf,
                  int64_t buf_begin, int64_t begin, int64_t end) const;
   MemoryAccount Memory() const;

@@ -494,7 +494,8 @@ std::optional<Verdict> StepComparer::Step(int64_t s, const RefPair& ref, int64_t
     auto it = ill_.find(ps.name);
     ill_[ps.name] = it == ill_.end() ? now : it->second.logical_or(now);
   }
-  const double lr = cfg.optimizer.lr;  // lr 0 moves nothing, whatever the ratio (inf x 0)
+  // The peak rate (a schedule's ratios are <= 1); lr 0 moves nothing, whatever the ratio (inf x 0).
+  const double lr = cfg.optimizer.lr;
   const double max_move =
       lr == 0 ? 0.0 : AdamStepBound(cfg.optimizer, cfg.steps) * lr * static_cast<double>(age + 1);
   for (const auto& kind : kinds_) {

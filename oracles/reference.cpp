@@ -7,6 +7,7 @@
 #include <functional>
 
 #include "core/config_json.h"
+#include "core/lr_schedule.h"
 #include "core/model_spec.h"
 #include "kernels/data.h"
 #include "kernels/engine.h"
@@ -258,7 +259,7 @@ RefRun RunReference(const Config& cfg, const GradReduction& red, bool truth,
       if (!overflow) {
         at::Tensor target =
             has_master ? st.master[i] : (pdt == sdt ? st.params[i] : st.params[i].to(sdt));
-        OptimizerUpdate(cfg.optimizer, updates + 1, target, g, st.slots[i]);
+        OptimizerUpdate(AtUpdate(cfg.optimizer, updates), updates + 1, target, g, st.slots[i]);
         if (!target.is_same(st.params[i])) st.params[i].copy_(target);
       }
       rs.tensors["param:" + name] = Snapshot(st.params[i]);

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <vector>
 
+#include "core/lr_schedule.h"
 #include "core/model_spec.h"
 #include "kernels/numerics.h"
 #include "kernels/optim.h"  // OptimizerSlotNames
@@ -236,9 +237,10 @@ Verdict UpdateOracle::Check(const OracleInput& in) const {
       // rounding times lr / eps. Each gradient's magnitude carries kSubnormalFloor's worth of
       // absolute rounding, so the bound follows it through the update.
       // Evidence: docs/EVIDENCE.md.
-      Expect next = Step(cfg.optimizer, applied, has_master ? prev.master : prev.param, g, unit,
-                         MaxFinite(has_master ? DType::kFp32 : pr.param), prev.slots,
-                         HyperDrift{a.reporting.optimizer_hyperparameters == DType::kFp32}, e);
+      Expect next =
+          Step(AtUpdate(cfg.optimizer, applied - 1), applied, has_master ? prev.master : prev.param,
+               g, unit, MaxFinite(has_master ? DType::kFp32 : pr.param), prev.slots,
+               HyperDrift{a.reporting.optimizer_hyperparameters == DType::kFp32}, e);
       next.mag = next.mag * unit + kSubnormalFloor;
       for (const auto& n : slot_names) e[n].mag = e[n].mag * unit + kSubnormalFloor;
       if (has_master) {

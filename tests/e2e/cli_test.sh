@@ -23,6 +23,7 @@ case $CASE in
     expect 2 "$P" run; has "exactly one CONFIG"
     expect 2 "$P" run "$EX/dp4_zero2.json" --no-such-flag; has "ERROR:"
     expect 2 "$P" validate; has "at least one CONFIG"
+    expect 2 "$P" zoo run --runs 1 --workdir "$TMP/zoo" --only no.such.switch; has "not a zoo switch"
     ;;
   domain)
     # `paradiff domain`: shares, blind spots and a SUMMARY; the JSON report; bad options exit 2.

@@ -26,7 +26,7 @@ endforeach()
 
 # The bug-zoo self-test: each switch found by a short campaign that is not told which one, and a
 # clean campaign of the same size without findings. Executions, not seconds, so it is
-# deterministic; every one of the twelve switches must be found within 200 executions.
+# deterministic; every one of the thirteen switches must be found within 200 executions.
 add_test(NAME zoo.selftest
          COMMAND $<TARGET_FILE:paradiff> zoo run --runs 200 --stop-on-first --jobs 2 --seed 1
                  --minimize-budget-s 0 --corpus ${PROJECT_SOURCE_DIR}/corpus/seed

@@ -67,6 +67,14 @@ TEST(UpdateOracle, SilentOnCleanRuns) {
   fp16.steps = 4;
   fp16.clip_grad_norm = 0.05;
   cases.push_back({"fp16 dynamic scale with skips and clipping", fp16});
+  Config cosine = fp16;
+  cosine.steps = 6;
+  cosine.optimizer.schedule = {LrScheduleKind::kWarmupCosine, 2, 4, 0.1};
+  cases.push_back({"fp16 skips under a warmup + cosine schedule", cosine});
+  Config linear = WithOptimizer(SmallConfig(2, 1), OptimizerKind::kSgd, 0.01);
+  linear.steps = 6;
+  linear.optimizer.schedule = {LrScheduleKind::kWarmupLinear, 2, 3, 0.0};
+  cases.push_back({"sgd warmup + linear decay past its end", linear});
   Config tp = WithOptimizer(SmallConfig(1, 1), OptimizerKind::kAdam, 0.01);
   tp.parallel.tp = 2;
   tp.parallel.pp = 2;
@@ -140,6 +148,37 @@ TEST(UpdateOracle, CatchesAStateChangeOnASkippedStep) {
   const Verdict v = CheckUpdate(c, e);
   ExpectFinding(v, 1, "param");
   EXPECT_NE(v.message.find("skipped step"), std::string::npos) << v.message;
+}
+
+// A learning-rate schedule read at the step index instead of the count of applied updates (the
+// zoo's sched.counts_skipped_steps): after a skipped step every update runs at the rate of a later
+// one.
+TEST(UpdateOracle, CatchesAScheduleThatCountsSkippedSteps) {
+  Config c = WithOptimizer(SmallConfig(2, 1), OptimizerKind::kAdamW, 0.0);
+  c.precision.param = c.precision.compute = DType::kFp16;
+  c.precision.master_weights = true;
+  c.precision.loss_scale.mode = LossScaleMode::kDynamic;
+  c.precision.loss_scale.init = 1 << 30;
+  c.precision.loss_scale.hysteresis = 1;
+  c.precision.loss_scale.backoff = 1.0 / 1024;
+  c.steps = 5;
+  c.optimizer.schedule = {LrScheduleKind::kWarmup, 4, 0, 0.0};
+  const EngineOutcome clean = RunClean(c);
+  int64_t skipped = 0;
+  for (const auto& s : clean.obs.ranks.at(0).steps) skipped += s.skipped;
+  ASSERT_GE(skipped, 1) << "the config must skip a step for the count to drift";
+  const Verdict pass = CheckUpdate(c, clean);
+  EXPECT_EQ(pass.kind, VerdictKind::kPass) << pass.message;
+  c.faults = {"sched.counts_skipped_steps"};
+  const Verdict v = CheckUpdate(c, RunClean(c));
+  testing::ExpectLocalized(v);
+  EXPECT_EQ(v.oracle, "update");
+  // Silent where nothing is skipped: the step index is the count of applied updates.
+  c.precision.loss_scale.init = 1024;
+  const EngineOutcome applied = RunClean(c);
+  for (const auto& s : applied.obs.ranks.at(0).steps) ASSERT_FALSE(s.skipped);
+  const Verdict silent = CheckUpdate(c, applied);
+  EXPECT_EQ(silent.kind, VerdictKind::kPass) << silent.message;
 }
 
 // The run clipped with one norm and reported another (here: 2% larger): every gradient term of
