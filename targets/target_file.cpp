@@ -164,12 +164,15 @@ void ParseSupports(const json& s, TargetSpec& t, Status* st) {
   Reader r(s, "supports.", st);
   if (!s.is_object()) return r.Error("", "must be an object");
   r.Unknown({"max_world", "parallel", "zero_stages", "models", "activations", "optimizers",
-             "schedules", "precision", "clip_grad_norm", "loss_scale", "checkpoint", "max_steps"});
+             "lr_schedules", "schedules", "precision", "clip_grad_norm", "loss_scale", "checkpoint",
+             "max_steps"});
   r.Int("max_world", t.max_world, 1, 1024);
   r.Strings("parallel", t.parallel, {"dp", "tp", "pp", "sp"});
   r.Strings("models", t.models, {"gpt", "exact_linear"});
   r.Strings("activations", t.activations, {"gelu", "swiglu"});
   r.Strings("optimizers", t.optimizers, {"sgd", "adam", "adamw"});
+  r.Strings("lr_schedules", t.lr_schedules,
+            {"constant", "warmup", "warmup_linear", "warmup_cosine"});
   r.Strings("schedules", t.schedules, {"gpipe", "1f1b", "interleaved"});
   r.Bool("clip_grad_norm", t.clip_grad_norm);
   r.Bool("loss_scale", t.loss_scale);
@@ -421,6 +424,9 @@ Status TargetSupports(const TargetSpec& t, const Config& c) {
   if (!Has(t.optimizers, std::string(Name(c.optimizer.kind))))
     no("optimizer.kind",
        std::string(Name(c.optimizer.kind)) + " is not supported (" + Join(t.optimizers) + ")");
+  const std::string sched = Name(c.optimizer.schedule.kind);
+  if (!Has(t.lr_schedules, sched))
+    no("optimizer.schedule.kind", sched + " is not supported (" + Join(t.lr_schedules) + ")");
   for (const auto& [name, value] : c.target_options) {
     const auto it = t.options.find(name);
     if (it == t.options.end())

@@ -36,6 +36,7 @@ struct TargetSpec {
   std::vector<std::string> models = {"gpt"};
   std::vector<std::string> activations = {"gelu", "swiglu"};
   std::vector<std::string> optimizers = {"sgd", "adam", "adamw"};
+  std::vector<std::string> lr_schedules = {"constant"};                   // optimizer.schedule.kind
   std::vector<std::string> schedules = {"gpipe", "1f1b", "interleaved"};  // when pp > 1
   std::vector<TargetPrecision> precisions = {TargetPrecision{}};
   bool clip_grad_norm = false, loss_scale = false, checkpoint = false;

@@ -22,6 +22,24 @@ std::string Num(double v) {
   return j.dump();
 }
 
+// optimizer.schedule as DeepSpeed's own scheduler (deepspeed/runtime/lr_schedules.py), each
+// warming up linearly from 0: core/lr_schedule.h computes the same rates.
+json DsScheduler(const Config& c) {
+  const LrScheduleConfig& s = c.optimizer.schedule;
+  json params = {{"warmup_num_steps", s.warmup_steps}, {"warmup_type", "linear"}};
+  if (s.kind == LrScheduleKind::kWarmupCosine) {
+    params["total_num_steps"] = s.total_steps;
+    params["warmup_min_ratio"] = 0.0;
+    params["cos_min_ratio"] = s.min_ratio;
+    return {{"type", "WarmupCosineLR"}, {"params", params}};
+  }
+  params["warmup_min_lr"] = 0.0;
+  params["warmup_max_lr"] = c.optimizer.lr;
+  if (s.kind == LrScheduleKind::kWarmup) return {{"type", "WarmupLR"}, {"params", params}};
+  params["total_num_steps"] = s.total_steps;
+  return {{"type", "WarmupDecayLR"}, {"params", params}};
+}
+
 }  // namespace
 
 void ScaleLayout(Config& c, std::vector<ImportMessage>& messages) {
@@ -79,6 +97,37 @@ void ScaleLayout(Config& c, std::vector<ImportMessage>& messages) {
   }
 }
 
+void ScaleSchedule(Config& c, LrScheduleKind kind, int64_t warmup, int64_t total,
+                   const std::string& what, std::vector<ImportMessage>& messages) {
+  const auto info = [&](const std::string& t) { messages.push_back({ImportMessage::kInfo, t}); };
+  LrScheduleConfig& s = c.optimizer.schedule;
+  s.kind = kind;
+  const bool decay = kind != LrScheduleKind::kWarmup;
+  const int64_t steps = std::max<int64_t>(c.steps, kImportScheduleSteps);
+  const int64_t span = steps - 1;  // the updates after the first, where a schedule shows
+  if (warmup >= 2 && (decay ? total > warmup && total <= span : warmup <= span)) {
+    s.warmup_steps = warmup;  // test-sized already: kept as written
+    s.total_steps = decay ? total : 0;
+  } else if (decay) {
+    s.total_steps = span;
+    const double share = total <= 0 ? 0.0 : static_cast<double>(warmup) / total;
+    s.warmup_steps =
+        std::clamp<int64_t>(std::llround(share * static_cast<double>(span)), 2, span - 1);
+    info(what + " over " + (total < 0 ? std::string("the run") : std::to_string(total) + " steps") +
+         " with a warmup of " + std::to_string(warmup) + " scaled onto " + std::to_string(steps) +
+         " steps: warmup " + std::to_string(s.warmup_steps) + ", decay ending at update " +
+         std::to_string(s.total_steps));
+  } else {
+    s.warmup_steps = std::clamp<int64_t>(warmup, 2, span);
+    info(what + ": a warmup of " + std::to_string(warmup) + " steps on a run of " +
+         std::to_string(steps) + " steps: warmup " + std::to_string(s.warmup_steps) +
+         (warmup > s.warmup_steps ? " (the run warms up throughout)" : ""));
+  }
+  if (steps != c.steps)
+    info("steps=" + std::to_string(steps) + ": the schedule shows within the run");
+  c.steps = steps;
+}
+
 json ExportDeepSpeed(const Config& c) {
   json ds = {
       {"train_micro_batch_size_per_gpu", c.batch.micro_batch},
@@ -99,6 +148,7 @@ json ExportDeepSpeed(const Config& c) {
   // config] in import_deepspeed.cpp).
   if (c.optimizer.kind == OptimizerKind::kAdam) params["adam_w_mode"] = false;
   ds["optimizer"] = {{"type", DsOptimizer(c.optimizer.kind)}, {"params", params}};
+  if (c.optimizer.schedule.kind != LrScheduleKind::kConstant) ds["scheduler"] = DsScheduler(c);
   ds["bf16"] = {{"enabled", c.precision.param == DType::kBf16}};
   json fp16 = {{"enabled", c.precision.param == DType::kFp16}};
   const LossScaleConfig& s = c.precision.loss_scale;
@@ -168,6 +218,18 @@ std::vector<std::string> ExportMegatron(const Config& c) {
     add({"--optimizer", "adam", "--adam-beta1", Num(c.optimizer.beta1), "--adam-beta2",
          Num(c.optimizer.beta2), "--adam-eps", Num(c.optimizer.eps)});
   }
+  // Megatron decays linearly by default; its schedules run one update ahead of paradiff's (see
+  // Note [Megatron's schedule] in import_megatron.cpp).
+  const LrScheduleConfig& sched = c.optimizer.schedule;
+  const char* style = sched.kind == LrScheduleKind::kWarmupLinear   ? "linear"
+                      : sched.kind == LrScheduleKind::kWarmupCosine ? "cosine"
+                                                                    : "constant";
+  add({"--lr-decay-style", style});
+  if (sched.kind != LrScheduleKind::kConstant)
+    add({"--lr-warmup-iters", std::to_string(sched.warmup_steps)});
+  if (sched.total_steps > 0) add({"--lr-decay-iters", std::to_string(sched.total_steps)});
+  if (sched.kind == LrScheduleKind::kWarmupCosine)
+    add({"--min-lr", Num(sched.min_ratio * c.optimizer.lr)});
   if (c.precision.param == DType::kBf16) add({"--bf16"});
   if (c.precision.param == DType::kFp16) {
     add({"--fp16"});

@@ -44,6 +44,14 @@ inline constexpr int64_t kMaxImportAccumulation = 8;
 // [Importing a production config] in import_deepspeed.cpp); one INFO message per change.
 void ScaleLayout(Config& c, std::vector<ImportMessage>& messages);
 
+// A production learning-rate schedule of `warmup` steps (and, when `kind` decays, a decay ending
+// at step `total`; -1: "the run's length") as c.optimizer.schedule on a run of at least
+// kImportScheduleSteps steps, its shape kept (see Note [Importing a production config] in
+// import_deepspeed.cpp); `what` names the source in the INFO lines.
+inline constexpr int64_t kImportScheduleSteps = 6;
+void ScaleSchedule(Config& c, LrScheduleKind kind, int64_t warmup, int64_t total,
+                   const std::string& what, std::vector<ImportMessage>& messages);
+
 // Translates `ds` onto `base` (model, seed and steps come from base; DeepSpeed does not have them).
 StatusOr<ImportResult> ImportDeepSpeed(const nlohmann::json& ds, const Config& base);
 nlohmann::json ExportDeepSpeed(const Config& cfg);

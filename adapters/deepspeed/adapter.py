@@ -101,6 +101,17 @@ def export_deepspeed(cfg):
     if o["kind"] == "adam":
         params["adam_w_mode"] = False  # DeepSpeed runs "Adam" as AdamW otherwise
     ds["optimizer"] = {"type": {"sgd": "SGD", "adam": "Adam", "adamw": "AdamW"}[o["kind"]], "params": params}
+    sched = o.get("schedule", {"kind": "constant"})
+    if sched["kind"] != "constant":  # DeepSpeed's own scheduler, stepped by its engine
+        sp = {"warmup_num_steps": sched["warmup_steps"], "warmup_type": "linear"}
+        if sched["kind"] == "warmup_cosine":
+            sp.update(total_num_steps=sched["total_steps"], warmup_min_ratio=0.0, cos_min_ratio=sched["min_ratio"])
+            ds["scheduler"] = {"type": "WarmupCosineLR", "params": sp}
+        else:
+            sp.update(warmup_min_lr=0.0, warmup_max_lr=o["lr"])
+            if sched["kind"] == "warmup_linear":
+                sp["total_num_steps"] = sched["total_steps"]
+            ds["scheduler"] = {"type": "WarmupLR" if sched["kind"] == "warmup" else "WarmupDecayLR", "params": sp}
     ds["bf16"] = {"enabled": p["param"] == "bf16"}
     fp16 = {"enabled": p["param"] == "fp16"}
     if p["param"] == "fp16":

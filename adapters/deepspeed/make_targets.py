@@ -84,7 +84,9 @@ def target(name, description, version, stages, precision, reports=("grad", "opti
         "supports": {
             "max_world": 4, "parallel": list(parallel), "zero_stages": stages, "models": ["gpt"],
             "activations": ["gelu", "swiglu"], "optimizers": list(optimizers),
-            "precision": precision, "clip_grad_norm": True, "max_steps": 4,
+            # DeepSpeed's own WarmupLR / WarmupDecayLR / WarmupCosineLR (export deepspeed).
+            "lr_schedules": ["constant", "warmup", "warmup_linear", "warmup_cosine"],
+            "precision": precision, "clip_grad_norm": True, "max_steps": 8,
         },
     }
     if partitioned_from:

@@ -33,6 +33,7 @@ from torch.distributed.optim import ZeroRedundancyOptimizer
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import lr_schedule  # noqa: E402
 import safetensors_io  # noqa: E402
 from model import Gpt  # noqa: E402
 
@@ -77,6 +78,7 @@ def train(rank, world, run_dir, plant):
     zero = cfg["zero"]["stage"] == 1 and world > 1
     opt = ZeroRedundancyOptimizer(params, optimizer_class=cls, **kwargs) if zero else cls(params, **kwargs)
     local = opt.optim if zero else opt  # the optimizer holding this rank's state
+    sched = lr_schedule.scheduler(torch, opt, opt_cfg)
     owned = {id(p) for g in local.param_groups for p in g["params"]}
     kinds = set(run["kinds"])  # what to report: param always, grad and the slots as declared
     A = cfg["batch"]["accumulation_steps"]
@@ -105,6 +107,8 @@ def train(rank, world, run_dir, plant):
             # torch keeps no buffer at momentum 0; the update direction is grad + wd * param.
             derived = {n: p.grad + opt_cfg["weight_decay"] * p.detach() for n, p in model.named()}
         opt.step()
+        if sched is not None:
+            sched.step()
         tensors = {}
         for n, p in model.named():
             if "grad" in kinds:

@@ -45,6 +45,8 @@ Planted bugs for paradiff's self-test (never on by default):
   ReduceOp.PREMUL_SUM, which gloo does not implement; repro/fsdp2_divide_factor_gloo.py).
 --plant reload_without_optimizer: a checkpointed config's reload loads the model's state only, not
   the optimizer's (the moments restart from zero after the reload).
+--plant reload_restarts_schedule: a checkpointed config's reload loads the model and the optimizer
+  but not the learning-rate scheduler, which starts its warmup again.
 --plant shard_offset: fsdp2 reports each local piece at rank * its own size, as if every shard
   were the same size (a report bug: right for tensors whose rows divide evenly over dp; for the
   others the last shards overlap their neighbour and the tensor's end is held by no rank).
@@ -63,6 +65,7 @@ import torch.multiprocessing as mp
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "torch"))
 sys.path.insert(0, HERE)
+import lr_schedule  # noqa: E402
 import safetensors_io  # noqa: E402
 from model import Gpt  # noqa: E402
 from nested_model import NestedGpt  # noqa: E402
@@ -70,7 +73,7 @@ from nested_model import NestedGpt  # noqa: E402
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
 SLOTS = {"sgd": ["momentum"], "adam": ["exp_avg", "exp_avg_sq"], "adamw": ["exp_avg", "exp_avg_sq"]}
 TORCH_SLOT = {"momentum": "momentum_buffer", "exp_avg": "exp_avg", "exp_avg_sq": "exp_avg_sq"}
-PLANTS = ["", "sum_not_average", "shard_offset", "reload_without_optimizer"]
+PLANTS = ["", "sum_not_average", "shard_offset", "reload_without_optimizer", "reload_restarts_schedule"]
 
 
 def optimizer_class(o, lr):
@@ -180,8 +183,9 @@ def train(rank, world, run_dir, a):
     else:
         opt = cls(params, **kwargs)
     local_opt = opt.optim if zero1 else opt  # the optimizer holding this rank's state
+    sched = lr_schedule.scheduler(torch, opt, opt_cfg)
     if run.get("load_checkpoint"):
-        load_checkpoint(net, opt, run["load_checkpoint"], with_optimizer=a.plant != "reload_without_optimizer")
+        load_checkpoint(net, opt, sched, run["load_checkpoint"], plant=a.plant)
     owned = {id(p) for g in local_opt.param_groups for p in g["params"]}
     kinds = set(run["kinds"])
     A = cfg["batch"]["accumulation_steps"]
@@ -223,6 +227,8 @@ def train(rank, world, run_dir, a):
             # torch keeps no buffer at momentum 0; the update direction is grad + wd * param.
             derived = {n: p.grad.detach() + opt_cfg["weight_decay"] * p.detach() for n, p in named}
         opt.step()
+        if sched is not None:
+            sched.step()
         for n, p in named:
             rep.add("param", n, p.detach())
             if id(p) not in owned:
@@ -236,7 +242,7 @@ def train(rank, world, run_dir, a):
         rep.write(os.path.join(out_dir, "rank%d.step%d.safetensors" % (rank, s)))
         steps.append({"loss_sum": loss_sum, "loss_count": loss_count, "grad_norm": float(norm)})
     if run.get("save_checkpoint"):
-        save_checkpoint(net, opt, run["save_checkpoint"])
+        save_checkpoint(net, opt, sched, run["save_checkpoint"])
     extra = {"torch": torch.__version__}
     if pipe is not None:
         extra["schedule_run"] = pipe.schedule_run
@@ -249,23 +255,37 @@ def train(rank, world, run_dir, a):
 # training recipes use it. get_state_dict gives the model's and the optimizer's state keyed by
 # parameter name (DTensor shards under FSDP2, full tensors under DDP), dcp.save writes every rank's
 # share, and dcp.load + set_state_dict reshard it into the reload layout's model and optimizer.
-def save_checkpoint(net, opt, path):
+def save_checkpoint(net, opt, sched, path):
     import torch.distributed.checkpoint as dcp
     from torch.distributed.checkpoint.state_dict import get_state_dict
     model_sd, optim_sd = get_state_dict(net, opt)
-    dcp.save({"model": model_sd, "optim": optim_sd}, checkpoint_id=path)
+    state = {"model": model_sd, "optim": optim_sd}
+    if sched is not None:  # the count of applied updates (LambdaLR's epoch), as torchtitan saves it
+        state["lr_scheduler"] = {"last_epoch": torch.tensor(sched.last_epoch)}
+    dcp.save(state, checkpoint_id=path)
 
 
-def load_checkpoint(net, opt, path, with_optimizer=True):
+def load_checkpoint(net, opt, sched, path, plant=""):
     import torch.distributed.checkpoint as dcp
     from torch.distributed.checkpoint.state_dict import get_state_dict, set_model_state_dict, set_state_dict
     model_sd, optim_sd = get_state_dict(net, opt)  # the layout to load into
+    with_optimizer = plant != "reload_without_optimizer"
     state = {"model": model_sd, "optim": optim_sd} if with_optimizer else {"model": model_sd}
+    with_schedule = sched is not None and plant != "reload_restarts_schedule"
+    if with_schedule:
+        state["lr_scheduler"] = {"last_epoch": torch.tensor(0)}
     dcp.load(state, checkpoint_id=path)
     if with_optimizer:
         set_state_dict(net, opt, model_state_dict=state["model"], optim_state_dict=state["optim"])
     else:
         set_model_state_dict(net, state["model"])
+    if sched is not None:
+        # The optimizer's param_groups came back with the saved rate; the scheduler's epoch sets
+        # the rate of the next update either way (0 when the schedule restarts).
+        epoch = int(state["lr_scheduler"]["last_epoch"]) if with_schedule else 0
+        sched.load_state_dict(dict(sched.state_dict(), last_epoch=epoch))
+        for g, base, f in zip(opt.param_groups, sched.base_lrs, sched.lr_lambdas):
+            g["lr"] = base * f(epoch)
 
 
 def main():

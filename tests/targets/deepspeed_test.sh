@@ -129,6 +129,38 @@ c['checkpoint'] = {'save_at': 2, 'reload': {'dp': 2, 'zero_stage': 3}}"
     planted_target "$DS/deepspeed.json" "$TMP/planted.json" reload_without_optimizer
     caught_after_reload "$TMP/planted.json" "$TMP/z0.json"
     ;;
+  deepspeed_lr_schedule)
+    need_deepspeed
+    # optimizer.schedule through DeepSpeed's own schedulers (the exported "scheduler" section,
+    # stepped by its engine): WarmupCosineLR past its end on ZeRO 2 dp 2, saved after 3 steps and
+    # reloaded into dp 1 through the universal checkpoint (the scheduler's iteration in DeepSpeed's
+    # checkpoint); WarmupDecayLR on ZeRO 0, WarmupLR on ZeRO 3. Each agrees with the reference.
+    base="c['steps'] = 6; c['optimizer'] = {'kind': 'adamw', 'lr': 0.01, 'weight_decay': 0.1}"
+    derive_json "$T/deepspeed_dp2.json" "$TMP/cos.json" "$base; c['checkpoint'] = {'save_at': 3, 'reload': {'dp': 1, 'zero_stage': 2}}; \
+c['optimizer']['schedule'] = {'kind': 'warmup_cosine', 'warmup_steps': 2, 'total_steps': 3, 'min_ratio': 0.1}"
+    derive_json "$T/deepspeed_dp2.json" "$TMP/lin.json" "$base; c['zero']['stage'] = 0; \
+c['optimizer']['schedule'] = {'kind': 'warmup_linear', 'warmup_steps': 2, 'total_steps': 4, 'min_ratio': 0.0}"
+    derive_json "$T/deepspeed_dp2.json" "$TMP/warm.json" "$base; c['zero']['stage'] = 3; \
+c['optimizer']['schedule'] = {'kind': 'warmup', 'warmup_steps': 3, 'total_steps': 0, 'min_ratio': 0.0}"
+    passes_on "$DS/deepspeed.json" "$TMP/cos.json" "$TMP/lin.json" "$TMP/warm.json"
+    ;;
+  deepspeed_cosine_past_end)
+    need_release 0.19.2
+    # DeepSpeed PR 8142 (first shipped in 0.19.3): 0.19.2's WarmupCosineLR rises again after
+    # total_num_steps. The warmup 2 / total 3 cosine config of deepspeed_lr_schedule (without the
+    # reload) is flagged at step 4, the first update past the decay's end, on 0.19.2; the
+    # standalone reproducer (adapters/deepspeed/repro) fails there and passes on the newest release.
+    derive_json "$T/deepspeed_dp2.json" "$TMP/cos.json" "c['steps'] = 6; \
+c['optimizer'] = {'kind': 'adamw', 'lr': 0.01, 'weight_decay': 0.1, \
+'schedule': {'kind': 'warmup_cosine', 'warmup_steps': 2, 'total_steps': 3, 'min_ratio': 0.1}}"
+    expect 3 "$P" run "$TMP/cos.json" --target "$DS/deepspeed-0.19.2.json"
+    has "SUMMARY: paradiff: FINDING .* step=4 "
+    py=$SRC/work/venv/torch-2.15.0/bin/python
+    PYTHONPATH=$SRC/work/venv/deepspeed-0.19.2 "$py" "$DS/repro/warmup_cosine_past_end.py" >"$TMP/repro" 2>&1 &&
+      fail "the reproducer passed on 0.19.2: $(cat "$TMP/repro")"
+    PYTHONPATH=$SRC/work/venv/deepspeed-0.19.8 "$py" "$DS/repro/warmup_cosine_past_end.py" >"$TMP/repro" 2>&1 ||
+      fail "the reproducer failed on 0.19.8: $(cat "$TMP/repro")"
+    ;;
   deepspeed_own_adam)
     need_deepspeed
     [ -d "$SRC/work/venv/deepspeed-0.19.8/.torch_extensions" ] ||

@@ -87,6 +87,23 @@ c['checkpoint'] = {'save_at': 1, 'reload': {'dp': 1, 'zero_stage': 0}}"
     planted_target "$A/torch2_fsdp2.json" "$TMP/planted.json" reload_without_optimizer
     caught_after_reload "$TMP/planted.json" "$TMP/f21.json"
     ;;
+  lr_schedule)
+    # optimizer.schedule as a LambdaLR stepped after each update (docs/CONFIG.md): warmup + cosine
+    # past its end on FSDP2 dp 2, warmup + linear decay on DDP dp 2; the cosine run saved after 3
+    # steps and reloaded into dp 1 (the scheduler's epoch in the DCP checkpoint). Then a planted reload
+    # that restarts the schedule: caught at the first step after it.
+    base="c['steps'] = 6; c['optimizer'] = {'kind': 'adamw', 'lr': 0.01, 'weight_decay': 0.1}"
+    derive_json "$T/torch2_dp2_zero3.json" "$TMP/cos.json" "$base; \
+c['optimizer']['schedule'] = {'kind': 'warmup_cosine', 'warmup_steps': 2, 'total_steps': 4, 'min_ratio': 0.1}"
+    derive_json "$TMP/cos.json" "$TMP/cos_ckpt.json" "c['checkpoint'] = {'save_at': 3, 'reload': {'dp': 1, 'zero_stage': 3}}"
+    derive_json "$TMP/cos.json" "$TMP/lin.json" "c['zero']['stage'] = 0; \
+c['optimizer']['schedule'] = {'kind': 'warmup_linear', 'warmup_steps': 3, 'total_steps': 5, 'min_ratio': 0.0}"
+    passes_on "$A/torch2_fsdp2.json" "$TMP/cos.json" "$TMP/cos_ckpt.json"
+    passes_on "$A/torch2_ddp.json" "$TMP/lin.json"
+    planted_target "$A/torch2_fsdp2.json" "$TMP/planted.json" reload_restarts_schedule
+    expect 3 "$P" run "$TMP/cos_ckpt.json" --target "$TMP/planted.json"
+    has "SUMMARY: paradiff: FINDING .* step=3 "
+    ;;
   ddp_campaign) campaign "$A/torch2_ddp.json" 21 4 ;;
   ddp_static_campaign) campaign "$A/torch2_ddp_static_sync.json" 22 2 ;;
   ddp_bucket_view_campaign) campaign "$A/torch2_ddp_bucket_view.json" 23 2 ;;
