@@ -21,7 +21,17 @@
 // - DeepSpeed's "Adam" is AdamW unless params.adam_w_mode is false (DeepSpeed's engine: "Optimizer
 //   name of Adam forces AdamW logic"); other optimizers (Lamb, Lion, 1-bit Adam, ...) become AdamW
 //   with a WARNING. Type names are case-insensitive, as in DeepSpeed.
-// - Every key without a counterpart (offload, schedulers, activation checkpointing, logging,
+// - A scheduler (WarmupLR, WarmupDecayLR, WarmupCosineLR) becomes optimizer.schedule on a run of
+//   kImportScheduleSteps steps (INFO), its shape kept: a warmup and a decay of W and T production
+//   steps become round(W / T x (S - 1)) (at least 2) and S - 1 updates, the decay ending at the
+//   run's last update; a warmup with no decay longer than the run warms up throughout (S - 1).
+//   Counts that fit the run already (T <= S - 1, or W <= S - 1 without a decay) are kept. The
+//   warmup starts from 0 (a nonzero warmup_min_lr / warmup_min_ratio: WARNING), linear ("log":
+//   WARNING); warmup_max_lr is the peak rate (optimizer.lr). "auto" takes what the HF integration
+//   derives: warmup_num_steps from TrainingArguments' warmup (default 0, which DeepSpeed runs as
+//   2), total_num_steps the run's last update, warmup_max_lr the optimizer's rate. Other
+//   schedulers (OneCycle, LRRangeTest) keep the rate constant with a WARNING.
+// - Every key without a counterpart (offload, activation checkpointing, logging,
 //   stage-3 prefetch and persistence sizes, ...) is warned once and ignored; the deepspeed target
 //   can still run DeepSpeed-only options through its target file's "--ds" settings.
 // A value of the wrong type is an error naming the key and the rule (exit 2), never an exception.
@@ -122,6 +132,7 @@ class Importer {
   void Optimizer(const json& ds);
   void Clipping(const json& ds);
   void DataTypes(const json& ds);
+  void Scheduler(const json& ds);
   void ScaleToBudget();
 
   Status status() const { return st_; }
@@ -367,6 +378,97 @@ void Importer::DataTypes(const json& ds) {
   }
 }
 
+void Importer::Scheduler(const json& ds) {
+  const json* sc = Object(ds, "scheduler", "scheduler");
+  if (!sc) return;
+  IgnoreOthers(*sc, "scheduler.", {"type", "params"});
+  if (!sc->contains("type") || !(*sc)["type"].is_string())
+    return Error("scheduler.type", "must be a string, got " +
+                                       (sc->contains("type") ? Got((*sc)["type"]) : "nothing"));
+  const std::string type = (*sc)["type"].get<std::string>();
+  const json* p = Object(*sc, "params", "scheduler.params");
+  const json params = p ? *p : json::object();
+  LrScheduleConfig s;
+  if (type == "WarmupLR") {
+    s.kind = LrScheduleKind::kWarmup;
+  } else if (type == "WarmupDecayLR") {
+    s.kind = LrScheduleKind::kWarmupLinear;
+  } else if (type == "WarmupCosineLR") {
+    s.kind = LrScheduleKind::kWarmupCosine;
+  } else {
+    return Warn("scheduler.type=" + json(type).dump() +
+                ": paradiff has WarmupLR, WarmupDecayLR and WarmupCosineLR; the rate stays "
+                "constant");
+  }
+  const std::string pre = "scheduler.params.";
+  const bool cosine = s.kind == LrScheduleKind::kWarmupCosine;
+  const bool decay = s.kind != LrScheduleKind::kWarmup;
+  std::set<std::string> mapped = {"warmup_num_steps", "warmup_type"};
+  int64_t warmup = 0, total = 0;
+  bool total_auto = false;
+  if (params.contains("warmup_num_steps") && !Auto(params["warmup_num_steps"])) {
+    Int(params["warmup_num_steps"], pre + "warmup_num_steps", 0, warmup);
+  } else {
+    Warn(pre + "warmup_num_steps" +
+         (params.contains("warmup_num_steps") ? "=\"auto\": the HF integration takes it from "
+                                                "TrainingArguments' warmup, by default 0"
+                                              : ": absent; DeepSpeed's default is 1000") +
+         "; taken as 2 updates");
+    warmup = 2;
+  }
+  if (decay) {
+    mapped.insert("total_num_steps");
+    if (!params.contains("total_num_steps")) {
+      Error(pre + "total_num_steps", "required by " + type);
+    } else if (Auto(params["total_num_steps"])) {
+      total_auto = true;
+      Warn(pre +
+           "total_num_steps=\"auto\": the HF integration sets it to the run's length; the decay "
+           "ends at the imported run's last update");
+    } else {
+      Int(params["total_num_steps"], pre + "total_num_steps", 1, total);
+    }
+  }
+  if (params.contains("warmup_type")) {
+    const json& t = params["warmup_type"];
+    if (!t.is_string()) return Error(pre + "warmup_type", "must be a string, got " + Got(t));
+    if (t.get<std::string>() != "linear")
+      Warn(pre + "warmup_type=" + t.dump() + ": paradiff's warmups are linear; linear taken");
+  }
+  // The warmup's start: paradiff's warmups start from 0.
+  for (const char* k : {"warmup_min_lr", "warmup_min_ratio"}) {
+    if (!params.contains(k)) continue;
+    mapped.insert(k);
+    double v = 0;
+    if (!Auto(params[k]) && Number(params[k], pre + k, 0, v) && v != 0)
+      Warn(pre + k + "=" + params[k].dump() + ": paradiff's warmups start from 0; taken as 0");
+  }
+  if (params.contains("warmup_max_lr")) {
+    mapped.insert("warmup_max_lr");
+    double peak = 0;
+    if (Auto(params["warmup_max_lr"])) {
+      Info(pre + "warmup_max_lr=\"auto\": the optimizer's rate, as the HF integration sets it");
+    } else if (Number(params["warmup_max_lr"], pre + "warmup_max_lr", 0, peak) && peak > 0 &&
+               peak != c_.optimizer.lr) {
+      Info(pre + "warmup_max_lr=" + json(peak).dump() + ": the peak rate (optimizer.lr)");
+      c_.optimizer.lr = peak;
+    }
+  }
+  if (cosine && params.contains("cos_min_ratio")) {
+    mapped.insert("cos_min_ratio");
+    double m = 0;
+    if (Number(params["cos_min_ratio"], pre + "cos_min_ratio", 0, m)) {
+      if (m >= 1) return Error(pre + "cos_min_ratio", "must be < 1, got " + json(m).dump());
+      s.min_ratio = m;
+    }
+  } else if (cosine) {
+    s.min_ratio = 0.0001;  // DeepSpeed's default
+  }
+  IgnoreOthers(params, pre, mapped);
+  c_.optimizer.schedule = s;
+  ScaleSchedule(c_, s.kind, warmup, total_auto ? -1 : total, "scheduler: " + type, out_.messages);
+}
+
 void Importer::ScaleToBudget() {
   if (!dp_known_ && c_.zero.stage >= 1 && c_.parallel.dp == 1) {
     c_.parallel.dp = 2;
@@ -414,7 +516,8 @@ StatusOr<ImportResult> ImportDeepSpeed(const json& ds, const Config& base) {
                                         "gradient_clipping",
                                         "optimizer",
                                         "data_types",
-                                        "communication_data_type"};
+                                        "communication_data_type",
+                                        "scheduler"};
   for (const auto& [k, v] : ds.items())
     if (!mapped.count(k)) im.Ignore(k);
   if (ds.contains("bf16") && ds.contains("bfloat16")) im.Ignore("bfloat16");
@@ -424,6 +527,7 @@ StatusOr<ImportResult> ImportDeepSpeed(const json& ds, const Config& base) {
   im.Optimizer(ds);
   im.Clipping(ds);
   im.DataTypes(ds);
+  im.Scheduler(ds);
   if (!im.status().ok()) return im.status();
   im.ScaleToBudget();
   return out;

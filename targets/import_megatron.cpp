@@ -161,6 +161,78 @@ void ShrinkSequence(Config& c, Reader& r) {
   c.steps = std::min(c.steps, kTestSteps);
 }
 
+// Megatron's OptimizerParamScheduler as read from the arguments, in iterations.
+struct MegatronSchedule {
+  LrScheduleKind kind = LrScheduleKind::kConstant;
+  int64_t warmup = 0, decay = 0;
+  double min_ratio = 0;
+  std::string what;  // "--lr-decay-style S", for the INFO lines
+};
+
+// Note [Megatron's schedule]: Megatron warms up from --lr-warmup-init (0) over --lr-warmup-iters
+// (or a fraction of the decay, or samples / global batch), then decays over --lr-decay-iters (or
+// samples, default --train-iters) to --min-lr: linear (its default) or cosine; constant keeps the
+// peak. It reads its count before the update (the first update of a warmup runs at 0, the second
+// at 1/W) while DeepSpeed's schedulers, paradiff's (docs/CONFIG.md), run one update behind and
+// decay linearly to 0: the import takes the nearest of paradiff's schedules with a WARNING. A
+// decay needs a warmup of at least 2 here (ScaleSchedule). The arguments are read only when one
+// of them is given: without any, the rate stays constant.
+MegatronSchedule ReadSchedule(Reader& r, const Config& c, int64_t global) {
+  MegatronSchedule m;
+  const char* keys[] = {"--lr-decay-style",
+                        "--lr-warmup-iters",
+                        "--lr-warmup-fraction",
+                        "--lr-warmup-samples",
+                        "--lr-decay-iters",
+                        "--lr-decay-samples",
+                        "--min-lr",
+                        "--lr-warmup-init"};
+  bool any = false;
+  for (const char* k : keys) any = r.Has(k) || any;
+  if (!any) return m;
+  const std::string style = r.Has("--lr-decay-style") ? r.Str("--lr-decay-style") : "linear";
+  int64_t decay = c.steps, samples = 0;  // --train-iters, read before the shrink
+  if (!r.Int("--lr-decay-iters", 1, decay) && r.Int("--lr-decay-samples", 1, samples))
+    decay = std::max<int64_t>(1, samples / global);
+  int64_t warmup = 0;
+  double fraction = 0;
+  if (r.Int("--lr-warmup-iters", 0, warmup)) {
+    // as written
+  } else if (r.Number("--lr-warmup-fraction", 0, fraction)) {
+    warmup = std::llround(fraction * static_cast<double>(decay));
+  } else if (r.Int("--lr-warmup-samples", 0, samples)) {
+    warmup = samples / global;
+  }
+  double min_lr = 0, init = 0;
+  r.Number("--min-lr", 0, min_lr);
+  if (r.Number("--lr-warmup-init", 0, init) && init != 0)
+    r.Warn("--lr-warmup-init " + nlohmann::json(init).dump() +
+           ": paradiff's warmups start from 0; taken as 0");
+  if (style == "constant") {
+    m.kind = warmup > 0 ? LrScheduleKind::kWarmup : LrScheduleKind::kConstant;
+  } else if (style == "linear") {
+    m.kind = LrScheduleKind::kWarmupLinear;
+    if (min_lr > 0)
+      r.Warn("--min-lr " + nlohmann::json(min_lr).dump() +
+             ": paradiff's linear decay ends at 0; taken as 0");
+  } else if (style == "cosine") {
+    m.kind = LrScheduleKind::kWarmupCosine;
+    if (c.optimizer.lr > 0) m.min_ratio = std::min(min_lr / c.optimizer.lr, 0.99);
+  } else {
+    r.Warn("--lr-decay-style " + style +
+           ": paradiff has constant, linear and cosine decays; the rate stays constant");
+    return m;
+  }
+  if (m.kind == LrScheduleKind::kConstant) return m;
+  m.warmup = warmup, m.decay = decay, m.what = "--lr-decay-style " + style;
+  r.Warn("--lr-decay-style " + style +
+         ": Megatron's schedule runs one update ahead of paradiff's (DeepSpeed's, docs/CONFIG.md); "
+         "the nearest taken" +
+         (warmup < 2 ? std::string(", with a warmup of 2 (paradiff's decays start with one)")
+                     : std::string()));
+  return m;
+}
+
 }  // namespace
 
 StatusOr<ImportResult> ImportMegatron(const std::vector<std::string>& args, const Config& base) {
@@ -281,10 +353,15 @@ StatusOr<ImportResult> ImportMegatron(const std::vector<std::string>& args, cons
     if (d != 0)
       r.Warn(std::string(k) + " " + nlohmann::json(d).dump() + ": paradiff trains without dropout");
   }
+  const MegatronSchedule sched = ReadSchedule(r, c, global > 0 ? global : micro);
   r.WarnUnused();
   if (!r.status().ok()) return r.status();
   p.world = p.tp * p.pp * p.dp;
   ShrinkSequence(c, r);
+  if (sched.kind != LrScheduleKind::kConstant) {
+    c.optimizer.schedule.min_ratio = sched.min_ratio;
+    ScaleSchedule(c, sched.kind, sched.warmup, sched.decay, sched.what, out.messages);
+  }
   ScaleLayout(c, out.messages);
   ShrinkWidth(c, r);
   return out;

@@ -13,6 +13,18 @@ T=$SRC/tests/targets
 need_torch() {
   /usr/bin/python3 -c 'import torch' 2>/dev/null || { echo "SKIP: python3-torch is not installed (scripts/setup installs it)"; exit 77; }
 }
+# Fails unless `paradiff run CONFIG --target torch.json` passes with the mirror oracle judging (not
+# skipping) and passing.
+mirror_passes() {
+  expect 0 "$P" run "$1" --target "$SRC/adapters/torch/torch.json" --report "$TMP/r.json"
+  /usr/bin/python3 - "$TMP/r.json" <<'PY' || fail "$1: the mirror oracle did not judge and pass"
+import json, sys
+r = json.load(open(sys.argv[1]))
+mirror = [o for o in r["oracles"] if o["name"] == "mirror"]
+print("mirror:", mirror)
+sys.exit(0 if mirror and mirror[0]["status"] == "pass" else 1)
+PY
+}
 
 case $CASE in
   broken_targets)
@@ -44,6 +56,14 @@ case $CASE in
       cmp -s "$TMP/a.json" "$TMP/b.json" || fail "$f: import(export(import)) differs from import"
       expect 0 "$P" export megatron "$TMP/a.json"
       has "--micro-batch-size"
+    done
+    # The real configs with a scheduler: the schedule scaled onto the run once, then kept.
+    for f in "$SRC"/configs/deepspeed/real/{hf_zero3,dse_zero3_qwen_moe,dse_autotp_hf}.json; do
+      expect 0 "$P" import deepspeed "$f" --out "$TMP/a.json"
+      expect 0 "$P" export deepspeed "$TMP/a.json" --out "$TMP/ds.json"
+      grep -q '"scheduler"' "$TMP/ds.json" || fail "$f: export deepspeed wrote no scheduler"
+      expect 0 "$P" import deepspeed "$TMP/ds.json" --out "$TMP/b.json"
+      cmp -s "$TMP/a.json" "$TMP/b.json" || fail "$f: import(export(import)) differs from import"
     done
     expect 0 "$P" import deepspeed "$SRC/configs/deepspeed/zero1_bf16.json"
     has '"stage": 1'
@@ -115,15 +135,18 @@ PY
     # oracle judges the run bit for bit (not skipped) and passes, in fp32 and bf16 compute.
     need_torch
     sed 's/"lr": 0.01}/"lr": 0.01}, "precision": {"compute": "bf16"}/' "$T/torch_accumulate_dp2.json" >"$TMP/bf16.json"
-    for cfg in "$T/torch_accumulate_dp2.json" "$TMP/bf16.json"; do
-      expect 0 "$P" run "$cfg" --target "$SRC/adapters/torch/torch.json" --report "$TMP/r.json"
-      /usr/bin/python3 - "$TMP/r.json" <<'PY' || fail "$cfg: the mirror oracle did not judge and pass"
-import json, sys
-r = json.load(open(sys.argv[1]))
-mirror = [o for o in r["oracles"] if o["name"] == "mirror"]
-print("mirror:", mirror)
-sys.exit(0 if mirror and mirror[0]["status"] == "pass" else 1)
-PY
+    mirror_passes "$T/torch_accumulate_dp2.json"
+    mirror_passes "$TMP/bf16.json"
+    ;;
+  torch_lr_schedule)
+    # optimizer.schedule as a LambdaLR stepped after each update: warmup + linear decay and warmup +
+    # cosine past their ends, dp 2 with accumulation; the mirror oracle judges every update bit for
+    # bit (the rate of each is the reference's own) and passes.
+    need_torch
+    for sched in "'kind': 'warmup_linear', 'warmup_steps': 2, 'total_steps': 3, 'min_ratio': 0.0" \
+                 "'kind': 'warmup_cosine', 'warmup_steps': 3, 'total_steps': 5, 'min_ratio': 0.1"; do
+      derive_json "$T/torch_accumulate_dp2.json" "$TMP/s.json" "c['steps'] = 7; c['optimizer']['schedule'] = {$sched}"
+      mirror_passes "$TMP/s.json"
     done
     ;;
   torch_campaign_clean)
