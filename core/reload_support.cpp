@@ -10,9 +10,23 @@ std::vector<int64_t> ReloadStages(const ReloadSupport& s, int64_t stage) {
   return it == s.zero_stages.end() ? std::vector<int64_t>{0, 1, 2, 3} : it->second;
 }
 
+namespace {
+
+// Whether `s` lets cfg's checkpoints reload into another layout at all.
+bool MayChange(const ReloadSupport& s, const Config& cfg) {
+  const auto& o = s.changes_optimizers;
+  return o.empty() || std::find(o.begin(), o.end(), cfg.optimizer.kind) != o.end();
+}
+
+}  // namespace
+
 std::pair<std::string, std::string> ReloadRefusal(const ReloadSupport& s, const Config& cfg) {
   const ReloadConfig& r = cfg.checkpoint.reload;
   const ParallelConfig& p = cfg.parallel;
+  if (!MayChange(s, cfg) &&
+      (r.dp != p.dp || r.tp != p.tp || r.pp != p.pp || r.zero_stage != cfg.zero.stage))
+    return {"checkpoint.reload", std::string("an ") + Name(cfg.optimizer.kind) +
+                                     " checkpoint reloads only into the save layout"};
   struct Dim {
     const char* name;
     bool may_change;
@@ -39,6 +53,7 @@ std::pair<std::string, std::string> ReloadRefusal(const ReloadSupport& s, const 
 
 void RestrictReload(const ReloadSupport& s, Config& cfg, uint64_t pick) {
   ReloadConfig& r = cfg.checkpoint.reload;
+  if (!MayChange(s, cfg)) r = {cfg.parallel.tp, cfg.parallel.pp, cfg.parallel.dp, cfg.zero.stage};
   if (!s.dp) r.dp = cfg.parallel.dp;
   if (!s.tp) r.tp = cfg.parallel.tp;
   if (!s.pp) r.pp = cfg.parallel.pp;

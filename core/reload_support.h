@@ -20,7 +20,13 @@ struct ReloadSupport {
   // With zero_stage: save stage -> the stages it may reload into (a stage absent: any; an empty
   // list: a config at that stage takes no checkpoint).
   std::map<int64_t, std::vector<int64_t>> zero_stages;
-  bool Unrestricted() const { return dp && tp && pp && zero_stage && zero_stages.empty(); }
+  // The optimizers whose checkpoints may reload into another layout (empty: every one); the
+  // others reload only into the save layout (DeepSpeed's universal checkpoint knows Adam's state
+  // names only, upstream issue 8608).
+  std::vector<OptimizerKind> changes_optimizers;
+  bool Unrestricted() const {
+    return dp && tp && pp && zero_stage && zero_stages.empty() && changes_optimizers.empty();
+  }
 };
 
 // The reload stages `s` allows after a save at `stage` (all four when unrestricted).

@@ -127,11 +127,12 @@ void ParseOptions(const json& o, TargetSpec& t, Reader& r) {
   }
 }
 
-// "checkpoint": {"reload_changes": [...], "reload_zero_stages": {"S": [stages]}}: checkpoints
-// supported, reloaded into a layout where only the listed fields may differ from the save layout's.
+// "checkpoint": {"reload_changes": [...], "reload_zero_stages": {"S": [stages]},
+// "reload_changes_optimizers": [...]}: checkpoints supported, reloaded into a layout where only the
+// listed fields may differ from the save layout's, and only for the listed optimizers.
 void ParseCheckpoint(const json& c, TargetSpec& t, Status* st) {
   Reader r(c, "supports.checkpoint.", st);
-  r.Unknown({"reload_changes", "reload_zero_stages"});
+  r.Unknown({"reload_changes", "reload_zero_stages", "reload_changes_optimizers"});
   t.checkpoint = true;
   std::vector<std::string> changes;
   r.Strings("reload_changes", changes, {"dp", "tp", "pp", "zero_stage"});
@@ -140,6 +141,14 @@ void ParseCheckpoint(const json& c, TargetSpec& t, Status* st) {
   rs.tp = Has(changes, std::string("tp"));
   rs.pp = Has(changes, std::string("pp"));
   rs.zero_stage = Has(changes, std::string("zero_stage"));
+  if (c.contains("reload_changes_optimizers")) {
+    std::vector<std::string> names;
+    r.Strings("reload_changes_optimizers", names, {"sgd", "adam", "adamw"});
+    for (const auto& n : names)
+      if (const auto kind = ParseIn(kOptimizerNames, n)) rs.changes_optimizers.push_back(*kind);
+    if (names.empty())
+      r.Error("reload_changes_optimizers", "must list at least one optimizer (absent: all)");
+  }
   if (!c.contains("reload_zero_stages")) return;
   const json& z = c["reload_zero_stages"];
   const std::string rule =

@@ -15,6 +15,7 @@
 #include "core/budget.h"
 #include "core/config_json.h"
 #include "core/model_spec.h"
+#include "core/reload_support.h"
 #include "core/watchdog.h"
 #include "kernels/engine.h"
 #include "oracles/check.h"
@@ -143,6 +144,9 @@ TEST(TargetFile, CheckpointDeclaresTheReloadLayoutsItTakes) {
   tp.model.heads = tp.model.kv_heads = 2;
   tp.checkpoint.reload.tp = 2;
   EXPECT_EQ(fields(tp), (std::vector<std::string>{"checkpoint.reload.tp", "checkpoint.reload"}));
+  Config sgd = c;  // every optimizer may reshard unless the file lists some
+  sgd.optimizer.kind = OptimizerKind::kSgd;
+  EXPECT_TRUE(TargetSupports(t.value(), sgd).ok());
   Config big = c;  // the reload phase is checked as a run of its own: world 8 > max_world
   big.checkpoint.reload.dp = 4;
   big.batch.accumulation_steps = 2;
@@ -160,7 +164,8 @@ TEST(TargetFile, CheckpointDeclaresTheReloadLayoutsItTakes) {
        {R"({"reload_changes": ["world"]})", R"({"reload_zero_stages": {"1": [1]}})",
         R"({"reload_changes": ["zero_stage"], "reload_zero_stages": {"4": [1]}})",
         R"({"reload_changes": ["zero_stage"], "reload_zero_stages": {"1": 1}})",
-        R"({"reload": true})"}) {
+        R"({"reload_changes": ["dp"], "reload_changes_optimizers": ["lamb"]})",
+        R"({"reload_changes": ["dp"], "reload_changes_optimizers": []})", R"({"reload": true})"}) {
     const StatusOr<TargetSpec> r = ParseTargetSpec(
         std::string(R"({"protocol": 1, "name": "x", "command": ["/bin/true"], "supports":
         {"checkpoint": )") +
@@ -170,6 +175,38 @@ TEST(TargetFile, CheckpointDeclaresTheReloadLayoutsItTakes) {
     EXPECT_NE(r.status().ToString().find("supports.checkpoint."), std::string::npos)
         << r.status().ToString();
   }
+}
+
+// DeepSpeed converts a resharded ZeRO checkpoint through its universal checkpoint, which knows
+// Adam's state only (upstream issue 8608): an SGD checkpoint reloads into the save layout alone,
+// and the generator's restriction keeps it there.
+TEST(TargetFile, ReloadChangesOnlyForTheListedOptimizers) {
+  StatusOr<TargetSpec> t = ParseTargetSpec(
+      R"({"protocol": 1, "name": "x", "command": ["/bin/true", "{run_dir}"],
+      "supports": {"max_world": 4, "zero_stages": [0, 1, 2, 3], "max_steps": 4, "checkpoint":
+        {"reload_changes": ["dp", "zero_stage"], "reload_changes_optimizers": ["adam", "adamw"]}}})",
+      "t.json");
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  Config c;
+  c.steps = 3;
+  c.parallel.dp = c.parallel.world = 2;
+  c.zero.stage = 3;
+  c.checkpoint.save_at = 1;
+  c.checkpoint.reload.dp = 1;
+  c.checkpoint.reload.zero_stage = 3;
+  EXPECT_TRUE(TargetSupports(t.value(), c).ok());  // adamw
+  c.optimizer.kind = OptimizerKind::kSgd;
+  const Status st = TargetSupports(t.value(), c);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.errors().at(0).field, "checkpoint.reload") << st.ToString();
+  EXPECT_NE(st.ToString().find("an sgd checkpoint reloads only into the save layout"),
+            std::string::npos)
+      << st.ToString();
+  Config restricted = c;
+  RestrictReload(t.value().reload, restricted, 0);
+  EXPECT_EQ(restricted.checkpoint.reload.dp, 2);
+  EXPECT_EQ(restricted.checkpoint.reload.zero_stage, 3);
+  EXPECT_TRUE(TargetSupports(t.value(), restricted).ok());
 }
 
 TEST(TargetFile, OptimizerArithmeticDeclaresFloat32Hyperparameters) {
