@@ -111,6 +111,18 @@ TEST(TargetFile, OptionsBoundTheConfigsTargetOptions) {
   }
 }
 
+// dp 2 at ZeRO `stage`, 3 steps, saved after one and reloaded into dp 1 at `reload_stage`.
+Config SavedAtDp2(int64_t stage, int64_t reload_stage) {
+  Config c;
+  c.steps = 3;
+  c.parallel.dp = c.parallel.world = 2;
+  c.zero.stage = stage;
+  c.checkpoint.save_at = 1;
+  c.checkpoint.reload.dp = 1;
+  c.checkpoint.reload.zero_stage = reload_stage;
+  return c;
+}
+
 TEST(TargetFile, CheckpointDeclaresTheReloadLayoutsItTakes) {
   StatusOr<TargetSpec> t = ParseTargetSpec(
       R"({"protocol": 1, "name": "x", "command": ["/bin/true", "{run_dir}"],
@@ -120,13 +132,7 @@ TEST(TargetFile, CheckpointDeclaresTheReloadLayoutsItTakes) {
       "t.json");
   ASSERT_TRUE(t.ok()) << t.status().ToString();
   EXPECT_TRUE(t.value().checkpoint);
-  Config c;
-  c.steps = 3;
-  c.parallel.dp = c.parallel.world = 2;
-  c.zero.stage = 1;
-  c.checkpoint.save_at = 1;
-  c.checkpoint.reload.dp = 1;
-  c.checkpoint.reload.zero_stage = 2;
+  Config c = SavedAtDp2(1, 2);
   EXPECT_TRUE(TargetSupports(t.value(), c).ok()) << TargetSupports(t.value(), c).ToString();
   auto fields = [&](const Config& x) {
     std::vector<std::string> f;
@@ -187,13 +193,7 @@ TEST(TargetFile, ReloadChangesOnlyForTheListedOptimizers) {
         {"reload_changes": ["dp", "zero_stage"], "reload_changes_optimizers": ["adam", "adamw"]}}})",
       "t.json");
   ASSERT_TRUE(t.ok()) << t.status().ToString();
-  Config c;
-  c.steps = 3;
-  c.parallel.dp = c.parallel.world = 2;
-  c.zero.stage = 3;
-  c.checkpoint.save_at = 1;
-  c.checkpoint.reload.dp = 1;
-  c.checkpoint.reload.zero_stage = 3;
+  Config c = SavedAtDp2(3, 3);
   EXPECT_TRUE(TargetSupports(t.value(), c).ok());  // adamw
   c.optimizer.kind = OptimizerKind::kSgd;
   const Status st = TargetSupports(t.value(), c);
