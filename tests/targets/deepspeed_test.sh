@@ -144,22 +144,28 @@ c['optimizer']['schedule'] = {'kind': 'warmup_linear', 'warmup_steps': 2, 'total
 c['optimizer']['schedule'] = {'kind': 'warmup', 'warmup_steps': 3, 'total_steps': 0, 'min_ratio': 0.0}"
     passes_on "$DS/deepspeed.json" "$TMP/cos.json" "$TMP/lin.json" "$TMP/warm.json"
     ;;
-  deepspeed_cosine_past_end)
+  deepspeed_fixed_after_0192)
     need_release 0.19.2
-    # DeepSpeed PR 8142 (first shipped in 0.19.3): 0.19.2's WarmupCosineLR rises again after
-    # total_num_steps. The warmup 2 / total 3 cosine config of deepspeed_lr_schedule (without the
-    # reload) is flagged at step 4, the first update past the decay's end, on 0.19.2; the
-    # standalone reproducer (adapters/deepspeed/repro) fails there and passes on the newest release.
+    # Two published bugs of 0.19.2, each flagged there by paradiff and shown by its standalone
+    # reproducer, which passes on the newest release: WarmupCosineLR rising again after
+    # total_num_steps (PR 8142, fixed in 0.19.3; the warmup 2 / total 3 cosine config of
+    # deepspeed_lr_schedule, flagged at step 4, the first update past the decay's end), and ZeRO 1 / 2
+    # with contiguous_gradients false skipping the gradient all-reduce on CPU (PR 8382, fixed in
+    # 0.19.8; the minimized config of the unsteered campaign, docs/FINDINGS.md).
     derive_json "$T/deepspeed_dp2.json" "$TMP/cos.json" "c['steps'] = 6; \
 c['optimizer'] = {'kind': 'adamw', 'lr': 0.01, 'weight_decay': 0.1, \
 'schedule': {'kind': 'warmup_cosine', 'warmup_steps': 2, 'total_steps': 3, 'min_ratio': 0.1}}"
     expect 3 "$P" run "$TMP/cos.json" --target "$DS/deepspeed-0.19.2.json"
     has "SUMMARY: paradiff: FINDING .* step=4 "
+    expect 3 "$P" run "$DS/rediscovery/pr8382_0.19.2_minimized.json" --target "$DS/deepspeed-0.19.2.json"
+    has "SUMMARY: paradiff: FINDING kind=mismatch sig=mismatch.numeric.grad"
     py=$SRC/work/venv/torch-2.15.0/bin/python
-    PYTHONPATH=$SRC/work/venv/deepspeed-0.19.2 "$py" "$DS/repro/warmup_cosine_past_end.py" >"$TMP/repro" 2>&1 &&
-      fail "the reproducer passed on 0.19.2: $(cat "$TMP/repro")"
-    PYTHONPATH=$SRC/work/venv/deepspeed-0.19.8 "$py" "$DS/repro/warmup_cosine_past_end.py" >"$TMP/repro" 2>&1 ||
-      fail "the reproducer failed on 0.19.8: $(cat "$TMP/repro")"
+    for repro in warmup_cosine_past_end.py zero12_cpu_noncontiguous_no_allreduce.py; do
+      PYTHONPATH=$SRC/work/venv/deepspeed-0.19.2 "$py" "$DS/repro/$repro" >"$TMP/repro" 2>&1 &&
+        fail "$repro passed on 0.19.2: $(cat "$TMP/repro")"
+      PYTHONPATH=$SRC/work/venv/deepspeed-0.19.8 "$py" "$DS/repro/$repro" >"$TMP/repro" 2>&1 ||
+        fail "$repro failed on 0.19.8: $(cat "$TMP/repro")"
+    done
     ;;
   deepspeed_own_adam)
     need_deepspeed
