@@ -260,7 +260,7 @@ def save_checkpoint(net, opt, sched, path):
     from torch.distributed.checkpoint.state_dict import get_state_dict
     model_sd, optim_sd = get_state_dict(net, opt)
     state = {"model": model_sd, "optim": optim_sd}
-    if sched is not None:  # the count of applied updates (LambdaLR's epoch), as torchtitan saves it
+    if sched is not None:  # LambdaLR's epoch, the count of applied updates (its lambda is the config's)
         state["lr_scheduler"] = {"last_epoch": torch.tensor(sched.last_epoch)}
     dcp.save(state, checkpoint_id=path)
 
