@@ -30,7 +30,7 @@ constexpr std::chrono::milliseconds kKillPoll{20};
 }  // namespace
 
 pid_t SpawnSession(const std::vector<std::string>& args, const std::string& log_path,
-                   const std::string& cwd, const std::vector<std::string>* env) {
+                   const std::string& cwd, const std::vector<std::string>* env, const ChildIo& io) {
   if (args.empty()) Fail("cannot execute an empty command");
   std::vector<char*> argv;
   for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
@@ -59,9 +59,12 @@ pid_t SpawnSession(const std::vector<std::string>& args, const std::string& log_
     ::setsid();
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(127);
-    ::dup2(devnull, STDIN_FILENO);
+    ::dup2(io.stdin_fd >= 0 ? io.stdin_fd : devnull, STDIN_FILENO);
     ::dup2(log, STDOUT_FILENO);
     ::dup2(log, STDERR_FILENO);
+    if (io.fd3 >= 0) {  // dup2 onto itself keeps O_CLOEXEC: clear it then
+      if (io.fd3 == 3 ? ::fcntl(3, F_SETFD, 0) != 0 : ::dup2(io.fd3, 3) != 3) ::_exit(127);
+    }
     int err = 0;
     if (!cwd.empty() && ::chdir(cwd.c_str()) != 0) {
       err = errno;

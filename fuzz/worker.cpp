@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -33,6 +34,7 @@ nlohmann::json Rejected(const std::string& why) {
 
 int RunWorker(std::istream& in, std::ostream& out) {
   ReferenceCache cache;
+  std::map<std::string, StatusOr<SystemUnderTest>> systems;
   std::string line;
   while (std::getline(in, line)) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -48,7 +50,12 @@ int RunWorker(std::istream& in, std::ostream& out) {
     nlohmann::json result = {{"index", task["index"]}};
     StatusOr<Config> cfg = ConfigFromJson(task["config"]);
     Status ok = cfg.ok() ? CheckConfig(cfg.value(), ResourceBudget{}) : cfg.status();
-    StatusOr<SystemUnderTest> sut = LoadSystemUnderTest(task.value("target", ""));
+    // One system per target file for the worker's life: a protocol-2 target's warm workers serve
+    // every task (and the file is read once, as the campaign read it).
+    const std::string target = task.value("target", "");
+    auto known = systems.find(target);
+    if (known == systems.end()) known = systems.emplace(target, LoadSystemUnderTest(target)).first;
+    const StatusOr<SystemUnderTest>& sut = known->second;
     if (ok.ok()) ok = sut.ok() ? sut.value().Supports(cfg.value()) : sut.status();
     if (!ok.ok()) {
       // The campaign only sends valid, supported configs: refusing one is a finding.

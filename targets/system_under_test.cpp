@@ -1,7 +1,6 @@
 #include "targets/system_under_test.h"
 
 #include "kernels/engine.h"
-#include "targets/target_runner.h"
 
 namespace paradiff {
 
@@ -18,19 +17,24 @@ Status SystemUnderTest::Supports(const Config& cfg) const {
 
 EngineRunner SystemUnderTest::Runner() const {
   if (!target) return EngineRunner{};
-  return MakeTargetRunner(*target);
+  return MakeTargetRunner(*target, run_options, warm);
 }
 
 std::string SystemUnderTest::Describe() const {
   return target ? "target " + target->name + " (" + target->path + ")" : "engine";
 }
 
-StatusOr<SystemUnderTest> LoadSystemUnderTest(const std::string& target_file) {
+StatusOr<SystemUnderTest> LoadSystemUnderTest(const std::string& target_file,
+                                              const std::string& keep_run_dirs) {
   SystemUnderTest s;
   if (target_file.empty()) return s;
+  s.run_options.work_dir = keep_run_dirs;
+  s.run_options.keep = !keep_run_dirs.empty();
   StatusOr<TargetSpec> t = LoadTargetFile(target_file);
   if (!t.ok()) return t.status();
   s.target = std::make_shared<const TargetSpec>(t.value());
+  if (s.target->protocol == 2)
+    s.warm = std::make_shared<WarmWorkers>(*s.target, s.run_options.work_dir, s.run_options.keep);
   return s;
 }
 

@@ -10,21 +10,30 @@
 #include "core/status.h"
 #include "oracles/oracle.h"
 #include "targets/target_file.h"
+#include "targets/target_runner.h"
+#include "targets/warm_workers.h"
 
 namespace paradiff {
 
 struct SystemUnderTest {
   std::shared_ptr<const TargetSpec> target;  // null: the built-in engine
+  // A protocol-2 target's warm workers, shared by every runner of this system (and its copies);
+  // null otherwise.
+  std::shared_ptr<WarmWorkers> warm;
+  TargetRunOptions run_options;  // where a target's run dirs go, and whether clean ones are kept
 
   // EngineSupports for the built-in engine, TargetSupports for a target.
   Status Supports(const Config& cfg) const;
-  // Empty for the built-in engine (CheckRun's default), RunTarget bound to the target otherwise.
+  // Empty for the built-in engine (CheckRun's default), RunTarget bound to the target (and its
+  // warm workers) otherwise.
   EngineRunner Runner() const;
   // "engine" or "target NAME (FILE)".
   std::string Describe() const;
 };
 
-// The system named by a --target FILE argument ("" = the built-in engine).
-StatusOr<SystemUnderTest> LoadSystemUnderTest(const std::string& target_file);
+// The system named by a --target FILE argument ("" = the built-in engine); `keep_run_dirs`: a
+// directory that keeps every run dir of the target (--keep-run-dirs; "" = clean ones are removed).
+StatusOr<SystemUnderTest> LoadSystemUnderTest(const std::string& target_file,
+                                              const std::string& keep_run_dirs = "");
 
 }  // namespace paradiff

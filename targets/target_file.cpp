@@ -288,9 +288,9 @@ StatusOr<TargetSpec> ParseTargetSpec(const std::string& text, const std::string&
   TargetSpec t;
   t.path = path;
   t.dir = std::filesystem::absolute(path).parent_path().string();
-  int64_t protocol = 0;
-  r.Int("protocol", protocol, 1, 1);
-  if (!j.contains("protocol")) r.Error("protocol", "required (this paradiff speaks protocol 1)");
+  r.Int("protocol", t.protocol, 1, 2);
+  if (!j.contains("protocol"))
+    r.Error("protocol", "required (this paradiff speaks protocols 1 and 2)");
   if (!j.contains("name") || !j["name"].is_string() || j["name"].get<std::string>().empty())
     r.Error("name", "required, a non-empty string");
   else
@@ -302,7 +302,14 @@ StatusOr<TargetSpec> ParseTargetSpec(const std::string& text, const std::string&
     if (!Executable(t.command[0], t.dir))
       r.Error("command", "'" + Substitute(t.command[0], "{target_dir}", t.dir) +
                              "' is not an executable file (nor in PATH)");
+    for (const std::string& a : t.command)
+      for (const char* per_run : {"{run_dir}", "{world}"})
+        if (t.protocol == 2 && a.find(per_run) != std::string::npos)
+          r.Error("command", std::string("a protocol-2 worker serves every run: no ") + per_run +
+                                 " (it reads run dirs from stdin, docs/TARGETS.md)");
   }
+  if (t.protocol == 2 && j.contains("launcher"))
+    r.Error("launcher", "a protocol-2 worker forks its own ranks: no launcher");
   if (j.contains("launcher")) {
     const json& l = j["launcher"];
     if (!l.is_object())
@@ -482,6 +489,12 @@ Status TargetSupports(const TargetSpec& t, const Config& c) {
     no("steps",
        std::to_string(c.steps) + " exceeds the target's max_steps " + std::to_string(t.max_steps));
   return st;
+}
+
+std::vector<std::string> WorkerArgv(const TargetSpec& t) {
+  std::vector<std::string> argv = t.command;
+  for (auto& a : argv) a = Substitute(a, "{target_dir}", t.dir);
+  return argv;
 }
 
 std::vector<std::string> TargetArgv(const TargetSpec& t, const Config& cfg,

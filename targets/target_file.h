@@ -24,9 +24,12 @@ struct TargetPrecision {
 
 struct TargetSpec {
   std::string name;
-  std::string path;                  // the target file
-  std::string dir;                   // its directory, the {target_dir} placeholder
-  std::vector<std::string> command;  // argv template of the target
+  std::string path;  // the target file
+  std::string dir;   // its directory, the {target_dir} placeholder
+  // 1: one launch of `command` per run dir; 2: `command` starts a warm worker that serves run
+  // dirs one after another (targets/warm_workers.h).
+  int64_t protocol = 1;
+  std::vector<std::string> command;                          // argv template of the target
   std::map<std::string, std::vector<std::string>> launcher;  // "1", "2", ... or "default" -> prefix
   int64_t timeout_s = 300;                                   // watchdog of one run
   // Supported features (the "supports" object).
@@ -59,8 +62,10 @@ StatusOr<TargetSpec> ParseTargetSpec(const std::string& text, const std::string&
 Status TargetSupports(const TargetSpec& t, const Config& cfg);
 
 // The full argv of one run: the launcher for cfg's world size (or "default"), then the command,
-// with {run_dir}, {target_dir} and {world} substituted.
+// with {run_dir}, {target_dir} and {world} substituted (protocol 1).
 std::vector<std::string> TargetArgv(const TargetSpec& t, const Config& cfg,
                                     const std::string& run_dir);
+// The argv of a protocol-2 target's warm worker: the command with {target_dir} substituted.
+std::vector<std::string> WorkerArgv(const TargetSpec& t);
 
 }  // namespace paradiff

@@ -13,6 +13,7 @@
 #include "core/child_process.h"
 #include "oracles/assemble.h"
 #include "targets/run_dir.h"
+#include "targets/warm_workers.h"
 
 namespace paradiff {
 
@@ -27,7 +28,9 @@ constexpr size_t kLogTail = 15;  // lines of the target's log quoted in a failur
 
 std::string MakeRunDir(const TargetRunOptions& o) {
   std::error_code ec;
-  const fs::path parent = o.work_dir.empty() ? fs::temp_directory_path(ec) : fs::path(o.work_dir);
+  // Absolute: a warm worker (protocol 2) runs it from its own working directory.
+  const fs::path parent =
+      fs::absolute(o.work_dir.empty() ? fs::temp_directory_path(ec) : fs::path(o.work_dir));
   fs::create_directories(parent, ec);
   std::string tmpl = (parent / "paradiff-target-XXXXXX").string();
   if (::mkdtemp(&tmpl[0]) == nullptr)
@@ -59,10 +62,40 @@ EngineOutcome Failure(const TargetSpec& t, FailureKind kind, const std::string& 
   return out;
 }
 
-// One launch of the target on `dir` (created) for `phase` of `cfg`; a failure's message starts with
+// Protocol 1: one launch of the target's argv on the written run dir `dir`, under the watchdog.
+LaunchEnd Launch(const TargetSpec& t, const Config& cfg, const std::string& dir,
+                 const std::string& log) {
+  const pid_t pid = SpawnSession(TargetArgv(t, cfg, dir), log, dir);
+  const auto start = Clock::now();
+  const auto limit = std::chrono::seconds(t.timeout_s);
+  LaunchEnd end;
+  int status = 0;
+  for (;;) {
+    const pid_t r = ::waitpid(pid, &status, WNOHANG);
+    if (r == pid) break;
+    if (r < 0 && errno != EINTR) {
+      KillSession(pid, kKillWait);
+      throw std::logic_error(std::string("target runner: waitpid: ") + std::strerror(errno));
+    }
+    if (Clock::now() - start > limit) {
+      end.kind = LaunchEnd::kTimedOut;
+      KillSession(pid, kKillWait);
+      ::waitpid(pid, &status, 0);
+      return end;
+    }
+    std::this_thread::sleep_for(kPollInterval);
+  }
+  // Whatever the launcher left behind (ranks that outlive it) goes with its session.
+  KillSession(pid, kKillWait);
+  end.kind = WIFSIGNALED(status) ? LaunchEnd::kSignaled : LaunchEnd::kExited;
+  end.code = WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status);
+  return end;
+}
+
+// One run of the target on `dir` (created) for `phase` of `cfg`; a failure's message starts with
 // `context` after the target's name.
-EngineOutcome RunOnce(const TargetSpec& t, const Config& cfg, const RunPhase& phase,
-                      const std::string& dir, const std::string& context) {
+EngineOutcome RunOnce(const TargetSpec& t, WarmWorkers* warm, const Config& cfg,
+                      const RunPhase& phase, const std::string& dir, const std::string& context) {
   auto fail = [&](FailureKind kind, const std::string& detail, int rank, const std::string& msg) {
     return Failure(t, kind, detail, rank, context + msg);
   };
@@ -70,46 +103,25 @@ EngineOutcome RunOnce(const TargetSpec& t, const Config& cfg, const RunPhase& ph
   const Status wrote = WriteRunDir(cfg, kinds, dir, phase);
   if (!wrote.ok()) throw std::runtime_error("target runner: " + wrote.ToString());
   const std::string log = dir + "/target.log";
-  const std::vector<std::string> argv = TargetArgv(t, cfg, dir);
-  pid_t pid = -1;
+  LaunchEnd end;
   try {
-    pid = SpawnSession(argv, log, dir);
+    end = t.protocol == 2 ? warm->Run(dir) : Launch(t, cfg, dir, log);
   } catch (const std::runtime_error& e) {
     return fail(FailureKind::kCrash, "exec", -1,
                 std::string(e.what()) + " (run dir " + dir + " kept)");
   }
-  const auto start = Clock::now();
-  const auto limit = std::chrono::seconds(t.timeout_s);
-  int status = 0;
-  bool timed_out = false;
-  for (;;) {
-    const pid_t r = ::waitpid(pid, &status, WNOHANG);
-    if (r == pid) break;
-    if (r < 0 && errno != EINTR) {
-      KillSession(pid, kKillWait);
-      throw std::runtime_error(std::string("target runner: waitpid: ") + std::strerror(errno));
-    }
-    if (Clock::now() - start > limit) {
-      timed_out = true;
-      KillSession(pid, kKillWait);
-      ::waitpid(pid, &status, 0);
-      break;
-    }
-    std::this_thread::sleep_for(kPollInterval);
-  }
-  // Whatever the launcher left behind (ranks that outlive it) goes with its session.
-  KillSession(pid, kKillWait);
-  const std::string kept = " (run dir " + dir + " kept)" + LogTail(log);
-  if (timed_out)
+  const std::string worker = end.worker_failure.empty() ? "" : " (" + end.worker_failure + ")";
+  const std::string kept = worker + " (run dir " + dir + " kept)" + LogTail(log);
+  if (end.kind == LaunchEnd::kTimedOut)
     return fail(FailureKind::kHang, "timeout", -1,
                 "hang: still running after timeout_s=" + std::to_string(t.timeout_s) +
                     " s; the watchdog killed its session" + kept);
-  if (WIFSIGNALED(status))
+  if (end.kind == LaunchEnd::kSignaled)
     return fail(FailureKind::kCrash, "signal", -1,
-                "crashed: killed by signal " + std::to_string(WTERMSIG(status)) + kept);
-  if (WEXITSTATUS(status) != 0)
+                "crashed: killed by signal " + std::to_string(end.code) + kept);
+  if (end.code != 0)
     return fail(FailureKind::kCrash, "exit", -1,
-                "crashed: exited with code " + std::to_string(WEXITSTATUS(status)) + kept);
+                "crashed: exited with code " + std::to_string(end.code) + kept);
   EngineOutcome out;
   out.target = t.name;
   out.reporting = t.reporting;
@@ -122,20 +134,26 @@ EngineOutcome RunOnce(const TargetSpec& t, const Config& cfg, const RunPhase& ph
 
 }  // namespace
 
-EngineOutcome RunTarget(const TargetSpec& t, const Config& cfg, const TargetRunOptions& o) {
+EngineOutcome RunTarget(const TargetSpec& t, const Config& cfg, const TargetRunOptions& o,
+                        WarmWorkers* warm) {
   const Status sup = TargetSupports(t, cfg);
   if (!sup.ok()) return Failure(t, FailureKind::kUnsupported, "unsupported", -1, sup.ToString());
+  std::unique_ptr<WarmWorkers> own;  // protocol 2 without the caller's workers: this run's own
+  if (t.protocol == 2 && warm == nullptr) {
+    own = std::make_unique<WarmWorkers>(t, o.work_dir, o.keep);
+    warm = own.get();
+  }
   const std::string dir = MakeRunDir(o);
   EngineOutcome out;
   const int64_t save_at = cfg.checkpoint.save_at;
   if (save_at <= 0) {
-    out = RunOnce(t, cfg, {0, cfg.steps, "", ""}, dir, "");
+    out = RunOnce(t, warm, cfg, {0, cfg.steps, "", ""}, dir, "");
   } else {  // see Note [Checkpointed target runs]
     const std::string ckpt = fs::absolute(dir + "/checkpoint").string();
-    out = RunOnce(t, cfg, {0, save_at, ckpt, ""}, dir + "/save", "");
+    out = RunOnce(t, warm, cfg, {0, save_at, ckpt, ""}, dir + "/save", "");
     if (out.ok) {
       const EngineOutcome reload =
-          RunOnce(t, ReloadPhaseConfig(cfg), {save_at, cfg.steps, "", ckpt}, dir + "/reload",
+          RunOnce(t, warm, ReloadPhaseConfig(cfg), {save_at, cfg.steps, "", ckpt}, dir + "/reload",
                   "after the reload at step " + std::to_string(save_at) + ": ");
       if (!reload.ok) return reload;
       out.obs = JoinPhases(out.obs, reload.obs, save_at, cfg.steps);
@@ -147,8 +165,10 @@ EngineOutcome RunTarget(const TargetSpec& t, const Config& cfg, const TargetRunO
 }
 
 std::function<EngineOutcome(const Config&)> MakeTargetRunner(const TargetSpec& t,
-                                                             const TargetRunOptions& o) {
-  return [t, o](const Config& cfg) { return RunTarget(t, cfg, o); };
+                                                             const TargetRunOptions& o,
+                                                             std::shared_ptr<WarmWorkers> warm) {
+  if (t.protocol == 2 && !warm) warm = std::make_shared<WarmWorkers>(t, o.work_dir, o.keep);
+  return [t, o, warm](const Config& cfg) { return RunTarget(t, cfg, o, warm.get()); };
 }
 
 }  // namespace paradiff

@@ -1,6 +1,7 @@
 // RunTarget: one config on an external target (docs/TARGETS.md). Writes the run dir
 // (targets/run_dir.h), launches the target's argv (targets/target_file.h) in its own session
-// without a shell (core/child_process.h), under a watchdog of the target's timeout_s, and reads
+// without a shell (core/child_process.h), or hands the run dir to a warm worker of a protocol-2
+// target (targets/warm_workers.h), under a watchdog of the target's timeout_s, and reads
 // the observations back into an EngineOutcome, so the oracles compare them with the references
 // exactly as they compare the built-in engine's.
 //
@@ -19,11 +20,13 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "core/config.h"
 #include "kernels/engine.h"
 #include "targets/target_file.h"
+#include "targets/warm_workers.h"
 
 namespace paradiff {
 
@@ -32,10 +35,14 @@ struct TargetRunOptions {
   bool keep = false;     // keep the run dirs of clean runs too (failed runs are always kept)
 };
 
-EngineOutcome RunTarget(const TargetSpec& t, const Config& cfg, const TargetRunOptions& o);
+// A protocol-2 target runs on `warm`'s workers (null: workers started for this call alone).
+EngineOutcome RunTarget(const TargetSpec& t, const Config& cfg, const TargetRunOptions& o,
+                        WarmWorkers* warm = nullptr);
 
-// RunTarget bound to a target, as an oracles/oracle.h EngineRunner.
-std::function<EngineOutcome(const Config&)> MakeTargetRunner(const TargetSpec& t,
-                                                             const TargetRunOptions& o = {});
+// RunTarget bound to a target (and, for protocol 2, to `warm`, or to workers of its own that live
+// as long as the runner), as an oracles/oracle.h EngineRunner.
+std::function<EngineOutcome(const Config&)> MakeTargetRunner(
+    const TargetSpec& t, const TargetRunOptions& o = {},
+    std::shared_ptr<WarmWorkers> warm = nullptr);
 
 }  // namespace paradiff

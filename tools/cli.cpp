@@ -88,6 +88,10 @@ po::options_description Options(const std::string& sub, Args& a) {
                     "numeric,tiling,...)")("target", po::value<std::string>(&a.target),
                                            "check an external target described by this file "
                                            "instead of the built-in engine (docs/TARGETS.md)");
+  if (sub == "run" || sub == "replay")
+    d.add_options()("keep-run-dirs", po::value<std::string>(&a.keep_run_dirs),
+                    "with --target: put the target's run dirs (inputs, outputs, logs) here and "
+                    "keep them all");
   if (sub == "rank")
     d.add_options()("obs-dir", po::value<std::string>(&a.obs_dir),
                     "write rank<r>.log and rank<r>.obs here (required)")(
@@ -260,6 +264,10 @@ bool ParseArgs(int argc, char** argv, Args& out, std::string& error) {
   }
   if (out.timeout_ms <= 0) {
     error = "--timeout-ms must be positive";
+    return false;
+  }
+  if (!out.keep_run_dirs.empty() && out.target.empty()) {
+    error = "--keep-run-dirs keeps an external target's run dirs: it needs --target FILE";
     return false;
   }
   return true;

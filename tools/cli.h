@@ -52,6 +52,7 @@ struct Args {
   // oracle selection, external targets, backends
   std::vector<std::string> oracles;  // --oracles NAME[,NAME] (repeatable; names or sets)
   std::string target;                // --target FILE (an external target, docs/TARGETS.md)
+  std::string keep_run_dirs;         // run / replay --keep-run-dirs DIR
   bool distributed = false;          // campaign --distributed (under mpirun)
   bool cross_backend = false;        // run --cross-backend (local vs mpi)
 };

@@ -61,7 +61,7 @@ int CmdRun(const Args& args) {
   }
   Config cfg = loaded.value();
   if (args.backend) cfg.backend = *args.backend;
-  StatusOr<SystemUnderTest> sut = LoadSystemUnderTest(args.target);
+  StatusOr<SystemUnderTest> sut = LoadSystemUnderTest(args.target, args.keep_run_dirs);
   if (!sut.ok()) {
     for (const auto& e : sut.status().errors())
       std::cerr << "ERROR: --target " << args.target << ": " << e.message << "\n";

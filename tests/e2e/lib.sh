@@ -55,6 +55,34 @@ json.dump(t, open(sys.argv[2], "w"))
 PY
 }
 planted_target() { derive_target "$1" "$2" "t['command'] += ['--plant', '$3']"; }
+# warm_leaks_nothing TARGET CONFIG N: on one warm worker (protocol 2), CONFIG checked first and
+# CONFIG checked again after N other configs (CONFIG with other data and learning rates) write
+# byte-identical outputs (every file under out/ of their run dirs).
+warm_leaks_nothing() {
+  local target=$1 cfg=$2 n=$3 list=("$2") i
+  for i in $(seq 1 "$n"); do
+    derive_json "$cfg" "$TMP/other$i.json" "c['seed'] = c.get('seed', 1) + $i; c['optimizer']['lr'] = c['optimizer'].get('lr', 0.01) * (1 + $i / 8)"
+    list+=("$TMP/other$i.json")
+  done
+  cp "$cfg" "$TMP/again.json"
+  rm -rf "$TMP/keep"
+  expect 0 "$P" replay "${list[@]}" "$TMP/again.json" --target "$target" --oracles numeric \
+    --keep-run-dirs "$TMP/keep"
+  /usr/bin/python3 - "$TMP/keep" "$n" <<'PY' || fail "$(basename "$cfg") after $n others differs from its first run"
+import filecmp, glob, os, sys
+keep, n = sys.argv[1], int(sys.argv[2])
+runs = sorted(glob.glob(os.path.join(keep, "paradiff-target-*")), key=lambda d: os.stat(os.path.join(d, "config.json")).st_mtime_ns)
+assert len(runs) == n + 2, "expected %d run dirs, found %d" % (n + 2, len(runs))
+first, last = runs[0], runs[-1]
+assert open(os.path.join(first, "config.json")).read() == open(os.path.join(last, "config.json")).read()
+outs = sorted(os.listdir(os.path.join(first, "out")))
+assert outs and outs == sorted(os.listdir(os.path.join(last, "out"))), (outs, os.listdir(os.path.join(last, "out")))
+_, diff, errors = filecmp.cmpfiles(os.path.join(first, "out"), os.path.join(last, "out"), outs, shallow=False)
+assert not diff and not errors, "differ: %s %s" % (diff, errors)
+print("first and after %d others: %d output files identical" % (n, len(outs)))
+PY
+  [ "$(ls "$TMP"/keep/paradiff-worker-*.log 2>/dev/null | wc -l)" = 1 ] || fail "expected one warm worker for all $((n + 2)) runs"
+}
 e2e_init() {
   P=$1
   SRC=$2

@@ -5,6 +5,10 @@ Usage: fake_target.py MODE RUN_DIR, MODE one of crash | hang | silent | shape | 
 exits 3, "hang" sleeps forever, "silent" exits 0 writing nothing, "shape" writes observations whose
 first parameter has one extra row, "params" writes every parameter (zeros, the right shapes) and
 nothing else, whatever run.json's "kinds" ask for.
+
+fake_target.py serve MODE: the same as a protocol-2 warm worker (adapters/torch/serve.py), and
+two broken workers: "die" exits 5 on its first run dir without answering, "garbage" answers a
+line that is not the protocol's.
 """
 import json
 import os
@@ -24,8 +28,28 @@ def write_safetensors(path, tensors):  # tensors: name -> (shape, raw F32 bytes)
         f.write(struct.pack("<Q", len(text)) + text + body)
 
 
+def serve(mode):
+    if mode == "die":
+        sys.stdin.readline()
+        sys.exit(5)
+    if mode == "garbage":
+        reply = os.fdopen(3, "w", buffering=1)
+        for _ in sys.stdin:
+            reply.write("hello\n")
+        return
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "adapters", "torch"))
+    import serve as protocol2
+    protocol2.serve(lambda run_dir: run(mode, run_dir))
+
+
 def main():
-    mode, run_dir = sys.argv[1], sys.argv[2]
+    if sys.argv[1] == "serve":
+        serve(sys.argv[2])
+    else:
+        run(sys.argv[1], sys.argv[2])
+
+
+def run(mode, run_dir):
     if mode == "crash":
         print("fake target: crashing on purpose", file=sys.stderr)
         sys.exit(3)

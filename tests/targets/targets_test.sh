@@ -38,6 +38,39 @@ case $CASE in
     # fake_no_grad declares "reports": ["grad"] but writes parameters only.
     has "step 0: no rank wrote any grad tensor, but the run reports grad"
     ;;
+  warm_broken_targets)
+    # Protocol 2: the same findings from a warm worker as from one launch per run, and a worker
+    # that dies or answers nonsense is a crash naming it; either way the next run gets a new one.
+    warm() {
+      printf '{"protocol": 2, "name": "fake-warm-%s", "command": ["/usr/bin/python3", "%s/fake_target.py", "serve", "%s"], "timeout_s": 3, "supports": {"max_world": 2, "zero_stages": [0, 1]}}' \
+        "$1" "$T" "$1" >"$TMP/warm_$1.json"
+    }
+    for m in crash:crash.target.-.-.run.exit hang:hang.target.-.-.run.timeout \
+             silent:crash.target.-.-.run.no_output shape:crash.target.-.-.run.shape \
+             die:crash.target.-.-.run.exit garbage:crash.target.-.-.run.exit; do
+      warm "${m%%:*}"
+      expect 3 "$P" run "$T/small_dp2.json" --target "$TMP/warm_${m%%:*}.json"
+      has "sig=${m#*:} "
+    done
+    has "its warm worker answered 'hello', not"
+    expect 3 "$P" run "$T/small_dp2.json" --target "$TMP/warm_die.json"
+    has "its warm worker exited with code 5 without answering \(log .*paradiff-worker-.*\.log kept\)"
+    # The run's own log holds what the forked leader printed.
+    expect 3 "$P" run "$T/small_dp2.json" --target "$TMP/warm_crash.json"
+    has "fake target: crashing on purpose"
+    # Two configs in one process: the crashed worker is replaced, the second run crashes alike.
+    cp "$T/small_dp2.json" "$TMP/a.json"
+    cp "$T/small_dp2.json" "$TMP/b.json"
+    expect 3 "$P" replay "$TMP/a.json" "$TMP/b.json" --target "$TMP/warm_crash.json"
+    [ "$(grep -c 'crashed: exited with code 3' "$TMP/out")" = 2 ] || fail "the second run did not crash alike"
+    # A protocol-2 command takes no per-run placeholder and no launcher.
+    echo '{"protocol": 2, "name": "x", "command": ["/bin/true", "{run_dir}"], "launcher": {"default": []}}' >"$TMP/t.json"
+    expect 2 "$P" run "$T/small_dp2.json" --target "$TMP/t.json"
+    has "command: a protocol-2 worker serves every run: no \{run_dir\}"
+    has "launcher: a protocol-2 worker forks its own ranks: no launcher"
+    expect 2 "$P" run "$T/small_dp2.json" --keep-run-dirs "$TMP/k"
+    has "--keep-run-dirs keeps an external target's run dirs: it needs --target FILE"
+    ;;
   bad_target_file)
     echo '{"protocol": 1, "name": "x", "command": [], "supports": {"zero_stages": [5]}}' >"$TMP/t.json"
     expect 2 "$P" run "$T/small_dp2.json" --target "$TMP/t.json"
@@ -127,6 +160,11 @@ cons = [c for c in r["comparisons"] if c["detail"] == "consistency"]
 print("norm consistency:", [(c["error"], c["bound"]) for c in cons])
 sys.exit(1 if bad or len(s0) < 10 or not cons or not all(c["ok"] and c["bound"] > 1e-8 for c in cons) else 0)
 PY
+    ;;
+  torch_warm_leaks_nothing)
+    # Protocol 2 (docs/TARGETS.md "Warm workers"): nothing one config does reaches the next.
+    need_torch
+    warm_leaks_nothing "$SRC/adapters/torch/torch.json" "$T/torch_accumulate_dp2.json" 20
     ;;
   torch_accumulate_dp2)
     # Regression (issue 32): DDP accumulates under no_sync and reduces once per step; the twin

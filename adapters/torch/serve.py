@@ -1,0 +1,125 @@
+"""Protocol 2, warm workers (docs/TARGETS.md "Warm workers"): an adapter's process does its imports
+once, then runs the run directories paradiff sends it, one after another.
+
+paradiff starts the worker with requests on stdin (one absolute run dir per line) and a reply pipe
+on file descriptor 3; the worker's own stdout and stderr go to its log. For each run dir the worker
+forks a leader, a fresh copy of the warm process (so nothing one config does reaches the next),
+in its own process group, with stdout and stderr in RUN/target.log and its cwd in RUN, that runs
+the config exactly as a protocol-1 launch does (forking the ranks itself). When the leader is gone
+its group is killed (ranks it left behind) and the worker replies one JSON line: {"run_dir": RUN,
+"exit": CODE} or {"run_dir": RUN, "signal": SIGNAL}. The end of stdin ends the worker.
+
+Frameworks import much of themselves lazily, inside the calls a rank makes (DeepSpeed's ZeRO
+optimizer check imports torch.compile's machinery: 2.6 s of every run). A rank that calls
+record_imports() when its config is done tells its worker the modules it holds; the worker imports
+the ones it lacks before its next fork, so later configs find them loaded. Importing changes no
+training state (warm_leaks_nothing in tests/e2e/lib.sh checks the outputs byte for byte).
+"""
+import importlib
+import json
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import traceback
+
+REPLY_FD = 3
+MODULES_ENV = "PARADIFF_SERVE_MODULES"  # where a rank records its modules (warm workers only)
+
+
+def fork_ranks(train, run_dir, *args):
+    """Runs train(rank, world, run_dir, *args) for every rank of run_dir's config: in this process
+    at world 1, else in processes forked from it (torch.multiprocessing)."""
+    world = json.load(open(os.path.join(run_dir, "run.json")))["world"]
+    if world == 1:
+        train(0, 1, run_dir, *args)
+    else:
+        import torch.multiprocessing as mp
+        mp.start_processes(train, args=(world, run_dir) + args, nprocs=world, start_method="fork")
+
+
+def record_imports():
+    """Records this process's modules for its warm worker; does nothing outside one."""
+    path = os.environ.get(MODULES_ENV)
+    if not path:
+        return
+    with open(path + ".tmp", "w") as f:
+        f.write("\n".join(sorted(sys.modules)))
+    os.replace(path + ".tmp", path)
+
+
+def _import_recorded(path):
+    try:
+        with open(path) as f:
+            names = f.read().split()
+        os.remove(path)
+    except OSError:
+        return
+    for name in names:
+        if name not in sys.modules and not name.startswith("__"):
+            try:
+                importlib.import_module(name)
+            except BaseException:  # a module that only imports in a rank's context stays lazy
+                pass
+
+
+def serve(run):
+    """Serves run dirs until stdin ends; run(run_dir) runs one config in the calling process."""
+    reply = os.fdopen(REPLY_FD, "w", buffering=1)
+    private = tempfile.mkdtemp(prefix="paradiff-serve-")
+    modules = os.path.join(private, "modules")
+    os.environ[MODULES_ENV] = modules
+    for line in sys.stdin:
+        run_dir = line.strip()
+        if not run_dir:
+            continue
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            _lead(run, run_dir)
+        try:
+            os.setpgid(pid, pid)  # also done by the leader: whichever runs first
+        except OSError:
+            pass
+        _, status = os.waitpid(pid, 0)
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except OSError:
+            pass
+        answer = {"run_dir": run_dir}
+        if os.WIFSIGNALED(status):
+            answer["signal"] = os.WTERMSIG(status)
+        else:
+            answer["exit"] = os.WEXITSTATUS(status)
+        reply.write(json.dumps(answer) + "\n")
+        _import_recorded(modules)
+    shutil.rmtree(private, ignore_errors=True)
+
+
+def _lead(run, run_dir):
+    code = 1
+    try:
+        os.setpgid(0, 0)
+        os.close(REPLY_FD)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
+        log = os.open(os.path.join(run_dir, "target.log"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.dup2(log, 1)
+        os.dup2(log, 2)
+        os.close(log)
+        os.chdir(run_dir)
+        run(run_dir)
+        code = 0
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    except BaseException:
+        traceback.print_exc()
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
