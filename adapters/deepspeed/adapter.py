@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """paradiff external target: DeepSpeed (CPU accelerator, gloo), ZeRO 0-3, client torch optimizers.
 
-Usage: adapter.py RUN_DIR [--plant NAME] [--ds JSON]      (protocol: docs/TARGETS.md)
+Usage: adapter.py RUN_DIR | --serve [--plant NAME] [--ds JSON]  (protocol 1 | 2, docs/TARGETS.md)
        adapter.py --print-export CONFIG.json               (export_deepspeed, paradiff export's twin)
        adapter.py --print-ds-config CONFIG.json [--ds JSON] (what deepspeed.initialize receives)
 
@@ -201,7 +201,8 @@ def train(rank, world, run_dir, a, extra):
     plant = a.plant
     torch.set_num_threads(1)
     torch.backends.mkldnn.enabled = False  # as paradiff's reference (kernels/numerics.cpp, see Note [No oneDNN])
-    os.environ.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(world))
+    # LOCAL_SIZE: the CPU accelerator's device count (read when asked, not at import).
+    os.environ.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(world), LOCAL_SIZE=str(world))
     cfg = json.load(open(os.path.join(run_dir, "config.json")))
     run = json.load(open(os.path.join(run_dir, "run.json")))
     tdist.init_process_group("gloo", init_method="file://" + os.path.join(os.path.abspath(run_dir), "store"),
@@ -362,6 +363,9 @@ def train(rank, world, run_dir, a, extra):
         json.dump({"steps": steps}, f)
     tdist.barrier()
     tdist.destroy_process_group()
+    if rank == 0:
+        import serve
+        serve.record_imports()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -472,6 +476,7 @@ def master_of(dsopt, p):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("run_dir", nargs="?")
+    ap.add_argument("--serve", action="store_true", help="protocol 2: serve run dirs from stdin (serve.py)")
     ap.add_argument("--plant", default="", choices=PLANTS)
     ap.add_argument("--ds", default="{}", help="JSON merged into the exported DeepSpeed config")
     ap.add_argument("--ds-optimizer", action="store_true",
@@ -486,10 +491,22 @@ def main():
     if a.print_ds_config:
         print(json.dumps(ds_config(json.load(open(a.print_ds_config)), extra, a.ds_optimizer), indent=2, sort_keys=True))
         return
-    run = json.load(open(os.path.join(a.run_dir, "run.json")))
-    world = run["world"]
+    if a.run_dir is None and not a.serve:
+        ap.error("a run dir, or --serve")
+    prepare()
+    sys.path.insert(0, TORCH_ADAPTER)
+    import serve
+    if a.serve:
+        serve.serve(lambda run_dir: serve.fork_ranks(train, run_dir, a, extra))
+    else:
+        serve.fork_ranks(train, a.run_dir, a, extra)
+
+
+def prepare():
+    """The environment and imports every config needs, done once before the ranks are forked (by a
+    warm worker, protocol 2, once for all its configs; the modules its ranks import lazily follow
+    after the first config: adapters/torch/serve.py)."""
     os.environ["DS_ACCELERATOR"] = "cpu"
-    os.environ["LOCAL_SIZE"] = str(world)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     # DeepSpeed's JIT ops (its CPU Adam) are rebuilt whenever their source paths change, and the
     # target files reach the release through the work/venv link: resolved, the paths are the ones
@@ -498,8 +515,7 @@ def main():
     if os.environ.get("TORCH_EXTENSIONS_DIR"):
         os.environ["TORCH_EXTENSIONS_DIR"] = os.path.realpath(os.environ["TORCH_EXTENSIONS_DIR"])
     import torch._dynamo  # noqa: F401  (torch's optimizers import it on construction: once, before the fork)
-    import torch.multiprocessing as mp
-    import deepspeed  # imported once, before the ranks are forked
+    import deepspeed  # noqa: F401  (imported once, before the ranks are forked)
     import deepspeed.comm.torch  # noqa: F401
     ds_torch_comm = sys.modules["deepspeed.comm.torch"]  # (the package's attribute `torch` is torch)
     # DeepSpeed's CPU TorchBackend JIT-compiles a shared-memory all-reduce (g++, ~100 s on two
@@ -507,10 +523,6 @@ def main():
     # training's collectives are torch.distributed's (gloo). Not building it changes no training
     # path (docs/DEEPSPEED.md).
     ds_torch_comm.build_shm_op = lambda: None
-    if world == 1:
-        train(0, 1, a.run_dir, a, extra)
-    else:
-        mp.start_processes(train, args=(world, a.run_dir, a, extra), nprocs=world, start_method="fork")
 
 
 if __name__ == "__main__":

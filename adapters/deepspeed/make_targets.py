@@ -72,13 +72,13 @@ def target(name, description, version, stages, precision, reports=("grad", "opti
            optimizers=("sgd", "adam", "adamw")):
     venv = "{target_dir}/../../work/venv/"
     t = {
-        "protocol": 1,
+        "protocol": 2,
         "name": name,
         "description": description,
         # DeepSpeed's JIT-built C++ ops (its CPU Adam) live beside the release they were built from.
         "command": ["/usr/bin/env", "PYTHONPATH=" + venv + "deepspeed-" + version,
                     "TORCH_EXTENSIONS_DIR=" + venv + "deepspeed-" + version + "/.torch_extensions",
-                    venv + TORCH + "/bin/python", "{target_dir}/adapter.py", "{run_dir}"] + list(extra_args),
+                    venv + TORCH + "/bin/python", "{target_dir}/adapter.py", "--serve"] + list(extra_args),
         "timeout_s": 240,
         "reports": list(reports),
         "grad_norm_dtype": "fp32",

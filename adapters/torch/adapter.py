@@ -1,13 +1,14 @@
 #!/usr/bin/python3
 """paradiff external target: PyTorch DistributedDataParallel (gloo, CPU) and ZeroRedundancyOptimizer.
 
-Usage: adapter.py RUN_DIR [--plant NAME]   (protocol: docs/TARGETS.md; target file: torch.json)
+Usage: adapter.py RUN_DIR | --serve [--plant NAME]   (protocol 1 | 2, docs/TARGETS.md; target
+       file: torch.json)
 
 Reads RUN_DIR/{config.json, run.json, init.safetensors, data/step<S>.safetensors}, trains the
 config's GPT (model.py) on dp ranks, and writes RUN_DIR/out/rank<R>.json and
 rank<R>.step<S>.safetensors with the tensor kinds run.json asks for ("kinds": the target file's
 "reports"). Ranks come from torchrun's environment (RANK, WORLD_SIZE) when set, otherwise this
-process forks them. ZeRO stage 0: DDP + the torch optimizer; stage 1: DDP +
+process forks them (serve.py: also for --serve, a warm worker). ZeRO stage 0: DDP + the torch optimizer; stage 1: DDP +
 ZeroRedundancyOptimizer. DDP's bucket size is zero.bucket_elems elements; accumulation runs the
 first micro-steps under no_sync. grad_norm is torch's own: the float32 total norm returned by
 clip_grad_norm_ (the target file declares "grad_norm_dtype": "fp32").
@@ -28,13 +29,13 @@ import sys
 
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
 from torch.distributed.optim import ZeroRedundancyOptimizer
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import lr_schedule  # noqa: E402
 import safetensors_io  # noqa: E402
+import serve  # noqa: E402
 from model import Gpt  # noqa: E402
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
@@ -128,21 +129,24 @@ def train(rank, world, run_dir, plant):
         json.dump({"steps": steps}, f)
     if world > 1:
         dist.destroy_process_group()
+    if rank == 0:
+        serve.record_imports()
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("run_dir")
+    ap.add_argument("run_dir", nargs="?")
+    ap.add_argument("--serve", action="store_true", help="protocol 2: serve run dirs from stdin (serve.py)")
     ap.add_argument("--plant", default="", choices=["", "sum_not_average", "lr_scaled_by_world"])
     a = ap.parse_args()
-    run = json.load(open(os.path.join(a.run_dir, "run.json")))
-    if "RANK" in os.environ:  # under torchrun
+    if a.serve:
+        serve.serve(lambda run_dir: serve.fork_ranks(train, run_dir, a.plant))
+    elif a.run_dir is None:
+        ap.error("a run dir, or --serve")
+    elif "RANK" in os.environ:  # under torchrun
         train(int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]), a.run_dir, a.plant)
-    elif run["world"] == 1:
-        train(0, 1, a.run_dir, a.plant)
     else:
-        mp.start_processes(train, args=(run["world"], a.run_dir, a.plant), nprocs=run["world"],
-                           start_method="fork")
+        serve.fork_ranks(train, a.run_dir, a.plant)
 
 
 if __name__ == "__main__":

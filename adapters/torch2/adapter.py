@@ -1,9 +1,10 @@
 """paradiff external target: PyTorch 2.x native parallelisms on CPU + gloo (docs/TORCH2.md).
 
-Usage: adapter.py RUN_DIR --parallel ddp|fsdp2|pp [--static-graph] [--bucket-view]
+Usage: adapter.py RUN_DIR | --serve  --parallel ddp|fsdp2|pp [--static-graph] [--bucket-view]
                   [--sync-every-micro-step] [--no-reshard] [--nested] [--sync-last-micro-step]
                   [--plant NAME]
-(protocol 1: docs/TARGETS.md; target files: adapters/torch2/torch2_*.json, one per variant)
+(RUN_DIR: protocol 1, --serve: protocol 2, docs/TARGETS.md; target files:
+adapters/torch2/torch2_*.json, one per variant)
 
 Reads RUN_DIR/{config.json, run.json, init.safetensors, data/step<S>.safetensors}, trains the
 config's GPT (adapters/torch/model.py, imported unchanged) on dp ranks and writes
@@ -60,13 +61,13 @@ import sys
 
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "torch"))
 sys.path.insert(0, HERE)
 import lr_schedule  # noqa: E402
 import safetensors_io  # noqa: E402
+import serve  # noqa: E402
 from model import Gpt  # noqa: E402
 from nested_model import NestedGpt  # noqa: E402
 
@@ -249,6 +250,8 @@ def train(rank, world, run_dir, a):
     with open(os.path.join(out_dir, "rank%d.json" % rank), "w") as f:
         json.dump(dict(steps=steps, **extra), f)
     dist.destroy_process_group()
+    if rank == 0:
+        serve.record_imports()
 
 
 # Checkpoints (docs/TARGETS.md, two launches): torch.distributed.checkpoint, as torch's own
@@ -290,7 +293,8 @@ def load_checkpoint(net, opt, sched, path, plant=""):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("run_dir")
+    ap.add_argument("run_dir", nargs="?")
+    ap.add_argument("--serve", action="store_true", help="protocol 2: serve run dirs from stdin (serve.py)")
     ap.add_argument("--parallel", required=True, choices=["ddp", "fsdp2", "pp"])
     ap.add_argument("--static-graph", action="store_true", help="ddp: DDP(static_graph=True)")
     ap.add_argument("--bucket-view", action="store_true", help="ddp: DDP(gradient_as_bucket_view=True)")
@@ -303,13 +307,14 @@ def main():
                     help="fsdp2: set_requires_gradient_sync(False) for all but the last micro-step")
     ap.add_argument("--plant", default="", choices=PLANTS)
     a = ap.parse_args()
-    run = json.load(open(os.path.join(a.run_dir, "run.json")))
-    if "RANK" in os.environ:  # under torchrun
+    if a.serve:
+        serve.serve(lambda run_dir: serve.fork_ranks(train, run_dir, a))
+    elif a.run_dir is None:
+        ap.error("a run dir, or --serve")
+    elif "RANK" in os.environ:  # under torchrun
         train(int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]), a.run_dir, a)
-    elif run["world"] == 1:
-        train(0, 1, a.run_dir, a)
     else:
-        mp.start_processes(train, args=(run["world"], a.run_dir, a), nprocs=run["world"], start_method="fork")
+        serve.fork_ranks(train, a.run_dir, a)
 
 
 if __name__ == "__main__":

@@ -67,6 +67,10 @@ PY
       echo "zero $st world $w: $(grep SUMMARY "$TMP/out")"
     done
     ;;
+  deepspeed_warm_leaks_nothing)  # protocol 2: nothing one config does reaches the next
+    need_deepspeed
+    warm_leaks_nothing "$DS/deepspeed.json" "$T/deepspeed_dp2.json" 6
+    ;;
   deepspeed_pipe_parity)
     need_deepspeed
     # deepspeed.pipe (adapters/deepspeed/pipe.py): two stages with tied embeddings (DeepSpeed's

@@ -1,8 +1,9 @@
 # The PyTorch 2.x target (adapters/torch2, docs/TORCH2.md): torch2_test.sh, one ctest test per case.
 # Every case needs the torch venv made by scripts/setup-targets (work/venv/torch-2.15.0) and skips
-# with 77 without it. About 4 minutes on 2 idle cores in all: each config costs 5-10 s (importing
-# torch, forking its ranks), so each campaign is 2-4 configs, fixed by its seed.
+# with 77 without it. Each case's warm worker imports torch once (about 5 s); each campaign is 2-4
+# configs, fixed by its seed.
 foreach(case ddp_world1 fsdp2_world1 pp_world1 ddp_static_no_sync fsdp2_planted checkpoint lr_schedule
+             warm_leaks_nothing
              ddp_campaign ddp_static_campaign ddp_bucket_view_campaign ddp_bf16_reduce_campaign fsdp2_campaign
              fsdp2_noreshard_campaign fsdp2_nested_campaign fsdp2_accum_campaign pp_campaign)
   add_test(NAME torch2.targets.${case}
