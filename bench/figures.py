@@ -138,6 +138,30 @@ if zoo:
 else:
     missing("median time to detect per zoo switch", "< 30 s", cmd_zoo)
 
+# External targets: warm workers (protocol 2) vs one launch per run, and the spawn-per-config script.
+cmd_tg = f"{build}/bench/bench_target_throughput TARGET N 1 2 --keep {out}/target-runs-NAME"
+any_target = False
+for name in ("torch", "torch2_ddp", "deepspeed"):
+    t = load(f"target-{name}.json")
+    if not t:
+        continue
+    any_target = True
+    figure(f"warm / cold target runs per second, {t['target']}", round(t["warm_over_cold"], 1), "x",
+           ">= 10x", t["warm_over_cold"] >= 10, cmd_tg.replace("TARGET", f"adapters/.../{name}.json").replace("NAME", name),
+           f"warm {t['warm_runs_per_s']:.2f} runs/s, cold {t['cold_runs_per_s']:.2f} runs/s, {t['configs']} configs x "
+           f"{t['rounds']} rounds; whole checks on warm workers {t['warm_checks_per_s']:.2f}/s; "
+           f"failed {t['failed']}, observations differing warm vs cold {t['mismatches']}; load {t['load_average_1m']}")
+    spawn = load("target-spawn.json") if name == "torch" else None
+    if spawn and spawn["checked_per_s"] > 0:
+        figure("paradiff checks (warm) / spawn-per-config script checks per second, torch target",
+               round(t["warm_checks_per_s"] / spawn["checked_per_s"], 1), "x", "-", None,
+               f"/usr/bin/python3 bench/spawn_per_config.py {out}/target-runs-torch/paradiff-target-*",
+               f"script {spawn['checked_per_s']:.2f} checks/s ({spawn['checked']} configs its simple checker "
+               f"takes, {spawn['skipped']} skipped, {spawn['failed']} failed); paradiff's target runs alone "
+               f"{t['warm_runs_per_s']:.2f}/s warm, {t['cold_runs_per_s']:.2f}/s cold")
+if not any_target:
+    missing("warm / cold target runs per second", ">= 10x", cmd_tg)
+
 doc = {"figures": figures, "zoo": zoo_rows}
 with open(os.path.join(out, "figures.json"), "w") as f:
     json.dump(doc, f, indent=2)
