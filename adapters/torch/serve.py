@@ -15,6 +15,7 @@ record_imports() when its config is done tells its worker the modules it holds; 
 the ones it lacks before its next fork, so later configs find them loaded. Importing changes no
 training state (warm_leaks_nothing in tests/e2e/lib.sh checks the outputs byte for byte).
 """
+import ctypes
 import importlib
 import json
 import os
@@ -28,15 +29,30 @@ REPLY_FD = 3
 MODULES_ENV = "PARADIFF_SERVE_MODULES"  # where a rank records its modules (warm workers only)
 
 
+def die_with_parent():
+    """SIGKILL this process when its parent ends (PR_SET_PDEATHSIG): a worker killed by paradiff
+    (its own worker killed by a campaign's pool, core/child_process.h) takes its leader along, and a
+    leader its ranks; otherwise they would outlive it, still in a collective."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def _rank(index, train, *args):
+    die_with_parent()
+    train(index, *args)
+
+
 def fork_ranks(train, run_dir, *args):
     """Runs train(rank, world, run_dir, *args) for every rank of run_dir's config: in this process
-    at world 1, else in processes forked from it (torch.multiprocessing)."""
+    at world 1, else in processes forked from it (torch.multiprocessing), each dying with it."""
     world = json.load(open(os.path.join(run_dir, "run.json")))["world"]
     if world == 1:
         train(0, 1, run_dir, *args)
     else:
         import torch.multiprocessing as mp
-        mp.start_processes(train, args=(world, run_dir) + args, nprocs=world, start_method="fork")
+        mp.start_processes(_rank, args=(train, world, run_dir) + args, nprocs=world, start_method="fork")
 
 
 def record_imports():
@@ -101,6 +117,7 @@ def serve(run):
 def _lead(run, run_dir):
     code = 1
     try:
+        die_with_parent()
         os.setpgid(0, 0)
         os.close(REPLY_FD)
         null = os.open(os.devnull, os.O_RDONLY)
