@@ -156,6 +156,9 @@ StatusOr<std::vector<Config>> LoadCorpus(const std::string& dir) {
   return out;
 }
 
+// Target runs one check makes at most: the config's two phases (a checkpoint) and variants.
+constexpr int64_t kTargetRunsPerCheck = 4;
+
 DomainOptions DomainFor(const SystemUnderTest& system) {
   DomainOptions domain;
   domain.accept = [system](const Config& c) { return system.Supports(c).ok(); };
@@ -207,13 +210,22 @@ StatusOr<CampaignSummary> RunCampaign(const CampaignOptions& opts, std::ostream&
       << " budget=" << opts.budget_s << "s runs=" << opts.runs << " resume_from=" << st.done_below
       << " seeds=" << seeds.value().size() << std::endl;
 
+  // A target's own watchdog must fire before the pool's: its hang finding names the run and quotes
+  // the target's log (and its processes go with its session), where the pool's only says the
+  // check took too long. A check runs the target up to kTargetRunsPerCheck times.
+  double task_timeout_s = opts.task_timeout_s;
+  if (system.target && task_timeout_s < kTargetRunsPerCheck * system.target->timeout_s) {
+    task_timeout_s = static_cast<double>(kTargetRunsPerCheck * system.target->timeout_s);
+    log << "INFO: campaign: task timeout " << task_timeout_s << " s (" << kTargetRunsPerCheck
+        << " x the target's timeout_s " << system.target->timeout_s << "; --task-timeout-s was "
+        << opts.task_timeout_s << ")" << std::endl;
+  }
   CampaignSummary sum;
   std::unique_ptr<TaskPool> pool_owner =
-      opts.make_pool
-          ? opts.make_pool()
-          : std::make_unique<WorkerPool>(
-                opts.exe, opts.jobs, opts.worker_mem_mb,
-                std::chrono::milliseconds(static_cast<int64_t>(opts.task_timeout_s * 1000)));
+      opts.make_pool ? opts.make_pool()
+                     : std::make_unique<WorkerPool>(
+                           opts.exe, opts.jobs, opts.worker_mem_mb,
+                           std::chrono::milliseconds(static_cast<int64_t>(task_timeout_s * 1000)));
   TaskPool& pool = *pool_owner;
   std::map<int, int64_t> per_host;  // executions by MPI rank (only rank 0 without --distributed)
   std::map<int64_t, Config> in_flight;

@@ -176,7 +176,8 @@ po::options_description Options(const std::string& sub, Args& a) {
         "turn on a bug-zoo fault switch in every config (repeatable)")(
         "stop-on-first", po::bool_switch(&a.stop_on_first), "stop at the first finding")(
         "task-timeout-s", po::value<double>(&a.task_timeout_s)->default_value(120),
-        "a config whose check takes longer is recorded as a hang")(
+        "a config whose check takes longer is recorded as a hang (with --target: at least 4 x "
+        "the target's timeout_s, so that the target's own watchdog fires first)")(
         "worker-mem-mb", po::value<int64_t>(&a.worker_mem_mb)->default_value(8192),
         "address-space limit of each worker process")(
         "debug-crash-at", po::value<int64_t>(&a.debug_crash_at),
