@@ -8,12 +8,16 @@ are summed over a two-rank group before the step (the schedule itself knows noth
 weights), so both copies take the same update. parallel.schedule picks ScheduleGPipe,
 Schedule1F1B (GPipe when accumulation_steps < pp: Schedule1F1B refuses it) or
 ScheduleInterleaved1F1B; the schedule splits the step's micro-batches itself and
-scales the gradients by 1 / accumulation_steps (scale_grads, its default).
+scales the gradients by 1 / accumulation_steps (scale_grads, its default since torch 2.7; on
+older releases, whose schedules sum the micro-batches' gradients, the adapter divides each
+gradient by accumulation_steps after the step, as scale_grads does).
 
 The global gradient norm: torch.nn.utils.get_total_norm over the rank's own gradients (the last
 chunk's copy of a tied embedding left out), squared, summed over the ranks, square root, all in
 float32; clip_grads_with_norm_ then clips with it.
 """
+import inspect
+
 import torch
 import torch.distributed as dist
 
@@ -80,6 +84,7 @@ class Pipeline:
             # forwards, then the backwards in micro-batch order, as torch's GPipe runs them).
             kind = "gpipe"
         self.schedule_run = kind
+        self.scaled = "scale_grads" in inspect.signature(ScheduleGPipe.__init__).parameters
         if kind == "interleaved":
             self.schedule = ScheduleInterleaved1F1B(stages, n_microbatches=A, loss_fn=loss)
         else:
@@ -116,6 +121,10 @@ class Pipeline:
         args = (inputs,) if self.first else ()
         kwargs = {"target": targets, "losses": losses} if self.last else {}
         self.schedule.step(*args, **kwargs)
+        if not self.scaled:
+            for p in self.named().values():
+                if p.grad is not None:
+                    p.grad.div_(A)
         if self.tied and (self.first or self.last):
             dist.all_reduce(self.named()["embed.wte"].grad, group=self.tie_group)
         if not self.last:

@@ -104,6 +104,13 @@ c['optimizer']['schedule'] = {'kind': 'warmup_linear', 'warmup_steps': 3, 'total
     expect 3 "$P" run "$TMP/cos_ckpt.json" --target "$TMP/planted.json"
     has "SUMMARY: paradiff: FINDING .* step=3 "
     ;;
+  release_2_6_0)  # an older release side by side (docs/TORCH2.md "Releases"): parity and a campaign
+    "$SRC/work/venv/torch-2.6.0/bin/python" -c 'import torch' 2>/dev/null ||
+      { echo "SKIP: the torch 2.6.0 venv is missing (scripts/setup-targets torch-2.6.0 makes it)"; exit 77; }
+    world1 "$T/torch_world1.json" "$A/torch2_ddp-2.6.0.json"
+    world1 "$T/torch_world1.json" "$A/torch2_pp-2.6.0.json"
+    campaign "$A/torch2_ddp-2.6.0.json" 31 2
+    ;;
   warm_leaks_nothing)  # protocol 2: nothing one config does reaches the next (DDP and FSDP2)
     warm_leaks_nothing "$A/torch2_ddp.json" "$T/torch_accumulate_dp2.json" 8
     warm_leaks_nothing "$A/torch2_fsdp2.json" "$T/torch2_dp2_zero3.json" 8
