@@ -110,6 +110,14 @@ c['optimizer']['schedule'] = {'kind': 'warmup_linear', 'warmup_steps': 3, 'total
     world1 "$T/torch_world1.json" "$A/torch2_ddp-2.6.0.json"
     world1 "$T/torch_world1.json" "$A/torch2_pp-2.6.0.json"
     campaign "$A/torch2_ddp-2.6.0.json" 31 2
+    # T2-4, rediscovered on 2.6.0 (docs/TORCH2.md): its minimized config crashes there and passes
+    # on 2.15.0; the plain-PyTorch reproducer fails on 2.6.0 and passes on 2.15.0.
+    expect 3 "$P" run "$A/rediscovery/issue142229_2.6.0_minimized.json" --target "$A/torch2_pp-2.6.0.json"
+    has "sig=crash.target.-.-.run.exit "
+    has "Can't detach views in-place"
+    expect 0 "$P" run "$A/rediscovery/issue142229_2.6.0_minimized.json" --target "$A/torch2_pp.json"
+    expect 1 "$SRC/work/venv/torch-2.6.0/bin/python" "$A/repro/pipelining_view_output.py"
+    expect 0 "$PY" "$A/repro/pipelining_view_output.py"
     ;;
   warm_leaks_nothing)  # protocol 2: nothing one config does reaches the next (DDP and FSDP2)
     warm_leaks_nothing "$A/torch2_ddp.json" "$T/torch_accumulate_dp2.json" 8
