@@ -38,6 +38,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -388,21 +389,14 @@ void Importer::Scheduler(const json& ds) {
   const std::string type = (*sc)["type"].get<std::string>();
   const json* p = Object(*sc, "params", "scheduler.params");
   const json params = p ? *p : json::object();
-  LrScheduleConfig s;
-  if (type == "WarmupLR") {
-    s.kind = LrScheduleKind::kWarmup;
-  } else if (type == "WarmupDecayLR") {
-    s.kind = LrScheduleKind::kWarmupLinear;
-  } else if (type == "WarmupCosineLR") {
-    s.kind = LrScheduleKind::kWarmupCosine;
-  } else {
-    return Warn("scheduler.type=" + json(type).dump() +
-                ": paradiff has WarmupLR, WarmupDecayLR and WarmupCosineLR; the rate stays "
-                "constant");
-  }
+  const std::optional<LrScheduleKind> kind = ParseIn(kDeepSpeedSchedulerNames, type);
+  if (!kind)
+    return Warn("scheduler.type=" + json(type).dump() + ": paradiff has " +
+                NamesOf(kDeepSpeedSchedulerNames) + "; the rate stays constant");
   const std::string pre = "scheduler.params.";
-  const bool cosine = s.kind == LrScheduleKind::kWarmupCosine;
-  const bool decay = s.kind != LrScheduleKind::kWarmup;
+  const bool cosine = *kind == LrScheduleKind::kWarmupCosine;
+  const bool decay = *kind != LrScheduleKind::kWarmup;
+  double min_ratio = 0;
   std::set<std::string> mapped = {"warmup_num_steps", "warmup_type"};
   int64_t warmup = 0, total = 0;
   bool total_auto = false;
@@ -459,14 +453,14 @@ void Importer::Scheduler(const json& ds) {
     double m = 0;
     if (Number(params["cos_min_ratio"], pre + "cos_min_ratio", 0, m)) {
       if (m >= 1) return Error(pre + "cos_min_ratio", "must be < 1, got " + json(m).dump());
-      s.min_ratio = m;
+      min_ratio = m;
     }
   } else if (cosine) {
-    s.min_ratio = 0.0001;  // DeepSpeed's default
+    min_ratio = 0.0001;  // DeepSpeed's default
   }
   IgnoreOthers(params, pre, mapped);
-  c_.optimizer.schedule = s;
-  ScaleSchedule(c_, s.kind, warmup, total_auto ? -1 : total, "scheduler: " + type, out_.messages);
+  ScaleSchedule(c_, *kind, warmup, total_auto ? -1 : total, min_ratio, "scheduler: " + type,
+                out_.messages);
 }
 
 void Importer::ScaleToBudget() {

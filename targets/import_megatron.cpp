@@ -359,8 +359,8 @@ StatusOr<ImportResult> ImportMegatron(const std::vector<std::string>& args, cons
   p.world = p.tp * p.pp * p.dp;
   ShrinkSequence(c, r);
   if (sched.kind != LrScheduleKind::kConstant) {
-    c.optimizer.schedule.min_ratio = sched.min_ratio;
-    ScaleSchedule(c, sched.kind, sched.warmup, sched.decay, sched.what, out.messages);
+    ScaleSchedule(c, sched.kind, sched.warmup, sched.decay, sched.min_ratio, sched.what,
+                  out.messages);
   }
   ScaleLayout(c, out.messages);
   ShrinkWidth(c, r);

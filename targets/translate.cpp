@@ -31,13 +31,12 @@ json DsScheduler(const Config& c) {
     params["total_num_steps"] = s.total_steps;
     params["warmup_min_ratio"] = 0.0;
     params["cos_min_ratio"] = s.min_ratio;
-    return {{"type", "WarmupCosineLR"}, {"params", params}};
+  } else {
+    params["warmup_min_lr"] = 0.0;
+    params["warmup_max_lr"] = c.optimizer.lr;
+    if (s.kind == LrScheduleKind::kWarmupLinear) params["total_num_steps"] = s.total_steps;
   }
-  params["warmup_min_lr"] = 0.0;
-  params["warmup_max_lr"] = c.optimizer.lr;
-  if (s.kind == LrScheduleKind::kWarmup) return {{"type", "WarmupLR"}, {"params", params}};
-  params["total_num_steps"] = s.total_steps;
-  return {{"type", "WarmupDecayLR"}, {"params", params}};
+  return {{"type", NameIn(kDeepSpeedSchedulerNames, s.kind)}, {"params", params}};
 }
 
 }  // namespace
@@ -97,11 +96,13 @@ void ScaleLayout(Config& c, std::vector<ImportMessage>& messages) {
   }
 }
 
-void ScaleSchedule(Config& c, LrScheduleKind kind, int64_t warmup, int64_t total,
+void ScaleSchedule(Config& c, LrScheduleKind kind, int64_t warmup, int64_t total, double min_ratio,
                    const std::string& what, std::vector<ImportMessage>& messages) {
   const auto info = [&](const std::string& t) { messages.push_back({ImportMessage::kInfo, t}); };
   LrScheduleConfig& s = c.optimizer.schedule;
+  s = LrScheduleConfig{};
   s.kind = kind;
+  s.min_ratio = min_ratio;
   const bool decay = kind != LrScheduleKind::kWarmup;
   const int64_t steps = std::max<int64_t>(c.steps, kImportScheduleSteps);
   const int64_t span = steps - 1;  // the updates after the first, where a schedule shows

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/config.h"
+#include "core/spelling.h"
 #include "core/status.h"
 
 namespace paradiff {
@@ -45,12 +46,20 @@ inline constexpr int64_t kMaxImportAccumulation = 8;
 void ScaleLayout(Config& c, std::vector<ImportMessage>& messages);
 
 // A production learning-rate schedule of `warmup` steps (and, when `kind` decays, a decay ending
-// at step `total`; -1: "the run's length") as c.optimizer.schedule on a run of at least
-// kImportScheduleSteps steps, its shape kept (see Note [Importing a production config] in
-// import_deepspeed.cpp); `what` names the source in the INFO lines.
+// at step `total`; -1: "the run's length"; `min_ratio`, the cosine's floor) as
+// c.optimizer.schedule on a run of at least kImportScheduleSteps steps, its shape kept (see Note
+// [Importing a production config] in import_deepspeed.cpp); `what` names the source in the INFO
+// lines. The one writer of an imported schedule.
 inline constexpr int64_t kImportScheduleSteps = 6;
-void ScaleSchedule(Config& c, LrScheduleKind kind, int64_t warmup, int64_t total,
+void ScaleSchedule(Config& c, LrScheduleKind kind, int64_t warmup, int64_t total, double min_ratio,
                    const std::string& what, std::vector<ImportMessage>& messages);
+
+// DeepSpeed's scheduler of each schedule kind (deepspeed/runtime/lr_schedules.py, its "type");
+// a constant rate has none. Export writes these names, import reads them.
+inline constexpr Spelling<LrScheduleKind> kDeepSpeedSchedulerNames[] = {
+    {"WarmupLR", LrScheduleKind::kWarmup},
+    {"WarmupDecayLR", LrScheduleKind::kWarmupLinear},
+    {"WarmupCosineLR", LrScheduleKind::kWarmupCosine}};
 
 // Translates `ds` onto `base` (model, seed and steps come from base; DeepSpeed does not have them).
 StatusOr<ImportResult> ImportDeepSpeed(const nlohmann::json& ds, const Config& base);
