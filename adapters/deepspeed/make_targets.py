@@ -17,6 +17,8 @@ report to a ZeRO stage:
   deepspeed-X.json          the same as deepspeed.json for an older pinned release X
   deepspeed-X_fp32acc.json  the same as deepspeed_fp32acc.json for X
   deepspeed-X_pp.json       the same as deepspeed_pp.json for X
+  deepspeed-X_ckpt.json     deepspeed-X.json with deepspeed.json's checkpoints (deepspeed-X.json itself
+                            declares none: its recorded campaigns keep their configs)
 A release is a line in adapters/envs/deepspeed-X.txt plus its X in RELEASES below.
 """
 import json
@@ -119,6 +121,14 @@ def files():
             "DeepSpeed %s: bf16 with fp32 gradient accumulation (ZeRO 1 = DeepSpeed's BF16_Optimizer, "
             "ZeRO 2, 3; DeepSpeed refuses it at ZeRO 0)" % v,
             v, [1, 2, 3], BF16_FP32ACC, options=OPTIONS, checkpoint=v == NEWEST)
+        if v != NEWEST:
+            # The older releases' checkpoints in files of their own: the files above keep the
+            # configs their recorded rediscovery campaigns drew (docs/FINDINGS.md).
+            out[base + "_ckpt.json"] = target(
+                "deepspeed-%s-ckpt" % v,
+                "deepspeed-%s.json with checkpoints saved and reloaded through DeepSpeed's API (another "
+                "dp through its universal checkpoint)" % v,
+                v, [0, 2, 3], [FP32] + BF16, options=OPTIONS, checkpoint=True)
         out[base + "_pp.json"] = target(
             "deepspeed-%s-pp" % v,
             "DeepSpeed %s deepspeed.pipe: paradiff's GPT as a PipelineModule (tied embeddings as a "

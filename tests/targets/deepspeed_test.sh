@@ -128,6 +128,9 @@ c['checkpoint'] = {'save_at': 1, 'reload': {'dp': 1, 'zero_stage': 0}}"
     derive_json "$T/deepspeed_dp2.json" "$TMP/z3.json" "$base; c['zero']['stage'] = 3; \
 c['checkpoint'] = {'save_at': 2, 'reload': {'dp': 2, 'zero_stage': 3}}"
     passes_on "$DS/deepspeed.json" "$TMP/z0.json" "$TMP/z2.json" "$TMP/z3.json"
+    # The older releases' checkpoint files declare the same: the oldest pinned one takes them.
+    need_release 0.18.5
+    passes_on "$DS/deepspeed-0.18.5_ckpt.json" "$TMP/z2.json" "$TMP/z3.json"
     # Planted: the reload skips the optimizer states (load_optimizer_states=False; a universal
     # checkpoint loads them regardless, so the ZeRO 0 config). Caught after the reload.
     planted_target "$DS/deepspeed.json" "$TMP/planted.json" reload_without_optimizer
