@@ -332,7 +332,7 @@ StatusOr<TargetSpec> ParseTargetSpec(const std::string& text, const std::string&
   r.Int("timeout_s", t.timeout_s, 1, 86400);
   std::vector<std::string> reports;
   if (r.Strings("reports", reports, {"grad", "optimizer"})) {
-    t.reporting.loss_scale = false;  // protocol 1 carries no loss scale (docs/TARGETS.md)
+    t.reporting.loss_scale = false;  // the run-dir protocol carries no loss scale (docs/TARGETS.md)
     t.reporting.grad = Has(reports, std::string("grad"));
     t.reporting.optimizer = Has(reports, std::string("optimizer"));
   }
