@@ -166,6 +166,16 @@ DomainOptions DomainFor(const SystemUnderTest& system) {
     domain.max_world = std::min(domain.max_world, system.target->max_world);
     domain.target_options = system.target->options;
     domain.reload = system.target->reload;
+    for (const TargetPrecision& t : system.target->precisions) {
+      PrecisionConfig p;
+      p.param = t.param, p.compute = t.compute, p.reduce = t.reduce, p.accumulate = t.accumulate;
+      for (const bool master : {true, false}) {
+        if (t.master_weights != -1 && master != (t.master_weights == 1)) continue;
+        if (!master && p.param == DType::kFp32) continue;  // fp32 parameters are their own masters
+        p.master_weights = master;
+        domain.precisions.push_back(p);
+      }
+    }
   }
   return domain;
 }

@@ -42,6 +42,10 @@ struct DomainOptions {
   ReloadSupport reload;
   // Configs this predicate rejects are re-drawn (e.g. what the engine build supports); null = all.
   std::function<bool(const Config&)> accept;
+  // The precisions the system takes (a target's supports.precision; empty: any), for a system
+  // whose precisions the main draw does not make (see Note [Declared precisions] in
+  // config_generate.cpp). Only the dtypes and master_weights of each are used.
+  std::vector<PrecisionConfig> precisions;
 };
 
 // A fresh config. Valid (Validate + CheckBudget pass) and accepted unless it drew "invalid".

@@ -5,6 +5,15 @@
 // larger than all, accumulation > 1, bf16 with and without master weights, every ZeRO stage,
 // grouped attention with several kv heads per tp rank, clipping under loss scaling.
 //
+// Note [Declared precisions]: DrawPrecision makes the precisions training stacks use (fp32; bf16
+// or fp16 math on fp32 parameters; bf16 / fp16 parameters with or without fp32 masters, reduce and
+// accumulate). A target may take only others: torch2_ddp_bf16_reduce.json runs DDP's bf16
+// compression hook, fp32 parameters with a bf16 reduction, which no draw makes, so every attempt
+// was rejected and its campaigns ran the fallback config (dp 1) or nothing. When every attempt is
+// rejected and the system declares its precisions (DomainOptions::precisions), further attempts
+// draw the rest of a config and take one of those precisions. Only configs that fell back before
+// change, so a target whose precisions the main draw makes keeps its campaigns' configs.
+//
 // Note [Exotic decay]: DomainOptions::accept filters what this engine build cannot run (today tp,
 // pp, sp, loss scaling, checkpoints and non-local backends). A rejected draw is redrawn with the
 // probability of those "exotic" features halved, so a strict predicate costs a few cheap redraws
@@ -626,6 +635,17 @@ Config GenerateConfig(SeqRng& rng, const DomainOptions& opts) {
   for (int attempt = 0; attempt < kMaxGenerateAttempts; ++attempt) {
     const double exotic = attempt < kExoticDecayAttempts ? std::ldexp(1.0, -attempt) : 0.0;
     Config c = DrawConfig(rng, opts, exotic);
+    if (Passes(c, opts)) return DrawTargetOptions(std::move(c), rng, opts);
+  }
+  // See Note [Declared precisions].
+  for (int attempt = 0; !opts.precisions.empty() && attempt < kMaxGenerateAttempts; ++attempt) {
+    Config c = DrawConfig(rng, opts, 0.0);
+    const PrecisionConfig& p = opts.precisions[rng.Below(opts.precisions.size())];
+    c.precision.param = p.param;
+    c.precision.compute = p.compute;
+    c.precision.reduce = p.reduce;
+    c.precision.accumulate = p.accumulate;
+    c.precision.master_weights = p.master_weights;
     if (Passes(c, opts)) return DrawTargetOptions(std::move(c), rng, opts);
   }
   return DrawTargetOptions(FallbackConfig(rng, opts), rng, opts);

@@ -80,6 +80,30 @@ TEST(ConfigDomain, GeneratedConfigsAreValidAcceptedAndInBounds) {
   }
 }
 
+// A system that takes only a precision no draw makes (see Note [Declared precisions]; fp32
+// parameters and math, a bf16 reduction: DDP's bf16 compression hook) still gets layouts, not the
+// fallback.
+TEST(ConfigDomain, DeclaredPrecisionsReachLayoutsTheMainDrawMisses) {
+  DomainOptions opts = EngineOptions();
+  opts.max_world = 4;
+  PrecisionConfig bf16_reduce;
+  bf16_reduce.reduce = DType::kBf16;
+  const auto engine = opts.accept;
+  opts.accept = [engine](const Config& c) {
+    const PrecisionConfig& p = c.precision;
+    return engine(c) && c.parallel.tp == 1 && c.parallel.pp == 1 && p.param == DType::kFp32 &&
+           p.compute == DType::kFp32 && p.reduce == DType::kBf16 && p.accumulate == DType::kFp32 &&
+           p.loss_scale.mode == LossScaleMode::kNone;
+  };
+  opts.precisions = {bf16_reduce};
+  std::set<int64_t> dps;
+  for (const Config& c : Generate(7, opts, 60)) {
+    ExpectPasses(c, opts);
+    dps.insert(c.parallel.dp);
+  }
+  EXPECT_GE(dps.size(), 3u) << "dp values drawn: " << dps.size();
+}
+
 TEST(ConfigDomain, PermissiveGenerationIsValidAndReachesEveryLayout) {
   DomainOptions opts;  // no accept predicate: tp, pp, sp, loss scaling, checkpoints all allowed
   std::set<int64_t> tps, pps;
