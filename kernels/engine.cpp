@@ -167,24 +167,26 @@ Observations JoinPhases(const Observations& a, const Observations& b, int64_t sp
   return out;
 }
 
-Status EngineSupports(const Config& cfg) {
+Status ReloadSupports(const Config& cfg) {
   Status s;
-  if (cfg.checkpoint.save_at > 0) {
-    // The reload layout must itself be a valid, supported config.
-    const Config reload = ReloadPhaseConfig(cfg);
-    const int64_t micro_batches = cfg.parallel.dp * cfg.batch.accumulation_steps;
-    if (cfg.checkpoint.reload.dp < 1 || micro_batches % cfg.checkpoint.reload.dp != 0)
-      s.Add("checkpoint.reload.dp",
-            "checkpoint.reload.dp=" + std::to_string(cfg.checkpoint.reload.dp) +
-                " must divide parallel.dp * batch.accumulation_steps = " +
-                std::to_string(micro_batches) +
-                " (the global batch stays the same across the reload)");
-    Status r = CheckConfig(reload, ResourceBudget{});
-    for (const auto& e : r.errors())
-      s.Add("checkpoint.reload", "checkpoint.reload gives an invalid layout: " + e.message);
-    if (cfg.backend != Backend::kLocal)
-      s.Add("checkpoint.save_at", "checkpoint.save_at > 0 runs on the local backend only");
-  }
+  if (cfg.checkpoint.save_at <= 0) return s;
+  const int64_t micro_batches = cfg.parallel.dp * cfg.batch.accumulation_steps;
+  if (cfg.checkpoint.reload.dp < 1 || micro_batches % cfg.checkpoint.reload.dp != 0)
+    s.Add("checkpoint.reload.dp",
+          "checkpoint.reload.dp=" + std::to_string(cfg.checkpoint.reload.dp) +
+              " must divide parallel.dp * batch.accumulation_steps = " +
+              std::to_string(micro_batches) +
+              " (the global batch stays the same across the reload)");
+  Status r = CheckConfig(ReloadPhaseConfig(cfg), ResourceBudget{});
+  for (const auto& e : r.errors())
+    s.Add("checkpoint.reload", "checkpoint.reload gives an invalid layout: " + e.message);
+  return s;
+}
+
+Status EngineSupports(const Config& cfg) {
+  Status s = ReloadSupports(cfg);
+  if (cfg.checkpoint.save_at > 0 && cfg.backend != Backend::kLocal)
+    s.Add("checkpoint.save_at", "checkpoint.save_at > 0 runs on the local backend only");
 #ifdef PARADIFF_HAVE_MPI
   if (cfg.backend == Backend::kNccl)
     s.Add("backend",

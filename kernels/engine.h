@@ -77,7 +77,12 @@ struct EngineOutcome {
 };
 
 // Which valid configs this build of the engine can run; the rest get a message naming the field.
+// Includes ReloadSupports.
 Status EngineSupports(const Config& cfg);
+// The rules of a checkpointed config's reload that bind every system, the built-in engine and
+// external targets alike (their reload phase re-divides the same micro-batches): the reload dp
+// divides the step's micro-batches, and the reload layout is itself a valid config.
+Status ReloadSupports(const Config& cfg);
 
 struct EngineOptions {
   std::chrono::milliseconds timeout = kDefaultCollectiveTimeout;  // bounds every collective wait

@@ -420,6 +420,10 @@ Status TargetSupports(const TargetSpec& t, const Config& c) {
     no("backend",
        std::string("backend=") + Name(c.backend) +
            ": the built-in engine's executor; a target starts its own ranks (use local)");
+  // A reload that re-divides the step's micro-batches unevenly binds every system: without this a
+  // campaign drew such configs for targets, which the validation gate then refused (inconclusive).
+  const Status reload = ReloadSupports(c);
+  for (const auto& e : reload.errors()) no(e.field, e.message);
   if (c.parallel.world > t.max_world)
     no("parallel.world", std::to_string(c.parallel.world) + " exceeds the target's max_world " +
                              std::to_string(t.max_world));

@@ -186,6 +186,31 @@ TEST(TargetFile, CheckpointDeclaresTheReloadLayoutsItTakes) {
 // DeepSpeed converts a resharded ZeRO checkpoint through its universal checkpoint, which knows
 // Adam's state only (upstream issue 8608): an SGD checkpoint reloads into the save layout alone,
 // and the generator's restriction keeps it there.
+// Found by a DeepSpeed ZeRO-1 campaign (seed 801): mutated configs whose reload dp does not divide
+// the step's micro-batches passed the target's supports and then only the validation gate.
+TEST(TargetFile, AReloadThatSplitsTheBatchUnevenlyIsUnsupported) {
+  StatusOr<TargetSpec> t = ParseTargetSpec(
+      R"({"protocol": 1, "name": "x", "command": ["/bin/true"], "supports": {"max_world": 4,
+          "zero_stages": [1], "checkpoint": {"reload_changes": ["dp"]}}})",
+      "t.json");
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  Config c;
+  c.parallel.dp = c.parallel.world = 4;
+  c.batch.accumulation_steps = 4;
+  c.zero.stage = 1;
+  c.checkpoint.save_at = 1;
+  c.steps = 2;
+  c.checkpoint.reload.zero_stage = 1;
+  c.checkpoint.reload.dp = 2;
+  EXPECT_TRUE(TargetSupports(t.value(), c).ok()) << TargetSupports(t.value(), c).ToString();
+  c.checkpoint.reload.dp = 3;  // 16 micro-batches over 3 ranks
+  const Status s = TargetSupports(t.value(), c);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.ToString().find("must divide parallel.dp * batch.accumulation_steps = 16"),
+            std::string::npos)
+      << s.ToString();
+}
+
 TEST(TargetFile, ReloadChangesOnlyForTheListedOptimizers) {
   StatusOr<TargetSpec> t = ParseTargetSpec(
       R"({"protocol": 1, "name": "x", "command": ["/bin/true", "{run_dir}"],
