@@ -94,6 +94,17 @@ pid_t SpawnSession(const std::vector<std::string>& args, const std::string& log_
   return pid;
 }
 
+bool WriteAll(int fd, const std::string& s) {
+  size_t done = 0;
+  while (done < s.size()) {
+    const ssize_t n = ::write(fd, s.data() + done, s.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
 void KillSession(pid_t sid, std::chrono::milliseconds wait) {
   ::kill(-sid, SIGKILL);
   const auto give_up = Clock::now() + wait;

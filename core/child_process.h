@@ -30,6 +30,10 @@ pid_t SpawnSession(const std::vector<std::string>& args, const std::string& log_
                    const std::string& cwd = "", const std::vector<std::string>* env = nullptr,
                    const ChildIo& io = {});
 
+// Writes all of `s` to `fd` (a pipe to a child), retrying interrupted and partial writes; false
+// when the reader is gone.
+bool WriteAll(int fd, const std::string& s);
+
 // SIGKILLs the process group `sid` and every process of session `sid` (children may leave the
 // group, not the session), and waits up to `wait` until none of them is alive.
 void KillSession(pid_t sid, std::chrono::milliseconds wait);

@@ -11,6 +11,8 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "core/child_process.h"
+
 namespace paradiff {
 
 WorkerPool::WorkerPool(std::string exe, int jobs, int64_t mem_mb,
@@ -91,13 +93,7 @@ bool WorkerPool::Submit(const nlohmann::json& task) {
     const std::string line = task.dump() + "\n";
     w.task = task.at("index").get<int64_t>();
     w.started = std::chrono::steady_clock::now();
-    size_t done = 0;
-    while (done < line.size()) {
-      const ssize_t n = ::write(w.to, line.data() + done, line.size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) break;  // the worker is dead; Poll reports it as a crash of this task
-      done += static_cast<size_t>(n);
-    }
+    WriteAll(w.to, line);  // false: the worker is dead; Poll reports it as a crash of this task
     return true;
   }
   return false;

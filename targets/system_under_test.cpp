@@ -17,7 +17,9 @@ Status SystemUnderTest::Supports(const Config& cfg) const {
 
 EngineRunner SystemUnderTest::Runner() const {
   if (!target) return EngineRunner{};
-  return MakeTargetRunner(*target, run_options, warm);
+  return [t = target, o = run_options, w = warm](const Config& cfg) {
+    return RunTarget(*t, cfg, o, w.get());
+  };
 }
 
 std::string SystemUnderTest::Describe() const {

@@ -87,9 +87,7 @@ LaunchEnd Launch(const TargetSpec& t, const Config& cfg, const std::string& dir,
   }
   // Whatever the launcher left behind (ranks that outlive it) goes with its session.
   KillSession(pid, kKillWait);
-  end.kind = WIFSIGNALED(status) ? LaunchEnd::kSignaled : LaunchEnd::kExited;
-  end.code = WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status);
-  return end;
+  return FromWaitStatus(status);
 }
 
 // One run of the target on `dir` (created) for `phase` of `cfg`; a failure's message starts with
@@ -138,11 +136,8 @@ EngineOutcome RunTarget(const TargetSpec& t, const Config& cfg, const TargetRunO
                         WarmWorkers* warm) {
   const Status sup = TargetSupports(t, cfg);
   if (!sup.ok()) return Failure(t, FailureKind::kUnsupported, "unsupported", -1, sup.ToString());
-  std::unique_ptr<WarmWorkers> own;  // protocol 2 without the caller's workers: this run's own
-  if (t.protocol == 2 && warm == nullptr) {
-    own = std::make_unique<WarmWorkers>(t, o.work_dir, o.keep);
-    warm = own.get();
-  }
+  if (t.protocol == 2 && warm == nullptr)
+    throw std::logic_error("RunTarget: protocol-2 target " + t.name + " without warm workers");
   const std::string dir = MakeRunDir(o);
   EngineOutcome out;
   const int64_t save_at = cfg.checkpoint.save_at;
@@ -162,13 +157,6 @@ EngineOutcome RunTarget(const TargetSpec& t, const Config& cfg, const TargetRunO
   std::error_code ec;
   if (out.ok && !o.keep) fs::remove_all(dir, ec);
   return out;
-}
-
-std::function<EngineOutcome(const Config&)> MakeTargetRunner(const TargetSpec& t,
-                                                             const TargetRunOptions& o,
-                                                             std::shared_ptr<WarmWorkers> warm) {
-  if (t.protocol == 2 && !warm) warm = std::make_shared<WarmWorkers>(t, o.work_dir, o.keep);
-  return [t, o, warm](const Config& cfg) { return RunTarget(t, cfg, o, warm.get()); };
 }
 
 }  // namespace paradiff

@@ -19,8 +19,6 @@
 // built-in engine joins its phases; a failure of the second names the reload step.
 #pragma once
 
-#include <functional>
-#include <memory>
 #include <string>
 
 #include "core/config.h"
@@ -35,14 +33,8 @@ struct TargetRunOptions {
   bool keep = false;     // keep the run dirs of clean runs too (failed runs are always kept)
 };
 
-// A protocol-2 target runs on `warm`'s workers (null: workers started for this call alone).
+// A protocol-2 target runs on `warm`'s workers (required for one; ignored for protocol 1).
 EngineOutcome RunTarget(const TargetSpec& t, const Config& cfg, const TargetRunOptions& o,
                         WarmWorkers* warm = nullptr);
-
-// RunTarget bound to a target (and, for protocol 2, to `warm`, or to workers of its own that live
-// as long as the runner), as an oracles/oracle.h EngineRunner.
-std::function<EngineOutcome(const Config&)> MakeTargetRunner(
-    const TargetSpec& t, const TargetRunOptions& o = {},
-    std::shared_ptr<WarmWorkers> warm = nullptr);
 
 }  // namespace paradiff

@@ -24,11 +24,6 @@ using Clock = std::chrono::steady_clock;
 
 constexpr std::chrono::milliseconds kKillWait{5000};
 
-std::string Describe(int status) {
-  if (WIFSIGNALED(status)) return "killed by signal " + std::to_string(WTERMSIG(status));
-  return "exited with code " + std::to_string(WEXITSTATUS(status));
-}
-
 // Reads one line from `fd` into `line` within `limit`. Returns 1 for a line, 0 at end of file,
 // -1 when the time ran out.
 int ReadLine(int fd, std::chrono::seconds limit, std::string* line) {
@@ -55,18 +50,14 @@ int ReadLine(int fd, std::chrono::seconds limit, std::string* line) {
   }
 }
 
-bool WriteAll(int fd, const std::string& s) {
-  size_t done = 0;
-  while (done < s.size()) {
-    const ssize_t n = ::write(fd, s.data() + done, s.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    done += static_cast<size_t>(n);
-  }
-  return true;
-}
-
 }  // namespace
+
+LaunchEnd FromWaitStatus(int status) {
+  LaunchEnd end;
+  end.kind = WIFSIGNALED(status) ? LaunchEnd::kSignaled : LaunchEnd::kExited;
+  end.code = WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status);
+  return end;
+}
 
 WarmWorkers::WarmWorkers(TargetSpec target, std::string log_dir, bool keep_logs)
     : target_(std::move(target)), log_dir_(std::move(log_dir)), keep_logs_(keep_logs) {
@@ -117,14 +108,15 @@ std::unique_ptr<WarmWorkers::Worker> WarmWorkers::Start() {
   return w;
 }
 
-void WarmWorkers::End(Worker& w, bool keep_log) {
-  if (w.to >= 0) ::close(w.to);  // end of its input: a healthy worker exits by itself
+int WarmWorkers::End(Worker& w, bool keep_log) {
+  ::close(w.to);  // end of its input: a healthy worker exits by itself
   KillSession(w.pid, kKillWait);
-  ::waitpid(w.pid, nullptr, 0);
-  if (w.from >= 0) ::close(w.from);
-  w.to = w.from = -1;
+  int status = 0;
+  ::waitpid(w.pid, &status, 0);
+  ::close(w.from);
   std::error_code ec;
   if (!keep_log && !keep_logs_) fs::remove(w.log, ec);
+  return status;
 }
 
 LaunchEnd WarmWorkers::Run(const std::string& run_dir) {
@@ -148,18 +140,12 @@ LaunchEnd WarmWorkers::Run(const std::string& run_dir) {
     return end;
   }
   if (got == 0) {  // the worker died: its own status is the run's
-    if (w->to >= 0) ::close(w->to);
-    w->to = -1;
-    int status = 0;
-    KillSession(w->pid, kKillWait);
-    ::waitpid(w->pid, &status, 0);
-    end.kind = WIFSIGNALED(status) ? LaunchEnd::kSignaled : LaunchEnd::kExited;
-    end.code = WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status);
-    if (end.kind == LaunchEnd::kExited && end.code == 0) end.code = 1;  // it owed an answer
+    end = FromWaitStatus(End(*w, true));
     end.worker_failure =
-        "its warm worker " + Describe(status) + " without answering (log " + w->log + " kept)";
-    w->pid = -1;
-    if (w->from >= 0) ::close(w->from);
+        std::string("its warm worker ") +
+        (end.kind == LaunchEnd::kSignaled ? "killed by signal " : "exited with code ") +
+        std::to_string(end.code) + " without answering (log " + w->log + " kept)";
+    if (end.kind == LaunchEnd::kExited && end.code == 0) end.code = 1;  // it owed an answer
     return end;
   }
   const nlohmann::json a = nlohmann::json::parse(line, nullptr, false);

@@ -33,6 +33,9 @@ struct LaunchEnd {
   std::string worker_failure;
 };
 
+// A wait status (waitpid) as a LaunchEnd: exited with its code, or killed by its signal.
+LaunchEnd FromWaitStatus(int status);
+
 class WarmWorkers {
  public:
   // `log_dir`: where worker logs go ("" = the system temp dir); a log is removed with its worker
@@ -54,7 +57,8 @@ class WarmWorkers {
     std::string log;
   };
   std::unique_ptr<Worker> Start();
-  void End(Worker& w, bool keep_log);  // kills its session, reaps it, closes its pipes
+  // Kills its session, reaps it (returns its wait status), closes its pipes.
+  int End(Worker& w, bool keep_log);
 
   TargetSpec target_;
   std::string log_dir_;
