@@ -141,7 +141,10 @@ else:
 # External targets: warm workers (protocol 2) vs one launch per run, and the spawn-per-config script.
 cmd_tg = f"{build}/bench/bench_target_throughput TARGET N 1 2 --keep {out}/target-runs-NAME"
 any_target = False
-for name in ("torch", "torch2_ddp", "deepspeed"):
+# The targets scripts/bench ran: every part file target-NAME.json but the script's own.
+names = sorted(os.path.basename(p)[len("target-"):-len(".json")]
+               for p in glob.glob(os.path.join(out, "target-*.json")))
+for name in (n for n in names if n != "spawn"):
     t = load(f"target-{name}.json")
     if not t:
         continue
