@@ -13,6 +13,7 @@ constexpr std::pair<GradReduction::When, const char*> kWhenNames[] = {
 constexpr std::pair<GradReduction::Average, const char*> kAverageNames[] = {
     {GradReduction::Average::kAfterSum, "after_sum"},
     {GradReduction::Average::kBeforeSum, "before_sum"},
+    {GradReduction::Average::kDivideBeforeSum, "divide_before_sum"},
     {GradReduction::Average::kUnknown, "unknown"}};
 
 bool PowerOfTwo(int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
@@ -30,7 +31,7 @@ GradReduction BuiltInReduction() {
   r.when = GradReduction::When::kMicroStep;
   r.when_pipelined = GradReduction::When::kStep;
   r.rank_order = true;
-  r.average = GradReduction::Average::kAfterSum;
+  r.average = GradReduction::BuiltInAverage();
   return r;
 }
 

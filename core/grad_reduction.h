@@ -13,8 +13,9 @@
 //   communicators), or in an order nobody promised (gloo's ring, NCCL's trees);
 // - average: the sum is multiplied by 1/dp afterwards, in the accumulate dtype (the built-in
 //   engine), or each rank's gradient is multiplied by 1/dp in the reduce dtype before the sum
-//   (DDP's reducer). A division by dp rounds otherwise than a multiplication by 1/dp: a system
-//   that divides declares "unknown".
+//   (DDP's reducer), or divided by dp in the reduce dtype before the sum (DDP's bf16 / fp16
+//   compression hooks, DeepSpeed's ZeRO optimizers). A division by dp rounds otherwise than a
+//   multiplication by 1/dp when dp is not a power of two, so the two are declared apart.
 // Whatever a system leaves unknown the twin computes as the built-in engine does, and the mirror
 // oracle skips the layouts where that choice can change a rounding (MirrorUndeclared); the
 // numeric oracle, whose bounds cover any order, still judges them.
@@ -28,7 +29,7 @@ namespace paradiff {
 
 struct GradReduction {
   enum class When { kMicroStep, kStep, kUnknown };
-  enum class Average { kAfterSum, kBeforeSum, kUnknown };
+  enum class Average { kAfterSum, kBeforeSum, kDivideBeforeSum, kUnknown };
   When when = When::kUnknown;            // without pipeline parallelism
   When when_pipelined = When::kUnknown;  // with pp > 1 (a pipeline flush)
   bool rank_order = false;
@@ -41,7 +42,8 @@ struct GradReduction {
   // The structure the twin computes for `layout`: what is declared, the built-in engine's where
   // not.
   bool TwinReducesOncePerStep(const Config& layout) const;
-  bool TwinAveragesBeforeSum() const { return average == Average::kBeforeSum; }
+  Average TwinAverage() const { return average == Average::kUnknown ? BuiltInAverage() : average; }
+  static constexpr Average BuiltInAverage() { return Average::kAfterSum; }
   bool operator==(const GradReduction& o) const {
     return when == o.when && when_pipelined == o.when_pipelined && rank_order == o.rank_order &&
            average == o.average;

@@ -72,12 +72,12 @@ class ScaleSchedule {
 // comm/local_communicator.h). Reduced once per step: each rank first accumulates all its
 // micro-batches (in micro-step order, or with pipelining in its schedule's backward order,
 // docs/CONFIG.md `parallel.schedule`) and one sum over dp follows (pipeline flushes, DDP under
-// no_sync). The average divides the sum in the accumulate dtype, or multiplies each rank's part by
-// 1/dp in the reduce dtype before the sum, as declared. So its float32 sums round like the run's
-// (the exact oracle relies on that: one exact order does not make another exact), and the float64
-// truth follows the same order at no cost. `passes` is in global micro-batch order, rank-major
-// (rank r's micro-step m is r * accumulation_steps + m).
-// The order a pipeline stage runs its micro-batches' backward passes in (docs/CONFIG.md
+// no_sync). The average multiplies the sum by 1/dp in the accumulate dtype, or multiplies each
+// rank's part by 1/dp, or divides it by dp, in the reduce dtype before the sum, as declared. So
+// its float32 sums round like the run's (the exact oracle relies on that: one exact order does
+// not make another exact), and the float64 truth follows the same order at no cost. `passes` is in
+// global micro-batch order, rank-major (rank r's micro-step m is r * accumulation_steps + m). The
+// order a pipeline stage runs its micro-batches' backward passes in (docs/CONFIG.md
 // `parallel.schedule`): GPipe last micro-batch first, 1F1B and interleaved 1F1B (per chunk) first
 // micro-batch first; "none" without pipelining. Part of the reference's cache key.
 const char* StageOrder(const Config& cfg) {
@@ -90,12 +90,15 @@ std::vector<at::Tensor> CombinePasses(const std::vector<std::vector<at::Tensor>>
                                       at::ScalarType rdt, at::ScalarType adt) {
   const int64_t A = cfg.batch.accumulation_steps, dp = static_cast<int64_t>(passes.size()) / A;
   const double average = 1.0 / static_cast<double>(dp);
-  const bool before = red.TwinAveragesBeforeSum();
+  const GradReduction::Average how = red.TwinAverage();
+  const bool before = how != GradReduction::Average::kAfterSum;
   // Sum over ranks of part(r) in the reduce dtype, back in the accumulate dtype, averaged.
   auto reduce = [&](const std::function<at::Tensor(int64_t)>& part) {
     auto term = [&](int64_t r) {
       at::Tensor t = part(r).to(rdt);
-      return before ? t.mul(average) : t;
+      if (how == GradReduction::Average::kBeforeSum) return t.mul(average);
+      if (how == GradReduction::Average::kDivideBeforeSum) return t.div(dp);
+      return t;
     };
     at::Tensor sum = term(0);
     for (int64_t r = 1; r < dp; ++r) sum = sum.add(term(r));
@@ -289,7 +292,7 @@ std::string ReferenceKey(const Config& cfg, const GradReduction& red) {
   key["accumulation_steps"] = cfg.batch.accumulation_steps;
   key["stage_order"] = StageOrder(cfg);
   // ... and the declared reduction structure (see Note [Declared reduction structure]).
-  key["reduction"] = {red.TwinReducesOncePerStep(cfg), red.TwinAveragesBeforeSum()};
+  key["reduction"] = {red.TwinReducesOncePerStep(cfg), Name(red.TwinAverage())};
   if (cfg.checkpoint.save_at > 0) {  // from the save on, the reload layout's (LayoutAtStep)
     const Config reload = LayoutAtStep(cfg, cfg.checkpoint.save_at);
     key["reload"] = {cfg.checkpoint.save_at, reload.batch.accumulation_steps, StageOrder(reload),

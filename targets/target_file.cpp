@@ -270,7 +270,7 @@ void ParseGradReduction(const json& g, GradReduction& out, Status* st) {
     out.rank_order = v == "rank";
     return v == "rank" || v == "unknown";
   });
-  text("average", "must be \"after_sum\", \"before_sum\" or \"unknown\"",
+  text("average", "must be \"after_sum\", \"before_sum\", \"divide_before_sum\" or \"unknown\"",
        [&](const std::string& v) { return ParseAverage(v, &out.average); });
 }
 

@@ -49,6 +49,18 @@ case $CASE in
     world1 "$T/torch2_world1_zero3.json" "$A/torch2_fsdp2.json"
     world1 "$T/torch2_world1_zero3.json" "$A/torch2_fsdp2_nested.json"
     ;;
+  bf16_reduce_divides)
+    # Regression (docs/FINDINGS.md, the torch2_ddp_bf16_reduce campaign at seed 803): torch's bf16
+    # compression hook divides each rank's bf16 gradient by dp before the sum. While the file
+    # declared "average": "unknown" the twin averaged after the sum, and this minimized dp-3 config
+    # was a numeric finding; declared "divide_before_sum" it passes, and against a copy declaring
+    # "unknown" it still fails: the declaration is what mends it, not a bound.
+    passes_on "$A/torch2_ddp_bf16_reduce.json" "$T/torch2_bf16_reduce_dp3_min.json"
+    derive_target "$A/torch2_ddp_bf16_reduce.json" "$TMP/unknown.json" \
+      "t['grad_reduction']['average'] = 'unknown'"
+    expect 3 "$P" run "$T/torch2_bf16_reduce_dp3_min.json" --target "$TMP/unknown.json"
+    has "SUMMARY: paradiff: FINDING .*mismatch.numeric.grad"
+    ;;
   ddp_static_no_sync)
     # DDP(static_graph=True) under no_sync(): torch's reducer asserts (docs/TORCH2.md T2-1,
     # pytorch/pytorch issue 143580), minimized to world 1 with accumulation. This test fails once a

@@ -189,5 +189,33 @@ TEST(MirrorOracle, TheTwinMirrorsTheDeclaredStructure) {
       << "the two structures round alike on every layout: the test shows nothing";
 }
 
+// Regression (torch2_ddp_bf16_reduce, dp 3: a bias gradient over the numeric bound while the twin
+// averaged after the sum): torch's bf16 compression hook divides each rank's bf16 gradient by dp
+// before the sum, which at a dp that is not a power of two rounds otherwise than a multiplication
+// by 1/dp. Declared "divide_before_sum", the twin divides too: a run that divides passes, the
+// same run declared as multiplying differs somewhere, and a one-ulp bug is still found.
+TEST(MirrorOracle, TheTwinDividesWhereTheRunDeclaresADivision) {
+  GradReduction divide = DdpReduction();
+  divide.average = GradReduction::Average::kDivideBeforeSum;
+  EXPECT_EQ(MirrorUndeclared(divide, Layout(3, 0, DType::kFp32, 2, false)), "");
+  int64_t differing = 0;
+  for (int64_t accumulation : {1, 2}) {
+    Config c = Layout(3, 0, DType::kFp32, accumulation, false);
+    c.precision.reduce = DType::kBf16;
+    EngineOutcome e = RunClean(c);
+    ReportTwin(e, RunReference(c, divide, false));
+    e.reporting.reduction = divide;
+    const Verdict declared = Mirror(c, e);
+    EXPECT_EQ(declared.kind, VerdictKind::kPass) << declared.message;
+    EXPECT_FALSE(IsSkip(declared)) << declared.message;
+    e.reporting.reduction = DdpReduction();
+    if (IsFinding(Mirror(c, e).kind)) ++differing;
+    e.reporting.reduction = divide;
+    for (int rank = 0; rank < 3; ++rank) NudgeOneUlp(*FindPiece(e, rank, 0, "grad"), 1);
+    ExpectLocalized(Mirror(c, e));
+  }
+  EXPECT_GT(differing, 0) << "dividing and multiplying round alike: the test shows nothing";
+}
+
 }  // namespace
 }  // namespace paradiff
