@@ -19,14 +19,13 @@ import ctypes
 import importlib
 import json
 import os
-import shutil
 import signal
 import sys
-import tempfile
 import traceback
 
 REPLY_FD = 3
 MODULES_ENV = "PARADIFF_SERVE_MODULES"  # where a rank records its modules (warm workers only)
+MODULES_FILE = ".paradiff-serve-modules"  # in the run dir
 
 
 def die_with_parent():
@@ -65,13 +64,17 @@ def record_imports():
     os.replace(path + ".tmp", path)
 
 
-def _import_recorded(path):
+def _read_recorded(path):
     try:
         with open(path) as f:
             names = f.read().split()
         os.remove(path)
+        return names
     except OSError:
-        return
+        return []
+
+
+def _import(names):
     for name in names:
         if name not in sys.modules and not name.startswith("__"):
             try:
@@ -83,13 +86,14 @@ def _import_recorded(path):
 def serve(run):
     """Serves run dirs until stdin ends; run(run_dir) runs one config in the calling process."""
     reply = os.fdopen(REPLY_FD, "w", buffering=1)
-    private = tempfile.mkdtemp(prefix="paradiff-serve-")
-    modules = os.path.join(private, "modules")
-    os.environ[MODULES_ENV] = modules
     for line in sys.stdin:
         run_dir = line.strip()
         if not run_dir:
             continue
+        # In the run dir, which paradiff owns, and read (and removed) before the reply: a worker
+        # killed at any point leaves nothing behind, and the run dir ends as a protocol-1 one.
+        modules = os.path.join(run_dir, MODULES_FILE)
+        os.environ[MODULES_ENV] = modules
         sys.stdout.flush()
         sys.stderr.flush()
         pid = os.fork()
@@ -109,9 +113,9 @@ def serve(run):
             answer["signal"] = os.WTERMSIG(status)
         else:
             answer["exit"] = os.WEXITSTATUS(status)
+        names = _read_recorded(modules)
         reply.write(json.dumps(answer) + "\n")
-        _import_recorded(modules)
-    shutil.rmtree(private, ignore_errors=True)
+        _import(names)
 
 
 def _lead(run, run_dir):
