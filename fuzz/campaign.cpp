@@ -14,6 +14,7 @@
 #include "core/rng.h"
 #include "core/watchdog.h"
 #include "fuzz/coverage.h"
+#include "fuzz/feedback.h"
 #include "fuzz/finding_minimizer.h"
 #include "fuzz/workdir.h"
 #include "fuzz/workdir_lock.h"
@@ -52,6 +53,7 @@ struct State {
   int64_t execs = 0, findings = 0, inconclusive = 0, rejected = 0;
   double elapsed_prev = 0;
   PairCoverage coverage;
+  Feedback feedback;
   nlohmann::json history = nlohmann::json::array();  // one sample per progress line
 
   void Complete(int64_t i) {
@@ -65,6 +67,8 @@ nlohmann::json StatsJson(const CampaignOptions& o, const State& s, double elapse
   return {{"paradiff_campaign", 1},
           {"seed", o.seed},
           {"inject", o.inject},
+          {"behaviour_feedback", o.feedback},
+          {"feedback", s.feedback.ToJson()},
           {"done_below", s.done_below},
           {"completed", s.completed},
           {"execs", s.execs},
@@ -86,6 +90,10 @@ Status LoadState(const CampaignOptions& o, const nlohmann::json& j, State& s) {
   if (j.value("inject", std::vector<std::string>{}) != o.inject)
     return Status::Error("--inject",
                          "--inject differs from the work dir's (resume with the same switches)");
+  if (j.value("behaviour_feedback", true) != o.feedback)
+    return Status::Error(
+        "--no-feedback",
+        "--no-feedback differs from the work dir's (resume with the same schedule)");
   s.done_below = j.value("done_below", int64_t{0});
   s.completed = j.value("completed", std::set<int64_t>{});
   s.execs = j.value("execs", int64_t{0});
@@ -95,7 +103,7 @@ Status LoadState(const CampaignOptions& o, const nlohmann::json& j, State& s) {
   s.elapsed_prev = j.value("elapsed_s", 0.0);
   if (j.contains("coverage")) s.coverage.FromJson(j["coverage"]);
   if (j.contains("history") && j["history"].is_array()) s.history = j["history"];
-  return Status();
+  return s.feedback.FromJson(j.value("feedback", nlohmann::json()));
 }
 
 // The signatures stored under DIR/findings.
@@ -106,11 +114,17 @@ std::vector<std::string> Signatures(const std::string& workdir) {
 }  // namespace
 
 Config ConfigAt(const CampaignOptions& opts, const std::vector<Config>& seeds,
-                const DomainOptions& domain, int64_t i) {
+                const DomainOptions& domain, int64_t i, const std::vector<Config>& parents) {
   const int64_t family = i / kFamilySize;
   SeqRng frng(Mix64(opts.seed ^ Mix64(static_cast<uint64_t>(family) + 0xFA5EEDULL)));
+  // A family on a feedback parent draws from its own stream, so the others keep the seed-only
+  // schedule's configs; every member is a mutation (the parent itself was checked).
+  SeqRng prng(Mix64(opts.seed ^ Mix64(static_cast<uint64_t>(family) + 0xFEEDBAC4ULL)));
+  const bool on_parent = !parents.empty() && prng.Chance(Feedback::kParentShare);
   Config base;
-  if (!seeds.empty() && frng.Chance(kSeedCorpusShare)) {
+  if (on_parent) {
+    base = parents[prng.Below(parents.size())];
+  } else if (!seeds.empty() && frng.Chance(kSeedCorpusShare)) {
     base = seeds[frng.Below(seeds.size())];
     for (const auto& f : opts.inject)
       if (std::find(base.faults.begin(), base.faults.end(), f) == base.faults.end())
@@ -119,7 +133,7 @@ Config ConfigAt(const CampaignOptions& opts, const std::vector<Config>& seeds,
     base = GenerateConfig(frng, domain);
   }
   Config c = base;
-  if (i % kFamilySize != 0) {
+  if (on_parent || i % kFamilySize != 0) {
     SeqRng rng(Mix64(opts.seed ^ Mix64(static_cast<uint64_t>(i) + 0x5EEDULL)));
     c = MutateConfig(base, rng, domain);
   }
@@ -200,6 +214,7 @@ StatusOr<CampaignSummary> RunCampaign(const CampaignOptions& opts, std::ostream&
   State st;
   Status loaded = LoadState(opts, stats.value(), st);
   if (!loaded.ok()) return loaded;
+  st.feedback.Fold(st.done_below);
   const Status mk = wd.SaveStats(StatsJson(opts, st, st.elapsed_prev));
   if (!mk.ok()) return mk;
 
@@ -250,13 +265,14 @@ StatusOr<CampaignSummary> RunCampaign(const CampaignOptions& opts, std::ostream&
     char line[400];
     std::snprintf(line, sizeof line,
                   "%s: campaign elapsed=%.0fs execs=%lld execs/s=%.1f findings=%lld unique=%zu "
-                  "inconclusive=%lld rejected=%lld pairs=%lld/%lld (%.0f%%)",
+                  "inconclusive=%lld rejected=%lld pairs=%lld/%lld (%.0f%%) parents=%zu",
                   tag, e, static_cast<long long>(st.execs),
                   here > 0 ? static_cast<double>(st.execs - execs_at_start) / here : 0.0,
                   static_cast<long long>(st.findings), Signatures(opts.workdir).size(),
                   static_cast<long long>(st.inconclusive), static_cast<long long>(st.rejected),
                   static_cast<long long>(st.coverage.covered()), static_cast<long long>(possible),
-                  possible ? 100.0 * static_cast<double>(st.coverage.covered()) / possible : 0.0);
+                  possible ? 100.0 * static_cast<double>(st.coverage.covered()) / possible : 0.0,
+                  st.feedback.parents().size());
     log << line << std::endl;
     if (st.history.size() >= kMaxHistory) {
       nlohmann::json thin = nlohmann::json::array();
@@ -279,12 +295,15 @@ StatusOr<CampaignSummary> RunCampaign(const CampaignOptions& opts, std::ostream&
     while (!stop && pool.HasIdle()) {
       while (st.IsComplete(next) || in_flight.count(next)) ++next;
       if (opts.runs > 0 && next >= opts.runs) break;
+      if (opts.feedback && !st.feedback.Ready(next)) break;  // the generation before is running
       const int64_t i = next++;
-      Config cfg = ConfigAt(opts, seeds.value(), domain, i);
+      Config cfg = ConfigAt(opts, seeds.value(), domain, i,
+                            opts.feedback ? st.feedback.parents() : std::vector<Config>{});
       if (!CheckConfig(cfg, ResourceBudget{}).ok() || !system.Supports(cfg).ok()) {
         ++st.rejected;  // a deliberately invalid config, rejected before any rank starts
         ++st.execs;
         st.Complete(i);
+        st.feedback.Fold(st.done_below);
         continue;
       }
       if (st.coverage.Add(ConfigFeatures(cfg))) wd.SaveCorpus(cfg);
@@ -332,9 +351,13 @@ StatusOr<CampaignSummary> RunCampaign(const CampaignOptions& opts, std::ostream&
               << std::endl;
         }
       }
+      if (opts.feedback && e.kind == PoolEvent::kResult &&
+          (kind == "pass" || kind == "inconclusive"))
+        st.feedback.Record(e.index, cfg, e.result.value("behaviour", nlohmann::json()));
       ++st.execs;
       ++per_host[e.host];
       st.Complete(e.index);
+      st.feedback.Fold(st.done_below);
       if (kind != "pass" ||
           std::chrono::duration<double>(Clock::now() - last_stats).count() > kStatsEverySeconds) {
         const Status s = wd.SaveStats(StatsJson(opts, st, elapsed()));

@@ -6,9 +6,10 @@
 // Note [Campaign schedule]: execution i checks ConfigAt(seed, i): executions come in families of
 // kFamilySize sharing one generated (or seed-corpus) base config; members after the first are
 // field-aware mutations of it, mostly of the layout, so the reference cache is shared within a
-// family. The config depends only on (seed, i, the seed corpus, the injected faults), never on
-// timing or on earlier results, so the same seed gives the same configs at any --jobs and after a
-// resume.
+// family. The config depends only on (seed, i, the seed corpus, the injected faults) and, with
+// behaviour feedback, on the results of earlier generations (see Note [Behaviour feedback] in
+// fuzz/feedback.h), never on timing, so the same seed gives the same configs at any --jobs and
+// after a resume.
 #pragma once
 
 #include <cstdint>
@@ -49,8 +50,9 @@ struct CampaignOptions {
   // MpiTaskPool.
   std::function<std::unique_ptr<TaskPool>()> make_pool;
   double minimize_budget_s =
-      20;              // after the loop, per stored finding (fuzz/finding_minimizer.h); 0 = off
-  std::string target;  // external target file (docs/TARGETS.md); "" = the built-in engine
+      20;                // after the loop, per stored finding (fuzz/finding_minimizer.h); 0 = off
+  std::string target;    // external target file (docs/TARGETS.md); "" = the built-in engine
+  bool feedback = true;  // behaviour feedback (fuzz/feedback.h); off: the seed-only schedule
 };
 
 struct CampaignSummary {
@@ -65,9 +67,10 @@ struct CampaignSummary {
 // The configs a campaign against `system` draws: what it supports, at most its max_world ranks.
 DomainOptions DomainFor(const SystemUnderTest& system);
 
-// Execution i of a campaign with these options.
+// Execution i of a campaign with these options, given the feedback's parents as they stand when
+// i's generation starts (none: the seed-only schedule).
 Config ConfigAt(const CampaignOptions& opts, const std::vector<Config>& seeds,
-                const DomainOptions& domain, int64_t i);
+                const DomainOptions& domain, int64_t i, const std::vector<Config>& parents = {});
 
 // Loads a seed corpus directory (every *.json); errors name the file and the field.
 StatusOr<std::vector<Config>> LoadCorpus(const std::string& dir);

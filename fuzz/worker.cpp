@@ -69,6 +69,8 @@ int RunWorker(std::istream& in, std::ostream& out) {
       CheckResult res = CheckRun(cfg.value(), opts);
       result["verdict"] = VerdictJson(res.verdict);
       if (IsFinding(res.verdict.kind)) result["report"] = ReportJson(cfg.value(), res);
+      result["behaviour"] = {{"features", res.behaviour.features},
+                             {"margin", res.behaviour.margin}};
     }
     result["ms"] =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

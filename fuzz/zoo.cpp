@@ -141,6 +141,7 @@ StatusOr<ZooReport> RunZoo(const ZooOptions& opts, std::ostream& log) {
     c.exe = opts.exe;
     c.stop_on_first = opts.stop_on_first && !inject.empty();
     c.minimize_budget_s = opts.minimize_budget_s;
+    c.feedback = opts.feedback;
     c.progress_every_s = 1e9;  // the zoo prints its own lines
     std::ostringstream quiet;
     StatusOr<CampaignSummary> s = RunCampaign(c, quiet);

@@ -34,6 +34,7 @@ struct ZooOptions {
   bool stop_on_first = false;  // stop each switch's campaign at its first finding
   double minimize_budget_s = 10;
   std::vector<std::string> only;  // run only these switches (empty = all)
+  bool feedback = true;           // behaviour feedback in every campaign (fuzz/feedback.h)
 };
 
 struct ZooRow {

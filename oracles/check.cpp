@@ -4,6 +4,7 @@
 
 #include "kernels/engine.h"
 #include "oracles/assemble.h"
+#include "oracles/behaviour.h"
 #include "oracles/collective_oracle.h"
 #include "oracles/oracle_registry.h"
 #include "oracles/validation_oracle.h"
@@ -151,6 +152,7 @@ CheckResult CheckRun(const Config& cfg, const CheckOptions& opts) {
     }
   }
   if (!eng.ok && !IsFinding(res.verdict.kind)) res.verdict = EngineFailureVerdict(eng, cfg);
+  res.behaviour = BehaviourOf(cfg, eng, res);
   res.comparisons = std::move(num.comparisons);
   res.timing.compare_s = Seconds(t2, Clock::now());
   return res;

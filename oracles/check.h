@@ -76,6 +76,12 @@ struct OracleOutcome {
   double seconds = 0;
 };
 
+// What the run did, for a campaign to steer by (oracles/behaviour.h).
+struct Behaviour {
+  std::vector<std::string> features;  // sorted, unique
+  double margin = 0;                  // the largest error / bound over every step's comparisons
+};
+
 struct CheckResult {
   Verdict verdict;
   std::vector<RankSummary> ranks;
@@ -85,6 +91,7 @@ struct CheckResult {
   CheckTiming timing;
   bool reference_cached = false;
   bool rejected = false;  // the validation gate refused the config; nothing ran (not a finding)
+  Behaviour behaviour;
 };
 
 // `cfg` should be valid (core/validate.h) and supported (kernels/engine.h EngineSupports); when

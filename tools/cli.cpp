@@ -161,7 +161,9 @@ po::options_description Options(const std::string& sub, Args& a) {
         "runs", po::value<int64_t>(&a.runs),
         "executions per campaign instead of a time budget (deterministic)")(
         "minimize-budget-s", po::value<double>(&a.minimize_budget_s)->default_value(10),
-        "seconds to minimize each finding (0 = off)");
+        "seconds to minimize each finding (0 = off)")(
+        "no-feedback", po::bool_switch(&a.no_feedback),
+        "draw configs from the seed alone, without behaviour feedback");
   }
   if (sub == "campaign") {
     d.add_options()("workdir", po::value<std::string>(&a.workdir),
@@ -175,6 +177,8 @@ po::options_description Options(const std::string& sub, Args& a) {
         "inject", po::value<std::vector<std::string>>(&a.inject)->composing(),
         "turn on a bug-zoo fault switch in every config (repeatable)")(
         "stop-on-first", po::bool_switch(&a.stop_on_first), "stop at the first finding")(
+        "no-feedback", po::bool_switch(&a.no_feedback),
+        "draw configs from the seed alone, without behaviour feedback (docs/FUZZING.md)")(
         "task-timeout-s", po::value<double>(&a.task_timeout_s)->default_value(120),
         "a config whose check takes longer is recorded as a hang (with --target: at least 4 x "
         "the target's timeout_s, so that the target's own watchdog fires first)")(

@@ -29,6 +29,7 @@ struct Args {
   uint64_t seed = 1;              // --seed S
   std::string corpus;             // --corpus DIR
   bool stop_on_first = false;     // --stop-on-first
+  bool no_feedback = false;       // --no-feedback (campaign, zoo)
   double task_timeout_s = 120;    // --task-timeout-s
   int64_t worker_mem_mb = 8192;   // --worker-mem-mb
   int64_t debug_crash_at = -1;    // --debug-crash-at N (tests)

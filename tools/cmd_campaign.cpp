@@ -84,6 +84,7 @@ int CmdCampaign(const Args& a) {
   o.target = a.target;
   o.exe = ParadiffExecutable();
   o.backend = a.backend;
+  o.feedback = !a.no_feedback;
   if (a.distributed) return DistributedCampaign(o);
   return RunAndSummarize(o);
 }

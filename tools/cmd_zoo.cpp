@@ -46,6 +46,7 @@ int CmdZoo(const Args& a) {
   o.exe = ParadiffExecutable();
   o.stop_on_first = a.stop_on_first;
   o.only = a.inject;
+  o.feedback = !a.no_feedback;
   StatusOr<ZooReport> r = RunZoo(o, std::cout);
   if (!r.ok()) {
     for (const auto& e : r.status().errors()) std::cerr << "ERROR: " << e.message << "\n";

@@ -113,6 +113,32 @@ PY
     expect 0 "$P" campaign --workdir "$TMP/w" --runs 2 --seed 1
     expect 2 "$P" campaign --workdir "$TMP/w" --runs 4 --seed 2; has "differs from the work dir"
     ;;
+  feedback_reproducible)
+    # Behaviour feedback (fuzz/feedback.h) steers generation 1 by generation 0's results: the same
+    # seed keeps the same parents at any --jobs and across a kill -9 and a resume, and feedback
+    # changes some configs (a schedule that ignored it would show nothing here).
+    feedback_of() { python3 -c "import json,sys; print(json.dumps(json.load(open(sys.argv[1]))['feedback'], sort_keys=True))" "$1/stats.json"; }
+    args=(campaign --runs 128 --seed 13 --minimize-budget-s 0)
+    expect 0 "$P" "${args[@]}" --jobs 2 --workdir "$TMP/a"
+    has "parents=[1-9]"
+    "$P" "${args[@]}" --jobs 1 --workdir "$TMP/b" >"$TMP/first" 2>&1 &
+    pid=$!
+    for _ in $(seq 1 600); do  # into generation 1, then kill -9
+      [ -f "$TMP/b/stats.json" ] && [ "$(stat_of "$TMP/b" execs)" -ge 70 ] && break
+      sleep 0.1
+    done
+    kill -9 "$pid"; wait "$pid" 2>/dev/null
+    [ "$(stat_of "$TMP/b" done_below)" -lt 128 ] || fail "the campaign finished before the kill"
+    expect 0 "$P" "${args[@]}" --jobs 2 --workdir "$TMP/b"
+    has "resume_from=[1-9]"
+    [ "$(feedback_of "$TMP/a")" = "$(feedback_of "$TMP/b")" ] ||
+      fail "the parents differ between --jobs 2 and --jobs 1 killed and resumed"
+    expect 0 "$P" "${args[@]}" --jobs 2 --workdir "$TMP/c" --no-feedback
+    has "parents=0"
+    expect 2 "$P" "${args[@]}" --jobs 2 --workdir "$TMP/c"; has "differs from the work dir"
+    [ "$(ls "$TMP/a/corpus" | sort)" != "$(ls "$TMP/c/corpus" | sort)" ] ||
+      fail "feedback changed no config of generation 1"
+    ;;
   *) fail "unknown case" ;;
 esac
 echo "PASS: $CASE"
