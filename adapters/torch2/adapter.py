@@ -26,7 +26,8 @@ RUN_DIR/out/rank<R>.json and rank<R>.step<S>.safetensors with the kinds run.json
   gradients accumulate locally, one reduce-scatter per step). Every kind is a DTensor sharded on dim 0;
   each rank reports its own local tensor as a flat piece with "offset:KIND:TENSOR" metadata taken
   from the DTensor's own placement (compute_local_shape_and_global_offset): ZeRO 3's layout.
---parallel pp: torch.distributed.pipelining over pp ranks (dp = tp = 1): pipeline.py.
+--parallel pp: torch.distributed.pipelining over pp x dp ranks (tp = 1; each stage's chunks DDP over
+  its dp group when dp > 1): pipeline.py.
 
 Checkpoints (a config with checkpoint.save_at > 0 runs as two launches, docs/TARGETS.md): ddp at
 ZeRO 0 and fsdp2 save with torch.distributed.checkpoint (get_state_dict + dcp.save) after the save

@@ -1,11 +1,16 @@
 """torch.distributed.pipelining for adapter.py --parallel pp (docs/TORCH2.md, "Pipelining").
 
 paradiff's GPT split into pp * virtual_stages chunks of consecutive layers (parallel.partition: an
-explicit list, else equal counts with the remainder on the first chunks); chunk c runs on rank
-c % pp (one chunk per rank, or round-robin for the interleaved schedule). The first chunk holds the
-embeddings, the last the head; with tied embeddings both hold embed.wte, and their two gradients
-are summed over a two-rank group before the step (the schedule itself knows nothing of tied
-weights), so both copies take the same update. parallel.schedule picks ScheduleGPipe,
+explicit list, else equal counts with the remainder on the first chunks); chunk c runs on stage
+c % pp (one chunk per stage, or round-robin for the interleaved schedule). With dp > 1 each of the
+dp pipeline replicas (paradiff's rank = dp_rank + dp * stage, docs/CONFIG.md) runs its own
+micro-batches over its own pp group, and every chunk is a DistributedDataParallel module over its
+stage's dp group: torch's PipelineStage runs all but the last backward of a step under the DDP
+module's no_sync and prepares the reducer for the last one itself (stage.py
+backward_maybe_with_nosync), so the replicas' gradients are averaged once per step. The first
+chunk holds the embeddings, the last the head; with tied embeddings both hold embed.wte, and their
+two gradients are summed over a two-rank group (per replica) before the step (the schedule itself
+knows nothing of tied weights), so both copies take the same update. parallel.schedule picks ScheduleGPipe,
 Schedule1F1B (GPipe when accumulation_steps < pp: Schedule1F1B refuses it) or
 ScheduleInterleaved1F1B; the schedule splits the step's micro-batches itself and
 scales the gradients by 1 / accumulation_steps (scale_grads, its default since torch 2.7; on
@@ -13,8 +18,8 @@ older releases, whose schedules sum the micro-batches' gradients, the adapter di
 gradient by accumulation_steps after the step, as scale_grads does).
 
 The global gradient norm: torch.nn.utils.get_total_norm over the rank's own gradients (the last
-chunk's copy of a tied embedding left out), squared, summed over the ranks, square root, all in
-float32; clip_grads_with_norm_ then clips with it.
+chunk's copy of a tied embedding left out), squared, summed over the replica's pp group, square
+root, all in float32; clip_grads_with_norm_ then clips with it.
 """
 import inspect
 
@@ -65,18 +70,29 @@ class Pipeline:
         from torch.distributed.pipelining import (PipelineStage, Schedule1F1B, ScheduleGPipe,
                                                   ScheduleInterleaved1F1B)
         par = cfg["parallel"]
-        pp, v = par["pp"], par["virtual_stages"]
-        if par["dp"] != 1 or par["tp"] != 1 or pp != world:
-            raise RuntimeError("pipeline: only pp ranks (dp = tp = 1), got %s" % par)
+        pp, v, dp = par["pp"], par["virtual_stages"], par["dp"]
+        if par["tp"] != 1 or pp * dp != world:
+            raise RuntimeError("pipeline: pp x dp ranks (tp = 1), got %s" % par)
         C = pp * v
         sizes = layer_partition(cfg, C)
         bounds = [sum(sizes[:c]) for c in range(C + 1)]
         A = cfg["batch"]["accumulation_steps"]
+        stage, self.replica = rank // dp, rank % dp
         self.rank, self.pp, self.A = rank, pp, A
+        # Every rank creates every group, in the same order (gloo's new_group is collective).
+        ranks_of = lambda d: [d + dp * s for s in range(pp)]  # noqa: E731: replica d's pp group
+        pp_groups = [dist.new_group(ranks_of(d)) for d in range(dp)] if dp > 1 else [None]
+        dp_groups = [dist.new_group([d + dp * s for d in range(dp)]) for s in range(pp)] if dp > 1 else [None]
+        self.pp_group = pp_groups[self.replica]
         self.chunks = [Chunk(cfg["model"], run["params"], init, exec_dtype, bounds[c], bounds[c + 1],
-                             c == 0, c == C - 1) for c in range(rank, C, pp)]
-        stages = [PipelineStage(ch, c, C, torch.device("cpu"))
-                  for ch, c in zip(self.chunks, range(rank, C, pp))]
+                             c == 0, c == C - 1) for c in range(stage, C, pp)]
+        mods = self.chunks
+        if dp > 1:
+            from torch.nn.parallel import DistributedDataParallel as DDP
+            cap = cfg["zero"]["bucket_elems"] * 4 / 2.0 ** 20
+            mods = [DDP(ch, process_group=dp_groups[stage], bucket_cap_mb=cap) for ch in self.chunks]
+        stages = [PipelineStage(m, c, C, torch.device("cpu"), group=self.pp_group)
+                  for m, c in zip(mods, range(stage, C, pp))]
         kind = par["schedule"]
         if kind == "1f1b" and A < C:
             # Schedule1F1B refuses fewer micro-batches than stages (a ValueError in its constructor;
@@ -92,9 +108,10 @@ class Pipeline:
             self.schedule = cls(stages[0], n_microbatches=A, loss_fn=loss)
         self.first = any(ch.first for ch in self.chunks)
         self.last = any(ch.last for ch in self.chunks)
-        # The tied embedding's two copies: on rank 0 (first chunk) and rank pp-1 (last chunk).
+        # The tied embedding's two copies: on the replica's first and last stage.
         self.tied = cfg["model"]["tied_embeddings"] and pp > 1
-        self.tie_group = dist.new_group([0, pp - 1]) if self.tied else None
+        tie_groups = [dist.new_group([ranks_of(d)[0], ranks_of(d)[-1]]) for d in range(dp)] if self.tied else [None]
+        self.tie_group = tie_groups[self.replica if self.tied else 0]
 
     def named(self):
         """(name, parameter) of every chunk on this rank, each name once, in model order."""
@@ -113,10 +130,10 @@ class Pipeline:
         return list(named.values())
 
     def run_step(self, data):
-        """Forward and backward of the step's micro-batches of dp rank 0; returns (loss_sum, count)."""
-        A = self.A
-        inputs = data["inputs"][:A].reshape(-1, data["inputs"].size(-1))
-        targets = data["targets"][:A].reshape(-1, data["targets"].size(-1))
+        """Forward and backward of the replica's micro-batches; returns (loss_sum, count)."""
+        A, lo = self.A, self.replica * self.A
+        inputs = data["inputs"][lo:lo + A].reshape(-1, data["inputs"].size(-1))
+        targets = data["targets"][lo:lo + A].reshape(-1, data["targets"].size(-1))
         losses = []
         args = (inputs,) if self.first else ()
         kwargs = {"target": targets, "losses": losses} if self.last else {}
@@ -133,6 +150,6 @@ class Pipeline:
 
     def clip(self, max_norm):
         """torch's float32 norm of this rank's gradients, combined over the ranks; clips with it."""
-        total = group_norm([p.grad for p in self.norm_params() if p.grad is not None])
+        total = group_norm([p.grad for p in self.norm_params() if p.grad is not None], self.pp_group)
         torch.nn.utils.clip_grads_with_norm_(list(self.named().values()), max_norm, total)
         return total

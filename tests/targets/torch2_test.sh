@@ -61,6 +61,24 @@ case $CASE in
     expect 3 "$P" run "$T/torch2_bf16_reduce_dp3_min.json" --target "$TMP/unknown.json"
     has "SUMMARY: paradiff: FINDING .*mismatch.numeric.grad"
     ;;
+  pp_dp)
+    # Pipelining with data parallelism (torch2_pp_dp.json: each stage's chunks DDP over its dp
+    # group). With one micro-batch per step, or one stage, it passes every oracle; with pp 2 x dp 2
+    # and two micro-batches the second step crashes in DDP's forward (docs/TORCH2.md T2-6, the
+    # campaign's minimized config; its reproducer fails alike). This test fails once a torch
+    # release fixes it: then the file's status and TORCH2.md change.
+    derive_json "$T/torch2_pp_dp_min.json" "$TMP/a1.json" "c['batch']['accumulation_steps'] = 1"
+    derive_json "$T/torch2_pp_dp_min.json" "$TMP/pp1.json" "c['parallel'].update(world=2, pp=1)"
+    passes_on "$A/torch2_pp_dp.json" "$TMP/a1.json" "$TMP/pp1.json"
+    expect 3 "$P" run "$T/torch2_pp_dp_min.json" --target "$A/torch2_pp_dp.json"
+    has "sig=crash.target.-.-.run.exit "
+    d=$(sed -n 's/.*(run dir \(.*\) kept).*/\1/p' "$TMP/out" | head -1)
+    grep -q "rebuilt parameter indices size is not same" "$d/target.log" ||
+      fail "the crash is not T2-6's (see $d/target.log)"
+    case $d in /tmp/paradiff-target-*) rm -rf "$d" ;; esac
+    expect 1 "$PY" "$A/repro/pipelining_ddp_second_step.py"
+    has "BUG: the second step fails in DDP's forward"
+    ;;
   ddp_static_no_sync)
     # DDP(static_graph=True) under no_sync(): torch's reducer asserts (docs/TORCH2.md T2-1,
     # pytorch/pytorch issue 143580), minimized to world 1 with accumulation. This test fails once a
