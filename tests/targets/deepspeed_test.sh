@@ -74,15 +74,19 @@ PY
   deepspeed_pipe_parity)
     need_deepspeed
     # deepspeed.pipe (adapters/deepspeed/pipe.py): two stages with tied embeddings (DeepSpeed's
-    # TiedLayerSpec), then two stages times two replicas untied, accumulation 2, no clipping:
-    # PASS. With clipping, DeepSpeed 0.19.8's fp32 pipeline clips every stage with the first
+    # TiedLayerSpec), then two stages times two replicas untied (ZeRO 0, then ZeRO 1 in fp32 and
+    # bf16), accumulation 2, no clipping: PASS. With clipping, DeepSpeed 0.19.8's fp32 pipeline clips every stage with the first
     # stage's norm (a DeepSpeed bug, adapters/deepspeed/repro/pipe_fp32_clip_norm.py): the updated
     # parameters differ while the gradients and the reported global norm agree.
     derive_json "$T/deepspeed_w1.json" "$TMP/pp2.json" \
       "c['model']['layers'] = 3; c['clip_grad_norm'] = 0.0; c['parallel'] = {'world': 2, 'dp': 1, 'pp': 2}"
     derive_json "$T/deepspeed_w1.json" "$TMP/pp2dp2.json" "c['model']['layers'] = 2; c['clip_grad_norm'] = 0.0; \
 c['model']['tied_embeddings'] = False; c['parallel'] = {'world': 4, 'dp': 2, 'pp': 2}"
-    for c in pp2 pp2dp2; do
+    # ZeRO 1 under the pipeline (DeepSpeed's ZeRO optimizer, and its bf16 optimizer), pp 2 x dp 2.
+    derive_json "$TMP/pp2dp2.json" "$TMP/pp2dp2z1.json" "c['zero'] = {'stage': 1}"
+    derive_json "$TMP/pp2dp2z1.json" "$TMP/pp2dp2z1bf16.json" "c['precision'] = {'param': 'bf16', \
+'compute': 'bf16', 'reduce': 'fp32', 'accumulate': 'bf16', 'master_weights': True}"
+    for c in pp2 pp2dp2 pp2dp2z1 pp2dp2z1bf16; do
       expect 0 "$P" run "$TMP/$c.json" --target "$DS/deepspeed_pp.json"
       has "SUMMARY: paradiff: PASS"
       echo "$c: $(grep SUMMARY "$TMP/out")"
