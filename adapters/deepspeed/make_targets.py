@@ -12,11 +12,16 @@ report to a ZeRO stage:
                             accelerator its C++ CPU Adam, JIT-built on first use), which holds its
                             betas in float32: "optimizer_arithmetic" declares it
   deepspeed_planted.json    deepspeed.json's fp32 part with --plant sum_not_average
-  deepspeed_pp.json         deepspeed.pipe (PipelineModule, pp > 1, with dp) at ZeRO 0: DeepSpeed's
-                            pipeline takes ZeRO 0 and 1, and ZeRO 1's gradients are partitioned
+  deepspeed_pp.json         deepspeed.pipe (PipelineModule, pp > 1, with dp), fp32, ZeRO 0 and 1 (the
+                            pipeline takes no more); ZeRO 1's gradients are partitioned
+  deepspeed_pp_bf16.json    the same in bf16: DeepSpeed runs its BF16_Optimizer under a pipeline
+                            even at ZeRO 0 (engine.py _do_optimizer_sanity_check), which partitions
+                            the fp32 master weights and optimizer state over dp from stage 0
   deepspeed-X.json          the same as deepspeed.json for an older pinned release X
   deepspeed-X_fp32acc.json  the same as deepspeed_fp32acc.json for X
-  deepspeed-X_pp.json       the same as deepspeed_pp.json for X
+  deepspeed-X_pp.json       deepspeed.pipe for X at ZeRO 0, fp32 and bf16 (kept as its recorded
+                            rediscovery campaign drew it: its bf16 configs' master weights and
+                            optimizer state are declared replicated, which they are not, see above)
   deepspeed-X_ckpt.json     deepspeed-X.json with deepspeed.json's checkpoints (deepspeed-X.json itself
                             declares none: its recorded campaigns keep their configs)
 A release is a line in adapters/envs/deepspeed-X.txt plus its X in RELEASES below.
@@ -129,11 +134,23 @@ def files():
                 "deepspeed-%s.json with checkpoints saved and reloaded through DeepSpeed's API (another "
                 "dp through its universal checkpoint)" % v,
                 v, [0, 2, 3], [FP32] + BF16, options=OPTIONS, checkpoint=True)
-        out[base + "_pp.json"] = target(
-            "deepspeed-%s-pp" % v,
-            "DeepSpeed %s deepspeed.pipe: paradiff's GPT as a PipelineModule (tied embeddings as a "
-            "TiedLayerSpec), pp with dp, ZeRO 0, fp32 and bf16 with bf16 accumulation (adapters/deepspeed/pipe.py)"
-            % v, v, [0], [FP32] + BF16, parallel=("dp", "pp"))
+        if v != NEWEST:
+            out[base + "_pp.json"] = target(
+                "deepspeed-%s-pp" % v,
+                "DeepSpeed %s deepspeed.pipe: paradiff's GPT as a PipelineModule (tied embeddings as a "
+                "TiedLayerSpec), pp with dp, ZeRO 0, fp32 and bf16 with bf16 accumulation (adapters/deepspeed/pipe.py)"
+                % v, v, [0], [FP32] + BF16, parallel=("dp", "pp"))
+    out["deepspeed_pp.json"] = target(
+        "deepspeed-%s-pp" % NEWEST,
+        "DeepSpeed %s deepspeed.pipe: paradiff's GPT as a PipelineModule (tied embeddings as a "
+        "TiedLayerSpec), pp with dp, ZeRO 0 and 1, fp32 (adapters/deepspeed/pipe.py)" % NEWEST,
+        NEWEST, [0, 1], [FP32], parallel=("dp", "pp"), partitioned_from={"grad": 1})
+    out["deepspeed_pp_bf16.json"] = target(
+        "deepspeed-%s-pp-bf16" % NEWEST,
+        "DeepSpeed %s deepspeed.pipe in bf16 with bf16 accumulation, ZeRO 0 and 1: its BF16_Optimizer "
+        "(ZeRO 0) and ZeRO optimizer (ZeRO 1) partition the fp32 master weights and optimizer state "
+        "over dp (adapters/deepspeed/pipe.py, docs/DEEPSPEED.md)" % NEWEST,
+        NEWEST, [0, 1], BF16, parallel=("dp", "pp"), partitioned_from={"grad": 1, "optimizer": 0})
     out["deepspeed_zero1.json"] = target(
         "deepspeed-%s-zero1" % NEWEST,
         "DeepSpeed %s ZeRO 1 (its ZeRO optimizer): it reduces each gradient slice to its owner only, "

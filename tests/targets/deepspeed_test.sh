@@ -82,15 +82,26 @@ PY
       "c['model']['layers'] = 3; c['clip_grad_norm'] = 0.0; c['parallel'] = {'world': 2, 'dp': 1, 'pp': 2}"
     derive_json "$T/deepspeed_w1.json" "$TMP/pp2dp2.json" "c['model']['layers'] = 2; c['clip_grad_norm'] = 0.0; \
 c['model']['tied_embeddings'] = False; c['parallel'] = {'world': 4, 'dp': 2, 'pp': 2}"
-    # ZeRO 1 under the pipeline (DeepSpeed's ZeRO optimizer, and its bf16 optimizer), pp 2 x dp 2.
+    # ZeRO 1 under the pipeline (DeepSpeed's ZeRO optimizer in fp32 and in bf16), pp 2 x dp 2.
     derive_json "$TMP/pp2dp2.json" "$TMP/pp2dp2z1.json" "c['zero'] = {'stage': 1}"
     derive_json "$TMP/pp2dp2z1.json" "$TMP/pp2dp2z1bf16.json" "c['precision'] = {'param': 'bf16', \
 'compute': 'bf16', 'reduce': 'fp32', 'accumulate': 'bf16', 'master_weights': True}"
     for c in pp2 pp2dp2 pp2dp2z1 pp2dp2z1bf16; do
-      expect 0 "$P" run "$TMP/$c.json" --target "$DS/deepspeed_pp.json"
+      file=deepspeed_pp.json
+      case $c in *bf16) file=deepspeed_pp_bf16.json ;; esac
+      expect 0 "$P" run "$TMP/$c.json" --target "$DS/$file"
       has "SUMMARY: paradiff: PASS"
       echo "$c: $(grep SUMMARY "$TMP/out")"
     done
+    # Regression (the deepspeed_pp campaign at seed 821): in bf16 under a pipeline DeepSpeed runs
+    # its BF16_Optimizer even at ZeRO 0, which partitions the fp32 master weights over dp. Declared
+    # (deepspeed_pp_bf16.json: "optimizer": 0) the campaign's config passes; declared replicated,
+    # as ZeRO 0 is elsewhere, it is the false tiling finding the campaign reported.
+    expect 0 "$P" run "$T/deepspeed_pp_bf16_zero0.json" --target "$DS/deepspeed_pp_bf16.json"
+    has "SUMMARY: paradiff: PASS"
+    derive_target "$DS/deepspeed_pp_bf16.json" "$TMP/replicated.json" "t['partitioned_from'] = {'grad': 1}"
+    expect 3 "$P" run "$T/deepspeed_pp_bf16_zero0.json" --target "$TMP/replicated.json"
+    has "sig=invariant.tiling.master"
     derive_json "$TMP/pp2.json" "$TMP/pp2clip.json" "c['clip_grad_norm'] = 1.0"
     expect 3 "$P" run "$TMP/pp2clip.json" --target "$DS/deepspeed_pp.json"
     has "sig=mismatch.numeric.param"
