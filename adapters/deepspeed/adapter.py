@@ -13,8 +13,8 @@ the run dir, DS_ACCELERATOR=cpu, LOCAL_SIZE=world), builds paradiff's GPT (adapt
 imported, not copied; ZeRO 3 registers the same parameters on the root module: FlatGpt), hands it
 and a client torch optimizer to deepspeed.initialize, and trains with engine(...),
 engine.backward(loss), engine.step() per micro-step (DeepSpeed divides the loss gradient by
-gradient_accumulation_steps and steps at the boundary). With parallel.pp > 1 the model is a
-deepspeed.pipe PipelineModule (pipe.py) and each step is one engine.train_batch over the rank's
+gradient_accumulation_steps and steps at the boundary). With parallel.pp > 1 (or --pipe, also
+at pp 1) the model is a deepspeed.pipe PipelineModule (pipe.py) and each step is one engine.train_batch over the rank's
 data-parallel replica's micro-batches; its gradients are read when the schedule reaches
 OptimizerStep (hook_optimizer_step), and only the last stage reports losses.
 
@@ -219,8 +219,9 @@ def train(rank, world, run_dir, a, extra):
     # full backward hook, which fires at the start of backward when no module input requires a
     # gradient, as token ids do not; it then frees the parameters and backward fails.)
     pp = cfg["parallel"]["pp"]
+    piped = pp > 1 or a.pipe  # a deepspeed.pipe PipelineModule (DeepSpeed's PipelineEngine)
     recorded = []  # pipeline: the last stage's loss per micro-batch (pipe.loss_fn)
-    if pp > 1:
+    if piped:
         import pipe
         model = pipe.build(cfg, run["params"], init, dtypes[prec["compute"]], recorded,
                            loss_factor=run["dp"] if plant == "sum_not_average" else 1)
@@ -240,12 +241,12 @@ def train(rank, world, run_dir, a, extra):
             raise RuntimeError("DeepSpeed found no checkpoint %s to load in %s" % (tag, load))
     dsopt = engine.optimizer
     base = engine.basic_optimizer if hasattr(engine, "basic_optimizer") else opt
-    named = pipe.named(model, run["params"]) if pp > 1 else model.named()  # the engine's module
+    named = pipe.named(model, run["params"]) if piped else model.named()  # the engine's module
     kinds = set(run["kinds"])
     slots = [s for s in SLOTS[o["kind"]] if s in kinds]
     A = cfg["batch"]["accumulation_steps"]
     dp = run["dp"]
-    dp_rank = engine.grid.get_data_parallel_id() if pp > 1 else rank
+    dp_rank = engine.grid.get_data_parallel_id() if piped else rank
     out_dir = os.path.join(run_dir, run["out_dir"])
     steps = []
 
@@ -293,19 +294,19 @@ def train(rank, world, run_dir, a, extra):
                     grads.append(p.grad)
                 tensors["grad:" + name] = p.grad.detach().clone()
         if stage == 0:
-            cur["fallback_norm"] = zero0_norm(torch, engine, grads, pp)
+            cur["fallback_norm"] = zero0_norm(torch, engine, grads, piped)
         if "grad" not in kinds:
             tensors.clear()
             meta.clear()
 
-    if pp > 1:
+    if piped:
         hook_optimizer_step(engine, capture_grads)
     for s in range(run.get("first_step", 0), run["steps"]):  # this run's steps (docs/TARGETS.md)
         data, _ = safetensors_io.read(os.path.join(run_dir, "data", "step%d.safetensors" % s))
         cur.update(tensors={}, meta={}, fallback_norm=None)
         tensors, meta = cur["tensors"], cur["meta"]
         mine = range(dp_rank * A, (dp_rank + 1) * A)
-        if pp > 1:
+        if piped:
             recorded.clear()
             engine.train_batch(iter([(data["inputs"][g], data["targets"][g]) for g in mine]))
             loss_sum, loss_count = sum(recorded), len(recorded)
@@ -426,13 +427,13 @@ def flat_gpt(torch, Gpt):
     return FlatGpt
 
 
-def zero0_norm(torch, engine, grads, pp):
+def zero0_norm(torch, engine, grads, piped):
     """The float32 norm of the reduced gradients where DeepSpeed computes none (ZeRO 0 in fp32):
     the rank's own (a tied copy marked ds_pipe_replicated left out), squared and summed over the
     pipeline stages of its data-parallel replica."""
-    if not grads and pp == 1:
+    if not grads and not piped:
         return None
-    if pp == 1:
+    if not piped:
         return float(torch.nn.utils.get_total_norm([x.float() for x in grads]))
     from group_norm import group_norm
     return float(group_norm(grads, engine.grid.get_pipe_parallel_group()))
@@ -479,6 +480,8 @@ def main():
     ap.add_argument("--serve", action="store_true", help="protocol 2: serve run dirs from stdin (serve.py)")
     ap.add_argument("--plant", default="", choices=PLANTS)
     ap.add_argument("--ds", default="{}", help="JSON merged into the exported DeepSpeed config")
+    ap.add_argument("--pipe", action="store_true",
+                    help="a deepspeed.pipe PipelineModule also at pp 1 (DeepSpeed's PipelineEngine)")
     ap.add_argument("--ds-optimizer", action="store_true",
                     help="DeepSpeed's own optimizer (the exported \"optimizer\" section) instead of torch's")
     ap.add_argument("--print-ds-config", metavar="CONFIG", help="print the DeepSpeed config of a paradiff config")

@@ -16,7 +16,8 @@ report to a ZeRO stage:
                             pipeline takes no more); ZeRO 1's gradients are partitioned
   deepspeed_pp_bf16.json    the same in bf16: DeepSpeed runs its BF16_Optimizer under a pipeline
                             even at ZeRO 0 (engine.py _do_optimizer_sanity_check), which partitions
-                            the fp32 master weights and optimizer state over dp from stage 0
+                            the fp32 master weights and optimizer state over dp from stage 0; so
+                            its configs at pp 1 run a one-stage pipeline too (--pipe)
   deepspeed-X.json          the same as deepspeed.json for an older pinned release X
   deepspeed-X_fp32acc.json  the same as deepspeed_fp32acc.json for X
   deepspeed-X_pp.json       deepspeed.pipe for X at ZeRO 0, fp32 and bf16 (kept as its recorded
@@ -149,8 +150,9 @@ def files():
         "deepspeed-%s-pp-bf16" % NEWEST,
         "DeepSpeed %s deepspeed.pipe in bf16 with bf16 accumulation, ZeRO 0 and 1: its BF16_Optimizer "
         "(ZeRO 0) and ZeRO optimizer (ZeRO 1) partition the fp32 master weights and optimizer state "
-        "over dp (adapters/deepspeed/pipe.py, docs/DEEPSPEED.md)" % NEWEST,
-        NEWEST, [0, 1], BF16, parallel=("dp", "pp"), partitioned_from={"grad": 1, "optimizer": 0})
+        "over dp; pp 1 runs a one-stage pipeline (adapters/deepspeed/pipe.py, docs/DEEPSPEED.md)" % NEWEST,
+        NEWEST, [0, 1], BF16, parallel=("dp", "pp"), partitioned_from={"grad": 1, "optimizer": 0},
+        extra_args=["--pipe"])
     out["deepspeed_zero1.json"] = target(
         "deepspeed-%s-zero1" % NEWEST,
         "DeepSpeed %s ZeRO 1 (its ZeRO optimizer): it reduces each gradient slice to its owner only, "
