@@ -59,6 +59,7 @@ struct State {
   void Complete(int64_t i) {
     completed.insert(i);
     while (completed.count(done_below)) completed.erase(done_below++);
+    feedback.Fold(done_below);
   }
   bool IsComplete(int64_t i) const { return i < done_below || completed.count(i); }
 };
@@ -297,13 +298,12 @@ StatusOr<CampaignSummary> RunCampaign(const CampaignOptions& opts, std::ostream&
       if (opts.runs > 0 && next >= opts.runs) break;
       if (opts.feedback && !st.feedback.Ready(next)) break;  // the generation before is running
       const int64_t i = next++;
-      Config cfg = ConfigAt(opts, seeds.value(), domain, i,
-                            opts.feedback ? st.feedback.parents() : std::vector<Config>{});
+      // Without feedback nothing is recorded, so there are no parents.
+      Config cfg = ConfigAt(opts, seeds.value(), domain, i, st.feedback.parents());
       if (!CheckConfig(cfg, ResourceBudget{}).ok() || !system.Supports(cfg).ok()) {
         ++st.rejected;  // a deliberately invalid config, rejected before any rank starts
         ++st.execs;
         st.Complete(i);
-        st.feedback.Fold(st.done_below);
         continue;
       }
       if (st.coverage.Add(ConfigFeatures(cfg))) wd.SaveCorpus(cfg);
@@ -357,7 +357,6 @@ StatusOr<CampaignSummary> RunCampaign(const CampaignOptions& opts, std::ostream&
       ++st.execs;
       ++per_host[e.host];
       st.Complete(e.index);
-      st.feedback.Fold(st.done_below);
       if (kind != "pass" ||
           std::chrono::duration<double>(Clock::now() - last_stats).count() > kStatsEverySeconds) {
         const Status s = wd.SaveStats(StatsJson(opts, st, elapsed()));

@@ -44,7 +44,6 @@ class Feedback {
   // Whether execution `index` may be drawn now: every generation before its own is folded.
   bool Ready(int64_t index) const { return GenerationOf(index) <= folded_; }
   const std::vector<Config>& parents() const { return parents_; }
-  int64_t features_seen() const { return static_cast<int64_t>(seen_.size()); }
 
   nlohmann::json ToJson() const;
   Status FromJson(const nlohmann::json& j);  // the work dir's stats.json "feedback"

@@ -13,9 +13,9 @@ the run dir, DS_ACCELERATOR=cpu, LOCAL_SIZE=world), builds paradiff's GPT (adapt
 imported, not copied; ZeRO 3 registers the same parameters on the root module: FlatGpt), hands it
 and a client torch optimizer to deepspeed.initialize, and trains with engine(...),
 engine.backward(loss), engine.step() per micro-step (DeepSpeed divides the loss gradient by
-gradient_accumulation_steps and steps at the boundary). With parallel.pp > 1 (or --pipe, also
-at pp 1) the model is a deepspeed.pipe PipelineModule (pipe.py) and each step is one engine.train_batch over the rank's
-data-parallel replica's micro-batches; its gradients are read when the schedule reaches
+gradient_accumulation_steps and steps at the boundary). With parallel.pp > 1 (or --pipe, also at
+pp 1) the model is a deepspeed.pipe PipelineModule (pipe.py) and each step is one
+engine.train_batch over the rank's data-parallel replica's micro-batches; its gradients are read when the schedule reaches
 OptimizerStep (hook_optimizer_step), and only the last stage reports losses.
 
 The DeepSpeed config is `paradiff export deepspeed CONFIG` (targets/translate.cpp ExportDeepSpeed),
