@@ -47,6 +47,11 @@ struct Reporting {
   // oracles/update_oracle.cpp): fp64 (the built-in engine, torch's optimizers) or fp32 (a target
   // file's "optimizer_arithmetic": {"hyperparameters": "fp32"}, DeepSpeed's CPU Adam).
   DType optimizer_hyperparameters = DType::kFp64;
+  // The optimizer multiplies the gradient by the clip coefficient in the accumulation dtype
+  // (precision.accumulate) rather than in float32 (a target file's "optimizer_arithmetic":
+  // {"clip": "accumulate"}, DeepSpeed's BF16_Optimizer; see Note [Clip in the accumulation dtype]
+  // in oracles/update_oracle.cpp).
+  bool clips_in_accumulate = false;
   // Everything, as the built-in engine reports it.
   bool everything() const { return grad && optimizer && grad_norm_dtype == DType::kFp64; }
 };

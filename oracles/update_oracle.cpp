@@ -79,7 +79,8 @@ double Clip(double max_norm, double norm) {
 // the 1-based count of applied updates. Fills the expected slots; returns the new target
 // (master weights, or the parameters themselves). `unit`: the relative rounding the returned
 // magnitudes are scaled by; kSubnormalFloor / unit is added to every gradient element's magnitude
-// (see Note [Subnormal gradients]).
+// (see Note [Subnormal gradients]). `gerr`: each gradient element's absolute error beyond that
+// (see Note [Clip in the accumulation dtype]); undefined where there is none.
 // `held_max`: the largest finite value of the dtype the run computes the update in (see Note
 // [Quotient overflow]).
 // Note [Float32 optimizer hyperparameters]: an optimizer that holds beta in float32 (DeepSpeed's
@@ -103,8 +104,12 @@ struct HyperDrift {
 
 Expect Step(const OptimizerConfig& o, int64_t t, const at::Tensor& target, const at::Tensor& g,
             double unit, double held_max, const std::map<std::string, at::Tensor>& slots,
-            const HyperDrift& drift, std::map<std::string, Expect>& out) {
+            const HyperDrift& drift, const at::Tensor& gerr, std::map<std::string, Expect>& out) {
   at::Tensor p = target, gp = g, gmag = g.abs() + kSubnormalFloor / unit;
+  // The error a gradient error e adds: e to the momentum or first moment's new term, and
+  // (g + e)^2 - g^2 <= 2 |g| e + e^2 to the second moment's (divided by unit, as the caller scales
+  // magnitudes back).
+  const bool has_gerr = gerr.defined();
   if (o.kind == OptimizerKind::kAdamW) {
     p = target * (1.0 - o.lr * o.weight_decay);
   } else if (o.weight_decay != 0) {  // L2 decay folded into the gradient (SGD, Adam)
@@ -115,6 +120,7 @@ Expect Step(const OptimizerConfig& o, int64_t t, const at::Tensor& target, const
     const at::Tensor& buf = slots.at("momentum");
     Expect b =
         t == 1 ? Expect{gp, gmag} : Expect{buf * o.momentum + gp, buf.abs() * o.momentum + gmag};
+    if (has_gerr) b.mag = b.mag + gerr / unit;
     out["momentum"] = b;
     return {p - b.value * o.lr, p.abs() + b.mag * o.lr};
   }
@@ -125,6 +131,10 @@ Expect Step(const OptimizerConfig& o, int64_t t, const at::Tensor& target, const
   Expect v{v0 * o.beta2 + gp * gp * (1.0 - o.beta2),
            v0 * o.beta2 + gmag * gmag * (1.0 - o.beta2) +
                (v0 + gmag * gmag) * (drift.Beta(o.beta2) / unit)};
+  if (has_gerr) {
+    m.mag = m.mag + gerr * ((1.0 - o.beta1) / unit);
+    v.mag = v.mag + (gp.abs() * gerr * 2.0 + gerr * gerr) * ((1.0 - o.beta2) / unit);
+  }
   out["exp_avg"] = m;
   out["exp_avg_sq"] = v;
   const double bc1 = 1.0 - std::pow(o.beta1, static_cast<double>(t));
@@ -231,6 +241,18 @@ Verdict UpdateOracle::Check(const OracleInput& in) const {
     } else {
       at::Tensor g = Flat(as, spec, "grad");
       if (coef < 1.0) g = g * coef;
+      // Note [Clip in the accumulation dtype]: an optimizer that clips its gradient accumulation
+      // buffers in place (DeepSpeed's BF16_Optimizer multiplies its grad_acc_dtype buffers by the
+      // coefficient, then casts them to float32 for the step) rounds each clipped element
+      // x' = g c' (c' the run's coefficient) to that dtype: to within half x''s spacing there
+      // (its subnormal spacing below the normal range). c' is within norm_rel << 1 of c, so
+      // |x'| <= 2 |g c| and that half spacing is at most the spacing at g c: UlpOf(g c) absolute
+      // per element, on top of the float32 terms. Declared by the target file, never assumed.
+      // Evidence: docs/EVIDENCE.md.
+      const DType clip_dtype = a.reporting.clips_in_accumulate ? pr.accumulate : DType::kFp32;
+      at::Tensor gerr;
+      if (coef < 1.0 && PrecisionBits(clip_dtype) < PrecisionBits(DType::kFp32))
+        gerr = UlpOf(g, clip_dtype);
       // Note [Subnormal gradients]: the run clips in float32, so a clipped gradient in float32's
       // subnormal range carries an absolute rounding of up to 2^-150 instead of u relative, and
       // Adam divides it by sqrt(v) + eps (as small as eps): a parameter near 0 then moves by that
@@ -240,7 +262,7 @@ Verdict UpdateOracle::Check(const OracleInput& in) const {
       Expect next =
           Step(AtUpdate(cfg.optimizer, applied - 1), applied, has_master ? prev.master : prev.param,
                g, unit, MaxFinite(has_master ? DType::kFp32 : pr.param), prev.slots,
-               HyperDrift{a.reporting.optimizer_hyperparameters == DType::kFp32}, e);
+               HyperDrift{a.reporting.optimizer_hyperparameters == DType::kFp32}, gerr, e);
       next.mag = next.mag * unit + kSubnormalFloor;
       for (const auto& n : slot_names) e[n].mag = e[n].mag * unit + kSubnormalFloor;
       if (has_master) {

@@ -380,14 +380,20 @@ StatusOr<TargetSpec> ParseTargetSpec(const std::string& text, const std::string&
     const json& oa = j["optimizer_arithmetic"];
     Reader ar(oa, "optimizer_arithmetic.", &st);
     if (!oa.is_object())
-      r.Error("optimizer_arithmetic", "must be an object {\"hyperparameters\"}");
+      r.Error("optimizer_arithmetic", "must be an object {\"hyperparameters\", \"clip\"}");
     else
-      ar.Unknown({"hyperparameters"});
+      ar.Unknown({"hyperparameters", "clip"});
     if (oa.is_object() && oa.contains("hyperparameters")) {
       if (oa["hyperparameters"] == "fp32")
         t.reporting.optimizer_hyperparameters = DType::kFp32;
       else if (oa["hyperparameters"] != "fp64")
         ar.Error("hyperparameters", "must be \"fp64\" or \"fp32\"");
+    }
+    if (oa.is_object() && oa.contains("clip")) {
+      if (oa["clip"] == "accumulate")
+        t.reporting.clips_in_accumulate = true;
+      else if (oa["clip"] != "fp32")
+        ar.Error("clip", "must be \"fp32\" or \"accumulate\"");
     }
   }
   if (j.contains("options")) ParseOptions(j["options"], t, r);

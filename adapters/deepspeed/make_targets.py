@@ -14,10 +14,12 @@ report to a ZeRO stage:
   deepspeed_planted.json    deepspeed.json's fp32 part with --plant sum_not_average
   deepspeed_pp.json         deepspeed.pipe (PipelineModule, pp > 1, with dp), fp32, ZeRO 0 and 1 (the
                             pipeline takes no more); ZeRO 1's gradients are partitioned
-  deepspeed_pp_bf16.json    the same in bf16: DeepSpeed runs its BF16_Optimizer under a pipeline
-                            even at ZeRO 0 (engine.py _do_optimizer_sanity_check), which partitions
-                            the fp32 master weights and optimizer state over dp from stage 0; so
-                            its configs at pp 1 run a one-stage pipeline too (--pipe)
+  deepspeed_pp_bf16.json    the same in bf16 at ZeRO 0: DeepSpeed runs its BF16_Optimizer under a
+                            pipeline (engine.py _do_optimizer_sanity_check), which partitions the
+                            fp32 master weights and optimizer state over dp from stage 0 and clips
+                            in the accumulation dtype ("optimizer_arithmetic"); so its configs at
+                            pp 1 run a one-stage pipeline too (--pipe)
+  deepspeed_pp_bf16_zero1.json  the same at ZeRO 1 (its ZeRO optimizer, which clips in float32)
   deepspeed-X.json          the same as deepspeed.json for an older pinned release X
   deepspeed-X_fp32acc.json  the same as deepspeed_fp32acc.json for X
   deepspeed-X_pp.json       deepspeed.pipe for X at ZeRO 0, fp32 and bf16 (kept as its recorded
@@ -146,13 +148,23 @@ def files():
         "DeepSpeed %s deepspeed.pipe: paradiff's GPT as a PipelineModule (tied embeddings as a "
         "TiedLayerSpec), pp with dp, ZeRO 0 and 1, fp32 (adapters/deepspeed/pipe.py)" % NEWEST,
         NEWEST, [0, 1], [FP32], parallel=("dp", "pp"), partitioned_from={"grad": 1})
-    out["deepspeed_pp_bf16.json"] = target(
+    pp_bf16 = target(
         "deepspeed-%s-pp-bf16" % NEWEST,
-        "DeepSpeed %s deepspeed.pipe in bf16 with bf16 accumulation, ZeRO 0 and 1: its BF16_Optimizer "
-        "(ZeRO 0) and ZeRO optimizer (ZeRO 1) partition the fp32 master weights and optimizer state "
-        "over dp; pp 1 runs a one-stage pipeline (adapters/deepspeed/pipe.py, docs/DEEPSPEED.md)" % NEWEST,
-        NEWEST, [0, 1], BF16, parallel=("dp", "pp"), partitioned_from={"grad": 1, "optimizer": 0},
+        "DeepSpeed %s deepspeed.pipe in bf16 with bf16 accumulation, ZeRO 0: its BF16_Optimizer "
+        "partitions the fp32 master weights and optimizer state over dp and clips in the accumulation "
+        "dtype; pp 1 runs a one-stage pipeline (adapters/deepspeed/pipe.py, docs/DEEPSPEED.md)" % NEWEST,
+        NEWEST, [0], BF16, parallel=("dp", "pp"), partitioned_from={"grad": 1, "optimizer": 0},
         extra_args=["--pipe"])
+    # bf16_optimizer.py step(): clip_tensors_by_global_norm multiplies its gradient buffers, of
+    # dtype grad_acc_dtype, in place (see Note [Clip in the accumulation dtype] in
+    # oracles/update_oracle.cpp); ZeRO 1's optimizer clips its float32 partition.
+    pp_bf16["optimizer_arithmetic"] = {"clip": "accumulate"}
+    out["deepspeed_pp_bf16.json"] = pp_bf16
+    out["deepspeed_pp_bf16_zero1.json"] = target(
+        "deepspeed-%s-pp-bf16-zero1" % NEWEST,
+        "DeepSpeed %s deepspeed.pipe in bf16 with bf16 accumulation, ZeRO 1 (its ZeRO optimizer); pp 1 "
+        "runs a one-stage pipeline (adapters/deepspeed/pipe.py, docs/DEEPSPEED.md)" % NEWEST,
+        NEWEST, [1], BF16, parallel=("dp", "pp"), partitioned_from={"grad": 1}, extra_args=["--pipe"])
     out["deepspeed_zero1.json"] = target(
         "deepspeed-%s-zero1" % NEWEST,
         "DeepSpeed %s ZeRO 1 (its ZeRO optimizer): it reduces each gradient slice to its owner only, "

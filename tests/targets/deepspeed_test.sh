@@ -88,7 +88,7 @@ c['model']['tied_embeddings'] = False; c['parallel'] = {'world': 4, 'dp': 2, 'pp
 'compute': 'bf16', 'reduce': 'fp32', 'accumulate': 'bf16', 'master_weights': True}"
     for c in pp2 pp2dp2 pp2dp2z1 pp2dp2z1bf16; do
       file=deepspeed_pp.json
-      case $c in *bf16) file=deepspeed_pp_bf16.json ;; esac
+      case $c in *bf16) file=deepspeed_pp_bf16_zero1.json ;; esac
       expect 0 "$P" run "$TMP/$c.json" --target "$DS/$file"
       has "SUMMARY: paradiff: PASS"
       echo "$c: $(grep SUMMARY "$TMP/out")"
@@ -106,6 +106,15 @@ c['model']['tied_embeddings'] = False; c['parallel'] = {'world': 4, 'dp': 2, 'pp
     # dp-3 config the second campaign (seed 823) found held replicated before --pipe now passes.
     expect 0 "$P" run "$T/deepspeed_pp_bf16_pp1.json" --target "$DS/deepspeed_pp_bf16.json"
     has "SUMMARY: paradiff: PASS"
+    # Regression (an update-oracle false positive, the seed-824 campaign): the BF16_Optimizer clips
+    # its bf16 accumulation buffers in bf16. Declared ("optimizer_arithmetic": {"clip":
+    # "accumulate"}) the minimized config passes; against a copy declaring a float32 clip it is
+    # the finding the campaign reported: the declaration mends it, not a bound.
+    expect 0 "$P" run "$T/deepspeed_pp_bf16_clip_min.json" --target "$DS/deepspeed_pp_bf16.json"
+    has "SUMMARY: paradiff: PASS"
+    derive_target "$DS/deepspeed_pp_bf16.json" "$TMP/clip32.json" "t['optimizer_arithmetic'] = {'clip': 'fp32'}"
+    expect 3 "$P" run "$T/deepspeed_pp_bf16_clip_min.json" --target "$TMP/clip32.json"
+    has "sig=mismatch.update.master"
     derive_json "$TMP/pp2.json" "$TMP/pp2clip.json" "c['clip_grad_norm'] = 1.0"
     expect 3 "$P" run "$TMP/pp2clip.json" --target "$DS/deepspeed_pp.json"
     has "sig=mismatch.numeric.param"

@@ -234,7 +234,7 @@ TEST(TargetFile, ReloadChangesOnlyForTheListedOptimizers) {
   EXPECT_TRUE(TargetSupports(t.value(), restricted).ok());
 }
 
-TEST(TargetFile, OptimizerArithmeticDeclaresFloat32Hyperparameters) {
+TEST(TargetFile, OptimizerArithmeticDeclaresHyperparametersAndClipDtype) {
   auto parse = [](const std::string& field) {
     return ParseTargetSpec(
         R"({"protocol": 1, "name": "x", "command": ["/bin/true"], "supports": {})" + field + "}",
@@ -245,8 +245,14 @@ TEST(TargetFile, OptimizerArithmeticDeclaresFloat32Hyperparameters) {
   const auto fp32 = parse(R"(, "optimizer_arithmetic": {"hyperparameters": "fp32"})");
   ASSERT_TRUE(fp32.ok()) << fp32.status().ToString();
   EXPECT_EQ(fp32.value().reporting.optimizer_hyperparameters, DType::kFp32);
+  EXPECT_FALSE(fp32.value().reporting.clips_in_accumulate);
+  const auto clip = parse(R"(, "optimizer_arithmetic": {"clip": "accumulate"})");
+  ASSERT_TRUE(clip.ok()) << clip.status().ToString();
+  EXPECT_TRUE(clip.value().reporting.clips_in_accumulate);
+  EXPECT_EQ(clip.value().reporting.optimizer_hyperparameters, DType::kFp64);
   for (const char* bad :
        {R"(, "optimizer_arithmetic": {"hyperparameters": "bf16"})",
+        R"(, "optimizer_arithmetic": {"clip": "bf16"})",
         R"(, "optimizer_arithmetic": {"betas": "fp32"})", R"(, "optimizer_arithmetic": "fp32")"}) {
     const auto r = parse(bad);
     ASSERT_FALSE(r.ok()) << bad;

@@ -7,6 +7,9 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <utility>
+
 #include "tests/unit/oracle_test_util.h"
 
 namespace paradiff {
@@ -217,6 +220,46 @@ TEST(UpdateOracle, Float32HyperparametersOnlyWhereDeclared) {
   EXPECT_EQ(run(1.0, DType::kFp32).kind, VerdictKind::kPass) << run(1.0, DType::kFp32).message;
   ExpectFinding(run(1.0, DType::kFp64), 0, "exp_avg_sq");
   ExpectFinding(run(10.0, DType::kFp32), 0, "exp_avg");  // the first kind judged
+}
+
+// An optimizer that clips in the bf16 accumulation dtype (DeepSpeed's BF16_Optimizer): SGD's
+// first momentum is the clipped gradient, here rounded to bf16 as such a run rounds it, and the
+// master weights and parameters follow from it. Judged within one bf16 rounding only where the
+// run declares it (see Note [Clip in the accumulation dtype]); two or more bf16 units are caught.
+TEST(UpdateOracle, ClipInTheAccumulationDtypeOnlyWhereDeclared) {
+  Config c = Bf16Master(WithOptimizer(SmallConfig(2, 0), OptimizerKind::kSgd, 0.0));
+  c.precision.accumulate = DType::kBf16;
+  c.clip_grad_norm = 1e-3;  // below the gradient norm: the clip coefficient is < 1
+  c.steps = 1;
+  const EngineOutcome clean = RunClean(c);
+  auto run = [&](double excess, bool declared) {
+    EngineOutcome e = clean;
+    for (auto& r : e.obs.ranks) {
+      std::map<std::pair<std::string, int64_t>, at::Tensor> moved;  // (tensor, offset) -> delta
+      for (auto& piece : r.steps.at(0).pieces)
+        if (piece.kind == "momentum") {
+          at::Tensor rounded = piece.values.to(at::kBFloat16).to(piece.values.scalar_type());
+          rounded = rounded * (1.0 + excess);
+          moved[{piece.tensor, piece.offset}] = rounded - piece.values;
+          piece.values.copy_(rounded);
+        }
+      for (auto& piece : r.steps.at(0).pieces)
+        if (piece.kind == "master")
+          piece.values.sub_(moved.at({piece.tensor, piece.offset}) * c.optimizer.lr);
+      std::map<std::pair<std::string, int64_t>, at::Tensor> master;
+      for (auto& piece : r.steps.at(0).pieces)
+        if (piece.kind == "master") master[{piece.tensor, piece.offset}] = piece.values;
+      for (auto& piece : r.steps.at(0).pieces)
+        if (piece.kind == "param")
+          piece.values.copy_(master.at({piece.tensor, piece.offset}).to(piece.values.dtype()));
+    }
+    testing::Harness h = MakeHarness(c, e);
+    h.assembly.reporting.clips_in_accumulate = declared;
+    return UpdateOracle().Check(h.Input());
+  };
+  EXPECT_EQ(run(0.0, true).kind, VerdictKind::kPass) << run(0.0, true).message;
+  ExpectFinding(run(0.0, false), 0, "master");
+  ExpectFinding(run(0x1p-6, true), 0, "master");
 }
 
 TEST(UpdateOracle, SkippedWithoutGradientsOrOptimizerState) {
