@@ -40,6 +40,50 @@ bool Fail(ObservationError* err, const std::string& detail, int rank, const std:
   return false;
 }
 
+// "o0,o1,..." -> the offsets; empty when it is not a list of integers.
+std::vector<int64_t> ParseOffsets(const std::string& text) {
+  std::vector<int64_t> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    try {
+      size_t used = 0;
+      out.push_back(std::stoll(item, &used));
+      if (used != item.size()) return {};
+    } catch (const std::exception&) {
+      return {};
+    }
+  }
+  return out;
+}
+
+// A block of `shape` (the logical tensor's) at per-dimension `offsets`, as the flat pieces it is:
+// one per contiguous run, trailing dimensions the block spans whole merged into one run.
+void BlockPieces(const std::string& kind, const std::string& tensor, const at::Tensor& block,
+                 const std::vector<int64_t>& shape, const std::vector<int64_t>& offsets,
+                 std::vector<TensorPiece>* out) {
+  if (block.numel() == 0) return;
+  const int64_t dims = static_cast<int64_t>(shape.size());
+  std::vector<int64_t> stride(dims, 1);
+  for (int64_t d = dims - 2; d >= 0; --d) stride[d] = stride[d + 1] * shape[d + 1];
+  // Dimensions [inner, dims) form one contiguous run: all but the first of them whole.
+  int64_t inner = dims - 1;
+  while (inner > 0 && block.size(inner) == shape[inner]) --inner;
+  int64_t run = 1;
+  for (int64_t d = inner; d < dims; ++d) run *= block.size(d);
+  const at::Tensor flat = block.contiguous().reshape({-1});
+  const int64_t runs = block.numel() / run;
+  for (int64_t k = 0; k < runs; ++k) {
+    int64_t rest = k, logical = 0;  // k's index over the outer dimensions, last fastest
+    for (int64_t d = inner - 1; d >= 0; --d) {
+      logical += (offsets[d] + rest % block.size(d)) * stride[d];
+      rest /= block.size(d);
+    }
+    logical += offsets[inner] * stride[inner];
+    out->push_back({kind, tensor, logical, flat.narrow(0, k * run, run)});
+  }
+}
+
 }  // namespace
 
 Status WriteRunDir(const Config& cfg, const std::vector<std::string>& kinds, const std::string& dir,
@@ -133,13 +177,15 @@ bool ReadObservations(const Config& cfg, const std::string& dir,
       StatusOr<SafeTensors> file = ReadSafeTensors(path);
       if (!file.ok()) return Fail(err, "bad_output", r, where + ": " + file.status().ToString());
       for (const auto& [name, t] : file.value().tensors) {
+        // KIND:TENSOR, or KIND:TENSOR#PART for one of several pieces of a tensor.
         const size_t colon = name.find(':');
         const std::string kind = name.substr(0, colon);
-        const ParamSpec* ps =
-            colon == std::string::npos ? nullptr : spec.Find(name.substr(colon + 1));
+        const ParamSpec* ps = colon == std::string::npos
+                                  ? nullptr
+                                  : spec.Find(name.substr(colon + 1, name.find('#') - colon - 1));
         if (!kKinds.count(kind) || ps == nullptr)
           return Fail(err, "bad_output", r,
-                      where + ": tensor '" + name + "' is not KIND:TENSOR of this model");
+                      where + ": tensor '" + name + "' is not KIND:TENSOR[#PART] of this model");
         if (!declared.count(kind))
           return Fail(err, "bad_output", r,
                       where + ": tensor '" + name + "' is of kind " + kind +
@@ -150,8 +196,30 @@ bool ReadObservations(const Config& cfg, const std::string& dir,
           return Fail(err, "bad_output", r,
                       where + ": " + name + " is not a floating-point tensor");
         TensorPiece piece{kind, ps->name, 0, t.reshape({-1})};
-        auto off = file.value().metadata.find("offset:" + name);
-        if (off != file.value().metadata.end()) {
+        const auto& meta = file.value().metadata;
+        auto off = meta.find("offset:" + name);
+        auto block = meta.find("block:" + name);
+        if (block != meta.end() && off != meta.end())
+          return Fail(err, "bad_output", r,
+                      where + ": " + name + " has both offset:" + name + " and block:" + name +
+                          " metadata (one of them)");
+        if (block != meta.end()) {
+          const std::vector<int64_t> offsets = ParseOffsets(block->second);
+          bool inside =
+              offsets.size() == ps->shape.size() && t.dim() == static_cast<int64_t>(offsets.size());
+          for (size_t d = 0; inside && d < offsets.size(); ++d)
+            inside =
+                offsets[d] >= 0 && offsets[d] + t.size(static_cast<int64_t>(d)) <= ps->shape[d];
+          if (!inside)
+            return Fail(err, "shape", r,
+                        where + ": block " + name + " of shape " + Shape(t.sizes().vec()) +
+                            " at offsets [" + block->second + "] is not a block of the " +
+                            Shape(ps->shape) + " tensor (metadata block:" + name +
+                            ": one integer offset per dimension)");
+          BlockPieces(kind, ps->name, t, ps->shape, offsets, &st.pieces);
+          continue;
+        }
+        if (off != meta.end()) {
           try {
             piece.offset = std::stoll(off->second);
           } catch (const std::exception&) {
@@ -163,6 +231,10 @@ bool ReadObservations(const Config& cfg, const std::string& dir,
                         where + ": piece " + name + " of shape " + Shape(t.sizes().vec()) +
                             " at offset " + off->second + " is not a flat slice of the " +
                             std::to_string(ps->numel()) + "-element tensor");
+        } else if (name.find('#') != std::string::npos) {
+          return Fail(err, "bad_output", r,
+                      where + ": " + name + " is a part (#) without offset:" + name +
+                          " or block:" + name + " metadata");
         } else if (t.sizes().vec() != ps->shape) {
           return Fail(err, "shape", r,
                       where + ": " + name + " has shape " + Shape(t.sizes().vec()) +

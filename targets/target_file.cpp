@@ -174,7 +174,7 @@ void ParseSupports(const json& s, TargetSpec& t, Status* st) {
   if (!s.is_object()) return r.Error("", "must be an object");
   r.Unknown({"max_world", "parallel", "zero_stages", "models", "activations", "optimizers",
              "lr_schedules", "schedules", "precision", "clip_grad_norm", "loss_scale", "checkpoint",
-             "max_steps"});
+             "max_steps", "kv_head_sharing"});
   r.Int("max_world", t.max_world, 1, 1024);
   r.Strings("parallel", t.parallel, {"dp", "tp", "pp", "sp"});
   r.Strings("models", t.models, {"gpt", "exact_linear"});
@@ -185,6 +185,7 @@ void ParseSupports(const json& s, TargetSpec& t, Status* st) {
   r.Strings("schedules", t.schedules, {"gpipe", "1f1b", "interleaved"});
   r.Bool("clip_grad_norm", t.clip_grad_norm);
   r.Bool("loss_scale", t.loss_scale);
+  r.Bool("kv_head_sharing", t.kv_head_sharing);
   if (s.contains("checkpoint") && s["checkpoint"].is_object()) {
     ParseCheckpoint(s["checkpoint"], t, st);
   } else {
@@ -441,6 +442,11 @@ Status TargetSupports(const TargetSpec& t, const Config& c) {
     if (used && !Has(t.parallel, std::string(dim)))
       no(std::string("parallel.") + dim,
          "the target does not support " + std::string(dim) + " parallelism");
+  if (c.parallel.tp > c.model.kv_heads && c.model.kind == ModelKind::kGpt && !t.kv_head_sharing)
+    no("model.kv_heads", std::to_string(c.model.kv_heads) + " < parallel.tp " +
+                             std::to_string(c.parallel.tp) +
+                             ": the target splits key / value heads over tp ranks and cannot "
+                             "share one (supports.kv_head_sharing)");
   if (!Has(t.zero_stages, c.zero.stage))
     no("zero.stage", "stage " + std::to_string(c.zero.stage) + " is not supported");
   if (!Has(t.models, std::string(Name(c.model.kind))))

@@ -43,6 +43,9 @@ struct TargetSpec {
   std::vector<std::string> schedules = {"gpipe", "1f1b", "interleaved"};  // when pp > 1
   std::vector<TargetPrecision> precisions = {TargetPrecision{}};
   bool clip_grad_norm = false, loss_scale = false, checkpoint = false;
+  // Key / value heads with kv_heads < tp, each shared by tp / kv_heads ranks (Megatron's layout);
+  // false for a target that can only split them (DTensor's Shard placements).
+  bool kv_head_sharing = true;
   ReloadSupport reload;   // with checkpoint: the reload layouts it takes (supports.checkpoint)
   int64_t max_steps = 0;  // 0: any
   // The target's own settings a campaign may vary ("options": name -> its values, each the JSON

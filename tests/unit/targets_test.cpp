@@ -261,6 +261,33 @@ TEST(TargetFile, OptimizerArithmeticDeclaresHyperparametersAndClipDtype) {
   }
 }
 
+TEST(TargetFile, KvHeadSharingBoundsKvHeadsBelowTp) {
+  auto parse = [](const std::string& sharing) {
+    return ParseTargetSpec(
+        R"({"protocol": 1, "name": "x", "command": ["/bin/true"], "supports": {"max_world": 4,
+        "parallel": ["tp"])" +
+            sharing + "}}",
+        "t.json");
+  };
+  ASSERT_TRUE(parse("").ok());
+  EXPECT_TRUE(parse("").value().kv_head_sharing);
+  const auto split = parse(R"(, "kv_head_sharing": false)");
+  ASSERT_TRUE(split.ok()) << split.status().ToString();
+  Config c;
+  c.model.heads = 4;
+  c.model.kv_heads = 1;
+  c.parallel.tp = c.parallel.world = 2;
+  EXPECT_TRUE(TargetSupports(parse("").value(), c).ok());
+  const Status no = TargetSupports(split.value(), c);
+  ASSERT_EQ(no.errors().size(), 1u) << no.ToString();
+  EXPECT_EQ(no.errors()[0].field, "model.kv_heads");
+  c.model.kv_heads = 2;
+  EXPECT_TRUE(TargetSupports(split.value(), c).ok());
+  const auto bad = parse(R"(, "kv_head_sharing": "no")");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().ToString().find("kv_head_sharing"), std::string::npos);
+}
+
 TEST(TargetFile, SchedulesBoundPipelinedConfigsOnly) {
   StatusOr<TargetSpec> t = ParseTargetSpec(
       R"({"protocol": 1, "name": "x", "command": ["/bin/true", "{run_dir}"],

@@ -1,5 +1,6 @@
-# Unit tests of paradiff_targets: safetensors, target files, config translation.
+# Unit tests of paradiff_targets: safetensors, target files, run dirs, config translation.
 paradiff_test(unit_targets
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/targets_test.cpp
+          ${CMAKE_CURRENT_SOURCE_DIR}/unit/run_dir_test.cpp
   LIBS paradiff_targets
   LABELS unit targets)
