@@ -63,15 +63,7 @@ class Gpt(torch.nn.Module):
         kv = self.linear(x, b + ".attn.kv.weight", b + ".attn.kv.bias")
         k = kv.narrow(-1, 0, K * hd).view(bs, s, K, hd).transpose(1, 2)
         v = kv.narrow(-1, K * hd, K * hd).view(bs, s, K, hd).transpose(1, 2)
-        if K < H:
-            k = k.repeat_interleave(H // K, 1)
-            v = v.repeat_interleave(H // K, 1)
-        scores = torch.matmul(q, k.transpose(-2, -1)) * (1.0 / math.sqrt(float(hd)))
-        mask = torch.ones(s, s, dtype=torch.bool).triu(1)
-        scores = scores.masked_fill(mask, -math.inf)
-        probs = torch.softmax(scores, -1)
-        o = torch.matmul(probs, v).transpose(1, 2).reshape(bs, s, H * hd)
-        return self.linear(o, b + ".attn.proj.weight")
+        return self.linear(attend(q, k, v), b + ".attn.proj.weight")
 
     def mlp(self, b, x):
         if self.m["activation"] == "swiglu":
@@ -111,6 +103,21 @@ class Gpt(torch.nn.Module):
         for i in range(self.m["layers"]):
             h = self.run_block(i, h)
         return loss(self.logits(self.layer_norm("head.ln_f", h), self.head_weight()), targets)
+
+
+def attend(q, k, v):
+    """Causal attention of q [bs, H, s, hd] over k, v [bs, K, s, hd] (each key / value head shared by
+    H / K query heads): [bs, s, H * hd]."""
+    bs, H, s, hd = q.shape
+    K = k.size(1)
+    if K < H:
+        k = k.repeat_interleave(H // K, 1)
+        v = v.repeat_interleave(H // K, 1)
+    scores = torch.matmul(q, k.transpose(-2, -1)) * (1.0 / math.sqrt(float(hd)))
+    mask = torch.ones(s, s, dtype=torch.bool).triu(1)
+    scores = scores.masked_fill(mask, -math.inf)
+    probs = torch.softmax(scores, -1)
+    return torch.matmul(probs, v).transpose(1, 2).reshape(bs, s, H * hd)
 
 
 def loss(logits, targets):  # the mean cross entropy of float32 logits (paradiff's loss)

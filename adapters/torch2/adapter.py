@@ -1,6 +1,6 @@
 """paradiff external target: PyTorch 2.x native parallelisms on CPU + gloo (docs/TORCH2.md).
 
-Usage: adapter.py RUN_DIR | --serve  --parallel ddp|fsdp2|pp [--static-graph] [--bucket-view]
+Usage: adapter.py RUN_DIR | --serve  --parallel ddp|fsdp2|pp|tp [--static-graph] [--bucket-view]
                   [--sync-every-micro-step] [--no-reshard] [--nested] [--sync-last-micro-step]
                   [--plant NAME]
 (RUN_DIR: protocol 1, --serve: protocol 2, docs/TARGETS.md; target files:
@@ -28,6 +28,10 @@ RUN_DIR/out/rank<R>.json and rank<R>.step<S>.safetensors with the kinds run.json
   from the DTensor's own placement (compute_local_shape_and_global_offset): ZeRO 3's layout.
 --parallel pp: torch.distributed.pipelining over pp x dp ranks (tp = 1; each stage's chunks DDP over
   its dp group when dp > 1): pipeline.py.
+--parallel tp: DTensor tensor parallelism over tp ranks (dp = pp = 1): tp_model.py's TpGpt
+  (parallelize_module's ColwiseParallel / RowwiseParallel, vocabulary-parallel embedding and
+  loss_parallel); each rank reports its DTensors' local shards as blocks at their own offsets
+  ("block:KIND:TENSOR#PART"), replicated ones whole.
 
 Checkpoints (a config with checkpoint.save_at > 0 runs as two launches, docs/TARGETS.md): ddp at
 ZeRO 0 and fsdp2 save with torch.distributed.checkpoint (get_state_dict + dcp.save) after the save
@@ -49,6 +53,10 @@ Planted bugs for paradiff's self-test (never on by default):
   the optimizer's (the moments restart from zero after the reload).
 --plant reload_restarts_schedule: a checkpointed config's reload loads the model and the optimizer
   but not the learning-rate scheduler, which starts its warmup again.
+--plant replicated_grad_summed: tp sums the gradients of the replicated parameters (norms,
+  row-parallel biases, position embeddings) over the tp ranks, as if each rank had computed only a
+  share of them (Megatron's sequence-parallel layer-norm all-reduce applied without sequence
+  parallelism): they come out tp times too large.
 --plant shard_offset: fsdp2 reports each local piece at rank * its own size, as if every shard
   were the same size (a report bug: right for tensors whose rows divide evenly over dp; for the
   others the last shards overlap their neighbour and the tensor's end is held by no rank).
@@ -75,7 +83,8 @@ from nested_model import NestedGpt  # noqa: E402
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
 SLOTS = {"sgd": ["momentum"], "adam": ["exp_avg", "exp_avg_sq"], "adamw": ["exp_avg", "exp_avg_sq"]}
 TORCH_SLOT = {"momentum": "momentum_buffer", "exp_avg": "exp_avg", "exp_avg_sq": "exp_avg_sq"}
-PLANTS = ["", "sum_not_average", "shard_offset", "reload_without_optimizer", "reload_restarts_schedule"]
+PLANTS = ["", "sum_not_average", "shard_offset", "reload_without_optimizer", "reload_restarts_schedule",
+          "replicated_grad_summed"]
 
 
 def optimizer_class(o, lr):
@@ -93,22 +102,33 @@ def sum_not_average(state, bucket):  # the planted bug: no division by the world
 
 class Reporter:
     """Collects one rank's tensors of one step: whole tensors, or DTensor local pieces with their
-    flat offsets (docs/TARGETS.md "offset:KIND:TENSOR")."""
+    offsets taken from their placement (docs/TARGETS.md): flat under fsdp2 ("offset:KIND:TENSOR"),
+    blocks under tp ("block:KIND:TENSOR#PART", PART one of several layers holding one tensor,
+    `row` its first row there)."""
 
     def __init__(self, plant):
         self.tensors, self.meta, self.plant = {}, {}, plant
 
-    def add(self, kind, name, t):
+    def add(self, kind, name, t, part="", row=0):
         from torch.distributed.tensor import DTensor
-        key = kind + ":" + name
-        if not isinstance(t, DTensor):
+        key = kind + ":" + name + ("#" + part if part else "")
+        if not isinstance(t, DTensor) and not part:
             self.tensors[key] = t.detach()
             return
         from torch.distributed.tensor._utils import compute_local_shape_and_global_offset
-        local = t.to_local().detach()
-        shape, offset = compute_local_shape_and_global_offset(t.shape, t.device_mesh, t.placements)
+        if not isinstance(t, DTensor):  # a part held whole
+            local, shape, offset = t.detach(), tuple(t.shape), (0,) * t.dim()
+        else:
+            local = t.to_local().detach()
+            shape, offset = compute_local_shape_and_global_offset(t.shape, t.device_mesh, t.placements)
         if tuple(local.shape) != tuple(shape):
             raise RuntimeError("%s: local tensor %s, its placement says %s" % (key, tuple(local.shape), tuple(shape)))
+        if part or any(o != 0 for o in offset[1:]) or tuple(local.shape[1:]) != tuple(t.shape[1:]):
+            if local.numel() == 0:
+                return
+            self.tensors[key] = local.contiguous()
+            self.meta["block:" + key] = ",".join(str(o + (row if d == 0 else 0)) for d, o in enumerate(offset))
+            return
         # A flat piece needs the shard to be whole rows of the logical tensor (dim-0 sharding).
         if any(o != 0 for o in offset[1:]) or tuple(local.shape[1:]) != tuple(t.shape[1:]):
             raise RuntimeError("%s: shard %s at %s is not a flat slice of %s" % (key, tuple(shape), tuple(offset), tuple(t.shape)))
@@ -145,7 +165,12 @@ def train(rank, world, run_dir, a):
     lr = opt_cfg["lr"]
     zero_stage = cfg["zero"]["stage"]
     pipe = net = None
-    if a.parallel == "pp":
+    tp = cfg["parallel"]["tp"]
+    if a.parallel == "tp":
+        from torch.distributed.device_mesh import init_device_mesh
+        from tp_model import TpGpt
+        model = net = TpGpt(cfg["model"], run["params"], init, compute, init_device_mesh("cpu", (tp,)))
+    elif a.parallel == "pp":
         from pipeline import Pipeline
         pipe = Pipeline(cfg, run, init, compute, rank, world)
     elif a.parallel == "ddp":
@@ -173,9 +198,12 @@ def train(rank, world, run_dir, a):
         net = fully_shard(model, **shard)
     if pipe is not None:  # this rank's chunks' parameters, model order
         held = pipe.named()
-        named = [(n, held[n]) for n in run["params"] if n in held]
-    else:
-        named = model.named()  # the (DTensor, under fsdp2) parameters, model order
+        entries = [(n, "", 0, held[n]) for n in run["params"] if n in held]
+    elif a.parallel == "tp":  # (name, part, first row, parameter): attn.kv is two layers
+        entries = model.entries()
+    else:  # the (DTensor, under fsdp2) parameters, model order
+        entries = [(n, "", 0, p) for n, p in model.named()]
+    named = [(n, p) for n, _, _, p in entries]
     params = [p for _, p in named]
     cls, kwargs = optimizer_class(opt_cfg, lr)
     zero1 = a.parallel == "ddp" and zero_stage == 1
@@ -201,23 +229,30 @@ def train(rank, world, run_dir, a):
         if pipe is not None:
             loss_sum, loss_count = pipe.run_step(data)
         for m in range(A if pipe is None else 0):
-            g = rank * A + m
+            g = (rank // tp) * A + m  # this rank's dp replica's micro-batches
             last = m == A - 1
             ctx = net.no_sync() if (a.parallel == "ddp" and not last and not a.sync_every_micro_step) else contextlib.nullcontext()
             if a.parallel == "fsdp2" and a.sync_last_micro_step:
                 net.set_requires_gradient_sync(last)
+            if a.parallel == "tp":
+                ctx = net.loss_context()  # loss_parallel, forward and backward
             with ctx:
                 loss = net(data["inputs"][g], data["targets"][g])
-                loss_sum += loss.item()
+                loss_sum += float(local_of(loss))
                 (loss * (1.0 / A)).backward()
         if a.plant == "sum_not_average" and a.parallel == "fsdp2":
             for p in params:  # the planted bug: undo the average (a sum over dp ranks)
                 if p.grad is not None:
                     p.grad.to_local().mul_(world)
+        if a.plant == "replicated_grad_summed" and a.parallel == "tp":
+            from torch.distributed.tensor import Replicate
+            for p in params:  # the planted bug: each replicated gradient summed over the tp ranks
+                if p.grad is not None and all(isinstance(x, Replicate) for x in p.placements):
+                    p.grad.to_local().mul_(tp)
         rep = Reporter(a.plant)
         if "grad" in kinds:
-            for n, p in named:
-                rep.add("grad", n, p.grad.detach().clone() if p.grad is not None else torch.zeros_like(p))
+            for n, part, row, p in entries:
+                rep.add("grad", n, p.grad.detach().clone() if p.grad is not None else torch.zeros_like(p), part, row)
         if pipe is not None:
             norm = pipe.clip(clip if clip > 0 else math.inf)
         else:
@@ -227,20 +262,21 @@ def train(rank, world, run_dir, a):
         derived = {}
         if opt_cfg["kind"] == "sgd" and opt_cfg["momentum"] == 0:
             # torch keeps no buffer at momentum 0; the update direction is grad + wd * param.
-            derived = {n: p.grad.detach() + opt_cfg["weight_decay"] * p.detach() for n, p in named}
+            derived = {(n, part): p.grad.detach() + opt_cfg["weight_decay"] * p.detach()
+                       for n, part, _, p in entries}
         opt.step()
         if sched is not None:
             sched.step()
-        for n, p in named:
-            rep.add("param", n, p.detach())
+        for n, part, row, p in entries:
+            rep.add("param", n, p.detach(), part, row)
             if id(p) not in owned:
                 continue
             for slot in (x for x in SLOTS[opt_cfg["kind"]] if x in kinds):
                 st = local_opt.state.get(p, {})
-                if slot == "momentum" and n in derived:
-                    rep.add(slot, n, derived[n])
+                if slot == "momentum" and (n, part) in derived:
+                    rep.add(slot, n, derived[(n, part)], part, row)
                 elif TORCH_SLOT[slot] in st:
-                    rep.add(slot, n, st[TORCH_SLOT[slot]])
+                    rep.add(slot, n, st[TORCH_SLOT[slot]], part, row)
         rep.write(os.path.join(out_dir, "rank%d.step%d.safetensors" % (rank, s)))
         steps.append({"loss_sum": loss_sum, "loss_count": loss_count, "grad_norm": float(norm)})
     if run.get("save_checkpoint"):
@@ -296,7 +332,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("run_dir", nargs="?")
     ap.add_argument("--serve", action="store_true", help="protocol 2: serve run dirs from stdin (serve.py)")
-    ap.add_argument("--parallel", required=True, choices=["ddp", "fsdp2", "pp"])
+    ap.add_argument("--parallel", required=True, choices=["ddp", "fsdp2", "pp", "tp"])
     ap.add_argument("--static-graph", action="store_true", help="ddp: DDP(static_graph=True)")
     ap.add_argument("--bucket-view", action="store_true", help="ddp: DDP(gradient_as_bucket_view=True)")
     ap.add_argument("--sync-every-micro-step", action="store_true",

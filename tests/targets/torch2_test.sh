@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # End-to-end tests of the PyTorch 2.x target (adapters/torch2, docs/TORCH2.md): world-1 parity per
-# parallelism (DDP, FSDP2 flat and nested, pipelining), a short clean campaign per target file, the
-# known torch bug T2-1 still reproducing, checkpoints resharded by torch.distributed.checkpoint,
+# parallelism (DDP, FSDP2 flat and nested, pipelining, DTensor tensor parallelism), a short clean
+# campaign per target file, the known torch bugs T2-1, T2-6 and T2-7 still reproducing, checkpoints resharded by torch.distributed.checkpoint,
 # planted adapter bugs caught and minimized.
 # Every case needs the torch venv that scripts/setup-targets makes (work/venv/torch-2.15.0) and
 # exits 77 (skipped) without it.
@@ -78,6 +78,39 @@ case $CASE in
     case $d in /tmp/paradiff-target-*) rm -rf "$d" ;; esac
     expect 1 "$PY" "$A/repro/pipelining_ddp_second_step.py"
     has "BUG: the second step fails in DDP's forward"
+    ;;
+  tp)
+    # DTensor tensor parallelism (torch2_tp.json): world-1 parity; tp 2 with GQA, swiglu, tied
+    # embeddings, bf16 compute, AdamW and clipping, and tp 4 with tied embeddings, pass every oracle
+    # (each rank's DTensor shards reported as blocks, judged by the tiling oracle). Untied, torch's
+    # vocabulary-parallel embedding holds a replicated gradient on every tp rank (docs/TORCH2.md
+    # T2-7, the minimized config; its reproducer shows it alike). This test fails once a torch
+    # release changes that.
+    world1 "$T/torch_world1.json" "$A/torch2_tp.json"
+    derive_json "$T/torch2_dp2_zero3.json" "$TMP/tp2.json" "c['parallel'].update(world=2, dp=1, tp=2); \
+c['zero']['stage'] = 0; c['model'].update(layers=2, hidden=16, heads=4, kv_heads=2, ffn=12, vocab=23, \
+seq_len=4, tied_embeddings=True, position_embeddings=True, activation='swiglu'); c['steps'] = 3; \
+c['optimizer'] = {'kind': 'adamw', 'lr': 0.01, 'weight_decay': 0.1}; c['clip_grad_norm'] = 0.5; \
+c['precision'] = {'param': 'fp32', 'compute': 'bf16', 'reduce': 'fp32', 'accumulate': 'fp32'}"
+    derive_json "$TMP/tp2.json" "$TMP/tp4.json" "c['parallel'].update(world=4, tp=4); \
+c['model'].update(kv_heads=4, activation='gelu'); c['precision']['compute'] = 'fp32'"
+    passes_on "$A/torch2_tp.json" "$TMP/tp2.json" "$TMP/tp4.json"
+    expect 3 "$P" run "$T/torch2_tp_untied_min.json" --target "$A/torch2_tp.json"
+    has "sig=invariant.tiling.grad.embedding.gradient.overlap"
+    has "grad:embed.wte\[0\] is held by 4 ranks, expected 1"
+    expect 1 "$PY" "$A/repro/vocab_parallel_embedding_grad_replicated.py"
+    has "^grad  \(Replicate\(\),\) local \(32, 16\)$"
+    ;;
+  tp_planted)
+    # The replicated parameters' gradients summed over the tp ranks: caught and minimized.
+    derive_json "$T/torch2_dp2_zero3.json" "$TMP/tp2.json" "c['parallel'].update(world=2, dp=1, tp=2); \
+c['zero']['stage'] = 0"
+    planted_target "$A/torch2_tp.json" "$TMP/planted.json" replicated_grad_summed
+    expect 3 "$P" run "$TMP/tp2.json" --target "$TMP/planted.json"
+    has "sig=mismatch.numeric.grad.*reduction.scale"
+    expect 3 "$P" minimize "$TMP/tp2.json" --target "$TMP/planted.json" --out "$TMP/min.json" --budget 30s
+    has "minimize FINDING sig=mismatch.numeric.grad"
+    grep -q '"tp": 2' "$TMP/min.json" || fail "the minimized config lost tp=2"
     ;;
   ddp_static_no_sync)
     # DDP(static_graph=True) under no_sync(): torch's reducer asserts (docs/TORCH2.md T2-1,
@@ -162,6 +195,7 @@ c['optimizer']['schedule'] = {'kind': 'warmup_linear', 'warmup_steps': 3, 'total
   fsdp2_nested_campaign) campaign "$A/torch2_fsdp2_nested.json" 27 2 ;;
   fsdp2_accum_campaign) campaign "$A/torch2_fsdp2_accum.json" 26 2 ;;
   pp_campaign) campaign "$A/torch2_pp.json" 29 4 ;;
+  tp_campaign) campaign "$A/torch2_tp.json" 30 4 ;;
   *) fail "unknown case" ;;
 esac
 echo "PASS: $CASE"

@@ -1,0 +1,152 @@
+"""paradiff's GPT (adapters/torch/model.py) under DTensor tensor parallelism (docs/TORCH2.md).
+
+Megatron's layout, as torch's own tensor-parallel API writes it: every linear layer is an
+nn.Linear that parallelize_module partitions, ColwiseParallel for attn.q, the key and value halves
+of attn.kv (two layers, so that each rank holds its own key and value heads), mlp.fc1 / gate / up,
+and RowwiseParallel for attn.proj and mlp.fc2 (whose all-reduce ends each branch); the token
+embedding and the output head are vocabulary-parallel DTensors (Shard(0)), the embedding through
+DTensor's masked lookup and the loss through loss_parallel's vocabulary-parallel cross entropy;
+everything else (norms, row-parallel biases, position embeddings) a Replicate DTensor. The
+residual stream is a replicated DTensor. The arithmetic is model.Gpt's where the layout allows:
+parameters cast to the compute dtype where it casts them, logits in float32.
+
+`entries()` names each parameter as paradiff does: (name, part, first row within it, parameter);
+attn.kv is two parts, its key rows at 0 and its value rows after them.
+"""
+import torch
+import torch.nn.functional as F
+from torch.distributed.tensor import DTensor, Replicate, Shard, distribute_tensor
+from torch.distributed.tensor.parallel import (ColwiseParallel, RowwiseParallel, loss_parallel,
+                                               parallelize_module)
+
+from model import LAYER_NORM_EPS, attend
+
+
+class Linear(torch.nn.Linear):
+    """An nn.Linear (what the parallel styles partition) holding paradiff's tensors and casting
+    them to the compute dtype as model.Gpt.linear does (the bias cast first)."""
+
+    def __init__(self, weight, bias, exec_dtype):
+        torch.nn.Module.__init__(self)
+        self.in_features, self.out_features = weight.size(1), weight.size(0)
+        self.weight = torch.nn.Parameter(weight.clone())
+        self.bias = torch.nn.Parameter(bias.clone()) if bias is not None else None
+        self.exec = exec_dtype
+
+    def forward(self, x):
+        cast = (lambda t: t) if self.weight.dtype == self.exec else (lambda t: t.to(self.exec))
+        if self.bias is None:
+            return F.linear(x, cast(self.weight))
+        bias = cast(self.bias)
+        return F.linear(x, cast(self.weight), bias)
+
+
+class TpGpt(torch.nn.Module):
+    def __init__(self, model_cfg, names, tensors, exec_dtype, mesh):
+        super().__init__()
+        m = self.m = model_cfg
+        self.exec, self.mesh = exec_dtype, mesh
+        hd = m["hidden"] // m["heads"]
+        self.kv_rows = m["kv_heads"] * hd  # rows of the key half of attn.kv
+        self.blocks = torch.nn.ModuleList()
+        self._entries = []
+        linears = set()
+        for i in range(m["layers"]):
+            b = "blocks.%d." % i
+            blk = torch.nn.ModuleDict()
+            kvw, kvb = tensors[b + "attn.kv.weight"], tensors[b + "attn.kv.bias"]
+            blk["q"] = Linear(tensors[b + "attn.q.weight"], tensors[b + "attn.q.bias"], exec_dtype)
+            blk["k"] = Linear(kvw[:self.kv_rows], kvb[:self.kv_rows], exec_dtype)
+            blk["v"] = Linear(kvw[self.kv_rows:], kvb[self.kv_rows:], exec_dtype)
+            blk["proj"] = Linear(tensors[b + "attn.proj.weight"], None, exec_dtype)
+            mlp = ["gate", "up"] if m["activation"] == "swiglu" else ["fc1"]
+            for n in mlp:
+                bias = tensors.get(b + "mlp.%s.bias" % n)
+                blk[n] = Linear(tensors[b + "mlp.%s.weight" % n], bias, exec_dtype)
+            blk["fc2"] = Linear(tensors[b + "mlp.fc2.weight"], None, exec_dtype)
+            plan = {n: ColwiseParallel() for n in ["q", "k", "v"] + mlp}
+            plan["proj"] = RowwiseParallel(use_local_output=False)  # the residual stays a DTensor
+            plan["fc2"] = RowwiseParallel(use_local_output=False)
+            parallelize_module(blk, mesh, plan)
+            self.blocks.append(blk)
+            owners = {b + "attn.q": "q", b + "attn.proj": "proj", b + "mlp.fc2": "fc2"}
+            owners.update({b + "mlp." + n: n for n in mlp})
+            for prefix, mod in owners.items():
+                for kind in ("weight", "bias"):
+                    p = getattr(blk[mod], kind)
+                    if p is not None:
+                        linears.add(prefix + "." + kind)
+                        self._entries.append((prefix + "." + kind, "", 0, p))
+            for kind in ("weight", "bias"):
+                linears.add(b + "attn.kv." + kind)
+                self._entries.append((b + "attn.kv." + kind, "k", 0, getattr(blk["k"], kind)))
+                self._entries.append((b + "attn.kv." + kind, "v", self.kv_rows, getattr(blk["v"], kind)))
+        # The rest: vocabulary-parallel embedding and head, everything else replicated.
+        self.rest = torch.nn.ParameterList()
+        self.index = {}
+        for n in names:
+            if n in linears:
+                continue
+            place = [Shard(0)] if n in ("embed.wte", "head.lm_head.weight") else [Replicate()]
+            self.index[n] = len(self.rest)
+            self.rest.append(torch.nn.Parameter(distribute_tensor(tensors[n].clone(), mesh, place)))
+            self._entries.append((n, "", 0, self.rest[-1]))
+        order = {n: k for k, n in enumerate(names)}
+        self._entries.sort(key=lambda e: (order[e[0]], e[2]))
+
+    def entries(self):
+        return list(self._entries)
+
+    def p(self, name):
+        return self.rest[self.index[name]]
+
+    def inp(self, t):  # Numerics::In
+        return t if t.dtype == self.exec else t.to(self.exec)
+
+    def layer_norm(self, prefix, x):
+        bias = self.inp(self.p(prefix + ".bias"))
+        weight = self.inp(self.p(prefix + ".weight"))
+        return F.layer_norm(x, (x.size(-1),), weight, bias, LAYER_NORM_EPS)
+
+    def attention(self, blk, x):  # on this rank's heads: q, k, v are local tensors
+        m = self.m
+        bs, s = x.size(0), x.size(1)
+        hd = m["hidden"] // m["heads"]
+        q = blk["q"](x)
+        H = q.size(-1) // hd
+        q = q.view(bs, s, H, hd).transpose(1, 2)
+        k, v = blk["k"](x), blk["v"](x)
+        K = k.size(-1) // hd
+        k = k.view(bs, s, K, hd).transpose(1, 2)
+        v = v.view(bs, s, K, hd).transpose(1, 2)
+        return blk["proj"](attend(q, k, v))
+
+    def mlp(self, blk, x):
+        if self.m["activation"] == "swiglu":
+            h = F.silu(blk["gate"](x)) * blk["up"](x)
+        else:
+            h = F.gelu(blk["fc1"](x))
+        return blk["fc2"](h)
+
+    def forward(self, inputs, targets):
+        m = self.m
+        bs, s = inputs.size(0), inputs.size(1)
+        ids = DTensor.from_local(inputs.reshape(-1), self.mesh, [Replicate()])
+        h = F.embedding(ids, self.inp(self.p("embed.wte")))  # a masked partial sum over vocab shards
+        h = h.redistribute(self.mesh, [Replicate()]).view(bs, s, m["hidden"])
+        if m["position_embeddings"]:
+            h = h + self.inp(self.p("embed.wpe")).unsqueeze(0)
+        for i, blk in enumerate(self.blocks):
+            b = "blocks.%d" % i
+            a = self.attention(blk, self.layer_norm(b + ".ln1", h))
+            h = h + (a + self.inp(self.p(b + ".attn.proj.bias")))
+            f = self.mlp(blk, self.layer_norm(b + ".ln2", h))
+            h = h + (f + self.inp(self.p(b + ".mlp.fc2.bias")))
+        head = "embed.wte" if m["tied_embeddings"] else "head.lm_head.weight"
+        logits = F.linear(self.layer_norm("head.ln_f", h), self.inp(self.p(head)))  # Shard(-1): vocab
+        logits = logits.to(torch.float32).reshape(-1, m["vocab"])
+        tg = DTensor.from_local(targets.reshape(-1), self.mesh, [Replicate()])
+        return F.cross_entropy(logits, tg)  # under loss_context(), with its backward
+
+    def loss_context(self):
+        return loss_parallel()
