@@ -28,10 +28,11 @@ RUN_DIR/out/rank<R>.json and rank<R>.step<S>.safetensors with the kinds run.json
   from the DTensor's own placement (compute_local_shape_and_global_offset): ZeRO 3's layout.
 --parallel pp: torch.distributed.pipelining over pp x dp ranks (tp = 1; each stage's chunks DDP over
   its dp group when dp > 1): pipeline.py.
---parallel tp: DTensor tensor parallelism over tp ranks (dp = pp = 1): tp_model.py's TpGpt
-  (parallelize_module's ColwiseParallel / RowwiseParallel, vocabulary-parallel embedding and
-  loss_parallel); each rank reports its DTensors' local shards as blocks at their own offsets
-  ("block:KIND:TENSOR#PART"), replicated ones whole.
+--parallel tp: DTensor tensor parallelism over tp ranks: tp_model.py's TpGpt (parallelize_module's
+  ColwiseParallel / RowwiseParallel, vocabulary-parallel embedding and loss_parallel) on the tp
+  dimension of a (dp, tp) mesh; at ZeRO 0 dp = 1, at ZeRO 3 fully_shard over the dp dimension
+  (FSDP2 + TP, flat wrapping). Each rank reports its DTensors' local shards as blocks at their own
+  offsets ("block:KIND:TENSOR#PART"), replicated ones whole.
 
 Checkpoints (a config with checkpoint.save_at > 0 runs as two launches, docs/TARGETS.md): ddp at
 ZeRO 0 and fsdp2 save with torch.distributed.checkpoint (get_state_dict + dcp.save) after the save
@@ -169,7 +170,11 @@ def train(rank, world, run_dir, a):
     if a.parallel == "tp":
         from torch.distributed.device_mesh import init_device_mesh
         from tp_model import TpGpt
-        model = net = TpGpt(cfg["model"], run["params"], init, compute, init_device_mesh("cpu", (tp,)))
+        mesh = init_device_mesh("cpu", (world // tp, tp), mesh_dim_names=("dp", "tp"))
+        model = net = TpGpt(cfg["model"], run["params"], init, compute, mesh["tp"])
+        if zero_stage == 3:  # FSDP2 over dp on top: torch's 2-D layout, every kind sharded on dp
+            from torch.distributed.fsdp import fully_shard
+            fully_shard(model, mesh=mesh["dp"])
     elif a.parallel == "pp":
         from pipeline import Pipeline
         pipe = Pipeline(cfg, run, init, compute, rank, world)
@@ -238,7 +243,7 @@ def train(rank, world, run_dir, a):
                 ctx = net.loss_context()  # loss_parallel, forward and backward
             with ctx:
                 loss = net(data["inputs"][g], data["targets"][g])
-                loss_sum += float(local_of(loss))
+                loss_sum += float(local_of(loss).detach())
                 (loss * (1.0 / A)).backward()
         if a.plant == "sum_not_average" and a.parallel == "fsdp2":
             for p in params:  # the planted bug: undo the average (a sum over dp ranks)

@@ -73,14 +73,13 @@ class TpGpt(torch.nn.Module):
             owners.update({b + "mlp." + n: n for n in mlp})
             for prefix, mod in owners.items():
                 for kind in ("weight", "bias"):
-                    p = getattr(blk[mod], kind)
-                    if p is not None:
+                    if getattr(blk[mod], kind) is not None:
                         linears.add(prefix + "." + kind)
-                        self._entries.append((prefix + "." + kind, "", 0, p))
+                        self._entries.append((prefix + "." + kind, "", 0, blk[mod], kind))
             for kind in ("weight", "bias"):
                 linears.add(b + "attn.kv." + kind)
-                self._entries.append((b + "attn.kv." + kind, "k", 0, getattr(blk["k"], kind)))
-                self._entries.append((b + "attn.kv." + kind, "v", self.kv_rows, getattr(blk["v"], kind)))
+                self._entries.append((b + "attn.kv." + kind, "k", 0, blk["k"], kind))
+                self._entries.append((b + "attn.kv." + kind, "v", self.kv_rows, blk["v"], kind))
         # The rest: vocabulary-parallel embedding and head, everything else replicated.
         self.rest = torch.nn.ParameterList()
         self.index = {}
@@ -90,12 +89,12 @@ class TpGpt(torch.nn.Module):
             place = [Shard(0)] if n in ("embed.wte", "head.lm_head.weight") else [Replicate()]
             self.index[n] = len(self.rest)
             self.rest.append(torch.nn.Parameter(distribute_tensor(tensors[n].clone(), mesh, place)))
-            self._entries.append((n, "", 0, self.rest[-1]))
+            self._entries.append((n, "", 0, self.rest, str(len(self.rest) - 1)))
         order = {n: k for k, n in enumerate(names)}
         self._entries.sort(key=lambda e: (order[e[0]], e[2]))
 
-    def entries(self):
-        return list(self._entries)
+    def entries(self):  # looked up now: fully_shard replaces the parameters it shards
+        return [(n, part, row, getattr(owner, attr)) for n, part, row, owner, attr in self._entries]
 
     def p(self, name):
         return self.rest[self.index[name]]

@@ -95,6 +95,11 @@ c['precision'] = {'param': 'fp32', 'compute': 'bf16', 'reduce': 'fp32', 'accumul
     derive_json "$TMP/tp2.json" "$TMP/tp4.json" "c['parallel'].update(world=4, tp=4); \
 c['model'].update(kv_heads=4, activation='gelu'); c['precision']['compute'] = 'fp32'"
     passes_on "$A/torch2_tp.json" "$TMP/tp2.json" "$TMP/tp4.json"
+    # FSDP2 over dp on top (torch2_tp_fsdp2.json, ZeRO 3): dp 2 x tp 2 with accumulation, untied
+    # (FSDP2's reduce-scatter shards the embedding gradient), passes.
+    derive_json "$TMP/tp2.json" "$TMP/dp2tp2.json" "c['parallel'].update(world=4, dp=2, tp=2); \
+c['zero']['stage'] = 3; c['batch']['accumulation_steps'] = 2; c['model']['tied_embeddings'] = False"
+    passes_on "$A/torch2_tp_fsdp2.json" "$TMP/dp2tp2.json"
     expect 3 "$P" run "$T/torch2_tp_untied_min.json" --target "$A/torch2_tp.json"
     has "sig=invariant.tiling.grad.embedding.gradient.overlap"
     has "grad:embed.wte\[0\] is held by 4 ranks, expected 1"
@@ -196,6 +201,7 @@ c['optimizer']['schedule'] = {'kind': 'warmup_linear', 'warmup_steps': 3, 'total
   fsdp2_accum_campaign) campaign "$A/torch2_fsdp2_accum.json" 26 2 ;;
   pp_campaign) campaign "$A/torch2_pp.json" 29 4 ;;
   tp_campaign) campaign "$A/torch2_tp.json" 30 4 ;;
+  tp_fsdp2_campaign) campaign "$A/torch2_tp_fsdp2.json" 31 4 ;;
   *) fail "unknown case" ;;
 esac
 echo "PASS: $CASE"
