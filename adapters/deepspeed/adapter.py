@@ -386,14 +386,18 @@ def save_checkpoint(engine, ckpt, cfg, rank):
 
 
 def universal_if_resharded(ckpt, cfg, ds, rank):
-    """DeepSpeed reloads a ZeRO 1-3 checkpoint into another dp or ZeRO stage only as a universal
-    checkpoint (its engine refuses another dp otherwise): rank 0 converts it with DeepSpeed's own
-    ds_to_universal, as a user does, and the config asks for load_universal. ZeRO 0 checkpoints
-    (full model and optimizer states) reload into any dp as they are. Returns the tag to load."""
+    """DeepSpeed reloads a checkpoint whose optimizer state is partitioned over dp (its
+    *zero_pp_rank_* files: ZeRO 1-3, and the BF16_Optimizer a pipeline runs at ZeRO 0) into another
+    dp or ZeRO stage only as a universal checkpoint (its engine refuses another dp otherwise): rank
+    0 converts it with DeepSpeed's own ds_to_universal, as a user does, and the config asks for
+    load_universal. Other checkpoints (full model and optimizer states) reload into any dp as they
+    are. Returns the tag to load."""
+    import glob
     import torch.distributed as tdist
     saved = json.load(open(os.path.join(ckpt, LAYOUT_FILE)))
     stage, dp = cfg["zero"]["stage"], cfg["parallel"]["dp"]
-    if saved["stage"] == 0 or (saved["stage"] == stage and saved["dp"] == dp):
+    partitioned = glob.glob(os.path.join(ckpt, CKPT_TAG, "*zero_pp_rank_*"))
+    if not partitioned or (saved["stage"] == stage and saved["dp"] == dp):
         return CKPT_TAG
     universal = CKPT_TAG + "_universal"
     if rank == 0:

@@ -72,6 +72,11 @@ OPTIONS = {
 CHECKPOINT = {"reload_changes": ["dp", "zero_stage"],
               "reload_zero_stages": {"0": [0], "1": [1, 2], "2": [1, 2], "3": [3]},
               "reload_changes_optimizers": ["adam", "adamw"]}
+# Under deepspeed.pipe: the same pp (DeepSpeed's layer files could take another, its ZeRO files
+# cannot), ZeRO 0 and 1 each into itself. The bf16 ZeRO-0 file declares none: its BF16_Optimizer
+# cannot load its own checkpoint (adapters/deepspeed/repro/pipe_bf16_zero0_checkpoint_reload.py).
+PIPE_CHECKPOINT = {"reload_changes": ["dp", "zero_stage"], "reload_zero_stages": {"0": [0], "1": [1]},
+                   "reload_changes_optimizers": ["adam", "adamw"]}
 # Not varied: round_robin_gradients (DeepSpeed's own fragment accessors, which the adapter's
 # reports use, fail under it: adapters/deepspeed/repro/zero2_round_robin_full_grad.py) and
 # prescale_gradients (DeepSpeed refuses it at ZeRO 2 with reduce_scatter, its default).
@@ -106,8 +111,8 @@ def target(name, description, version, stages, precision, reports=("grad", "opti
         t["partitioned_from"] = partitioned_from
     if options:
         t["options"] = options
-    if checkpoint:
-        t["supports"]["checkpoint"] = CHECKPOINT
+    if checkpoint:  # True: CHECKPOINT; or the file's own "checkpoint" object
+        t["supports"]["checkpoint"] = CHECKPOINT if checkpoint is True else checkpoint
     if "pp" in parallel:
         # DeepSpeed runs its own TrainSchedule (1F1B, no interleaving): the micro-batches'
         # backwards in the same order as GPipe's and 1F1B's, so both are the same float sums.
@@ -147,7 +152,8 @@ def files():
         "deepspeed-%s-pp" % NEWEST,
         "DeepSpeed %s deepspeed.pipe: paradiff's GPT as a PipelineModule (tied embeddings as a "
         "TiedLayerSpec), pp with dp, ZeRO 0 and 1, fp32 (adapters/deepspeed/pipe.py)" % NEWEST,
-        NEWEST, [0, 1], [FP32], parallel=("dp", "pp"), partitioned_from={"grad": 1})
+        NEWEST, [0, 1], [FP32], parallel=("dp", "pp"), partitioned_from={"grad": 1},
+        checkpoint=PIPE_CHECKPOINT)
     pp_bf16 = target(
         "deepspeed-%s-pp-bf16" % NEWEST,
         "DeepSpeed %s deepspeed.pipe in bf16 with bf16 accumulation, ZeRO 0: its BF16_Optimizer "
@@ -164,7 +170,8 @@ def files():
         "deepspeed-%s-pp-bf16-zero1" % NEWEST,
         "DeepSpeed %s deepspeed.pipe in bf16 with bf16 accumulation, ZeRO 1 (its ZeRO optimizer); pp 1 "
         "runs a one-stage pipeline (adapters/deepspeed/pipe.py, docs/DEEPSPEED.md)" % NEWEST,
-        NEWEST, [1], BF16, parallel=("dp", "pp"), partitioned_from={"grad": 1}, extra_args=["--pipe"])
+        NEWEST, [1], BF16, parallel=("dp", "pp"), partitioned_from={"grad": 1}, extra_args=["--pipe"],
+        checkpoint=PIPE_CHECKPOINT)
     out["deepspeed_zero1.json"] = target(
         "deepspeed-%s-zero1" % NEWEST,
         "DeepSpeed %s ZeRO 1 (its ZeRO optimizer): it reduces each gradient slice to its owner only, "

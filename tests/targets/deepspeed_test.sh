@@ -164,6 +164,41 @@ c['checkpoint'] = {'save_at': 2, 'reload': {'dp': 2, 'zero_stage': 3}}"
     planted_target "$DS/deepspeed.json" "$TMP/planted.json" reload_without_optimizer
     caught_after_reload "$TMP/planted.json" "$TMP/z0.json"
     ;;
+  deepspeed_pipe_checkpoint)
+    need_deepspeed
+    # Checkpoints under deepspeed.pipe (PipelineEngine.save_checkpoint / load_checkpoint: layer
+    # files and per-stage optimizer files), AdamW, pp 2 x dp 2 saved after step 1: ZeRO 0 reloaded
+    # into dp 1 as saved, ZeRO 1 into dp 1 through the universal checkpoint (bf16 too); each agrees
+    # with the reference trained straight through. Planted: the reload skips the optimizer states,
+    # caught after the reload.
+    base="c['model'].update(layers=2, tied_embeddings=True); c['clip_grad_norm'] = 0.0; c['steps'] = 3; \
+c['parallel'] = {'world': 4, 'dp': 2, 'pp': 2}; c['optimizer'] = {'kind': 'adamw', 'lr': 0.01, 'weight_decay': 0.05}"
+    derive_json "$T/deepspeed_w1.json" "$TMP/z0.json" "$base; c['zero']['stage'] = 0; \
+c['checkpoint'] = {'save_at': 1, 'reload': {'dp': 1, 'pp': 2, 'zero_stage': 0}}"
+    derive_json "$TMP/z0.json" "$TMP/z1.json" "c['zero']['stage'] = 1; c['checkpoint']['reload']['zero_stage'] = 1"
+    derive_json "$TMP/z1.json" "$TMP/z1bf16.json" "c['precision'] = {'param': 'bf16', 'compute': 'bf16', \
+'reduce': 'fp32', 'accumulate': 'bf16', 'master_weights': True}"
+    passes_on "$DS/deepspeed_pp.json" "$TMP/z0.json" "$TMP/z1.json"
+    passes_on "$DS/deepspeed_pp_bf16_zero1.json" "$TMP/z1bf16.json"
+    planted_target "$DS/deepspeed_pp.json" "$TMP/planted.json" reload_without_optimizer
+    caught_after_reload "$TMP/planted.json" "$TMP/z0.json"
+    # A DeepSpeed bug (docs/DEEPSPEED.md): in bf16 at ZeRO 0 the pipeline's BF16_Optimizer cannot
+    # load its own checkpoint, even into the layout it was saved from (KeyError: <dp rank>), which
+    # is why deepspeed_pp_bf16.json declares no checkpoints. This test fails once a release fixes it.
+    derive_json "$TMP/z0.json" "$TMP/z0bf16.json" "c['precision'] = {'param': 'bf16', 'compute': 'bf16', \
+'reduce': 'fp32', 'accumulate': 'bf16', 'master_weights': True}; c['checkpoint']['reload']['dp'] = 2"
+    derive_target "$DS/deepspeed_pp_bf16.json" "$TMP/bf16ckpt.json" "t['supports']['checkpoint'] = {'reload_changes': []}"
+    expect 3 "$P" run "$TMP/z0bf16.json" --target "$TMP/bf16ckpt.json"
+    has "sig=crash.target.-.-.run.exit "
+    has "KeyError"
+    for d in $(sed -n 's/.*(run dir \(.*\) kept).*/\1/p' "$TMP/out"); do
+      case $d in /tmp/paradiff-target-*) rm -rf "${d%/reload}" ;; esac
+    done
+    expect 1 env DS_ACCELERATOR=cpu LOCAL_SIZE=1 PYTHONPATH="$SRC/work/venv/deepspeed-0.19.8" \
+      "$SRC/work/venv/torch-2.15.0/bin/python" \
+      "$DS/repro/pipe_bf16_zero0_checkpoint_reload.py"
+    has "BUG: load_checkpoint of the engine's own checkpoint fails: KeyError 0"
+    ;;
   deepspeed_lr_schedule)
     need_deepspeed
     # optimizer.schedule through DeepSpeed's own schedulers (the exported "scheduler" section,
