@@ -124,19 +124,15 @@ class Reporter:
             shape, offset = compute_local_shape_and_global_offset(t.shape, t.device_mesh, t.placements)
         if tuple(local.shape) != tuple(shape):
             raise RuntimeError("%s: local tensor %s, its placement says %s" % (key, tuple(local.shape), tuple(shape)))
+        if local.numel() == 0:
+            return  # this rank holds no element of the tensor
         if part or any(o != 0 for o in offset[1:]) or tuple(local.shape[1:]) != tuple(t.shape[1:]):
-            if local.numel() == 0:
-                return
             self.tensors[key] = local.contiguous()
             self.meta["block:" + key] = ",".join(str(o + (row if d == 0 else 0)) for d, o in enumerate(offset))
             return
-        # A flat piece needs the shard to be whole rows of the logical tensor (dim-0 sharding).
-        if any(o != 0 for o in offset[1:]) or tuple(local.shape[1:]) != tuple(t.shape[1:]):
-            raise RuntimeError("%s: shard %s at %s is not a flat slice of %s" % (key, tuple(shape), tuple(offset), tuple(t.shape)))
-        if local.numel() == 0:
-            return  # this rank holds no element of the tensor
-        row = math.prod(t.shape[1:]) if len(t.shape) > 1 else 1
-        flat = offset[0] * row
+        # Whole rows of the logical tensor (dim-0 sharding): a flat piece at its first element.
+        row_size = math.prod(t.shape[1:]) if len(t.shape) > 1 else 1
+        flat = offset[0] * row_size
         if self.plant == "shard_offset":
             flat = dist.get_rank() * local.numel()
         self.tensors[key] = local.reshape(-1)
@@ -208,8 +204,7 @@ def train(rank, world, run_dir, a):
         entries = model.entries()
     else:  # the (DTensor, under fsdp2) parameters, model order
         entries = [(n, "", 0, p) for n, p in model.named()]
-    named = [(n, p) for n, _, _, p in entries]
-    params = [p for _, p in named]
+    params = [p for _, _, _, p in entries]
     cls, kwargs = optimizer_class(opt_cfg, lr)
     zero1 = a.parallel == "ddp" and zero_stage == 1
     if zero1:

@@ -22,6 +22,10 @@ from torch.distributed.tensor.parallel import (ColwiseParallel, RowwiseParallel,
 from model import LAYER_NORM_EPS, attend
 
 
+def cast(t, dtype):  # Numerics::In, as model.Gpt.inp
+    return t if t.dtype == dtype else t.to(dtype)
+
+
 class Linear(torch.nn.Linear):
     """An nn.Linear (what the parallel styles partition) holding paradiff's tensors and casting
     them to the compute dtype as model.Gpt.linear does (the bias cast first)."""
@@ -34,11 +38,10 @@ class Linear(torch.nn.Linear):
         self.exec = exec_dtype
 
     def forward(self, x):
-        cast = (lambda t: t) if self.weight.dtype == self.exec else (lambda t: t.to(self.exec))
         if self.bias is None:
-            return F.linear(x, cast(self.weight))
-        bias = cast(self.bias)
-        return F.linear(x, cast(self.weight), bias)
+            return F.linear(x, cast(self.weight, self.exec))
+        bias = cast(self.bias, self.exec)
+        return F.linear(x, cast(self.weight, self.exec), bias)
 
 
 class TpGpt(torch.nn.Module):
@@ -99,8 +102,8 @@ class TpGpt(torch.nn.Module):
     def p(self, name):
         return self.rest[self.index[name]]
 
-    def inp(self, t):  # Numerics::In
-        return t if t.dtype == self.exec else t.to(self.exec)
+    def inp(self, t):
+        return cast(t, self.exec)
 
     def layer_norm(self, prefix, x):
         bias = self.inp(self.p(prefix + ".bias"))
