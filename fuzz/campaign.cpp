@@ -138,12 +138,7 @@ Config ConfigAt(const CampaignOptions& opts, const std::vector<Config>& seeds,
     SeqRng rng(Mix64(opts.seed ^ Mix64(static_cast<uint64_t>(i) + 0x5EEDULL)));
     c = MutateConfig(base, rng, domain);
   }
-  if (opts.backend) {
-    // --backend: every config on that backend. The mpi backend runs no checkpointed phases, so
-    // a checkpoint (drawn or from the seed corpus) is dropped there rather than the config.
-    c.backend = *opts.backend;
-    if (c.backend != Backend::kLocal) c.checkpoint.save_at = 0;
-  }
+  if (opts.backend) c.backend = *opts.backend;  // --backend: every config on that backend
   return c;
 }
 

@@ -22,12 +22,13 @@ namespace paradiff {
 
 namespace {
 
-// One phase: steps [first, last) of `cfg`, optionally restored from / saved to a checkpoint.
+// One phase: steps [first, last) of `cfg`, optionally restored from a checkpoint (`load`, read
+// from `load_dir`) and saved to `save_dir`.
 struct Phase {
   const Config* cfg;
   int64_t first, last;
   const CheckpointReader* load;
-  std::string save_dir;
+  std::string load_dir, save_dir;
 };
 
 // Maps rank failures to the outcome; returns false if any rank failed.
@@ -81,6 +82,30 @@ bool RunLocalPhase(const Phase& ph, const FaultSet& faults, std::chrono::millise
                              {"hysteresis_left", scaler.hysteresis_left}},
                             entries);
   return true;
+}
+
+// The phase on the config's backend: ranks as threads here, or processes under mpirun.
+bool RunPhase(const Phase& ph, const FaultSet& faults, std::chrono::milliseconds timeout,
+              Observations& obs, EngineOutcome& out) {
+#ifdef PARADIFF_HAVE_MPI
+  if (ph.cfg->backend ==
+      Backend::kMpi) {  // ranks as processes under mpirun, watched (engine_mpi.h)
+    MpiRunOptions mpi;
+    mpi.timeout = timeout;
+    mpi.first_step = ph.first;
+    mpi.last_step = ph.last;
+    mpi.load_checkpoint = ph.load_dir;
+    mpi.save_checkpoint = ph.save_dir;
+    EngineOutcome job = RunEngineMpi(*ph.cfg, mpi);
+    if (!job.ok) {
+      out = std::move(job);
+      return false;
+    }
+    obs = std::move(job.obs);
+    return true;
+  }
+#endif
+  return RunLocalPhase(ph, faults, timeout, obs, out);
 }
 
 }  // namespace
@@ -185,8 +210,6 @@ Status ReloadSupports(const Config& cfg) {
 
 Status EngineSupports(const Config& cfg) {
   Status s = ReloadSupports(cfg);
-  if (cfg.checkpoint.save_at > 0 && cfg.backend != Backend::kLocal)
-    s.Add("checkpoint.save_at", "checkpoint.save_at > 0 runs on the local backend only");
 #ifdef PARADIFF_HAVE_MPI
   if (cfg.backend == Backend::kNccl)
     s.Add("backend",
@@ -200,19 +223,12 @@ Status EngineSupports(const Config& cfg) {
 }
 
 EngineOutcome RunEngine(const Config& cfg, const EngineOptions& opts) {
-#ifdef PARADIFF_HAVE_MPI
-  if (cfg.backend == Backend::kMpi) {  // ranks as processes under mpirun, watched (engine_mpi.h)
-    MpiRunOptions mpi;
-    mpi.timeout = opts.timeout;
-    return RunEngineMpi(cfg, mpi);
-  }
-#endif
   // One intra-op thread per rank: ranks are threads already (TOOLCHAIN.md).
-  if (at::get_num_threads() != 1) at::set_num_threads(1);
+  if (cfg.backend == Backend::kLocal && at::get_num_threads() != 1) at::set_num_threads(1);
   const FaultSet faults = MakeFaultSet(cfg.faults);
   EngineOutcome out;
   if (cfg.checkpoint.save_at <= 0 && opts.checkpoint_dir.empty()) {
-    RunLocalPhase({&cfg, 0, cfg.steps, nullptr, ""}, faults, opts.timeout, out.obs, out);
+    RunPhase({&cfg, 0, cfg.steps, nullptr, "", ""}, faults, opts.timeout, out.obs, out);
     return out;
   }
   // Note [Checkpointed runs]: train to save_at, save, reload into the reload layout (a different
@@ -228,12 +244,12 @@ EngineOutcome RunEngine(const Config& cfg, const EngineOptions& opts) {
   }
   const int64_t save_at = cfg.checkpoint.save_at > 0 ? cfg.checkpoint.save_at : cfg.steps;
   Observations first, second;
-  if (RunLocalPhase({&cfg, 0, save_at, nullptr, dir}, faults, opts.timeout, first, out) &&
+  if (RunPhase({&cfg, 0, save_at, nullptr, "", dir}, faults, opts.timeout, first, out) &&
       cfg.checkpoint.save_at > 0) {
     const Config reload = ReloadPhaseConfig(cfg);
     try {
       CheckpointReader reader(dir);
-      RunLocalPhase({&reload, save_at, cfg.steps, &reader, ""}, faults, opts.timeout, second, out);
+      RunPhase({&reload, save_at, cfg.steps, &reader, dir, ""}, faults, opts.timeout, second, out);
     } catch (const CheckpointError& e) {
       out.ok = false;
       out.failure_kind = FailureKind::kCrash;

@@ -96,9 +96,9 @@ struct EngineOptions {
   std::string checkpoint_dir;
 };
 
-// Runs `cfg` (on the local backend: ranks as threads). With checkpoint.save_at > 0: trains to
-// save_at, saves, reloads into the checkpoint.reload layout and continues (see Note [Checkpointed
-// runs]).
+// Runs `cfg` on its backend (local: ranks as threads; mpi: processes under mpirun, one job per
+// phase, kernels/engine_mpi.h). With checkpoint.save_at > 0: trains to save_at, saves, reloads
+// into the checkpoint.reload layout and continues (see Note [Checkpointed runs]).
 EngineOutcome RunEngine(const Config& cfg, const EngineOptions& opts);
 EngineOutcome RunEngine(const Config& cfg, std::chrono::milliseconds timeout);
 

@@ -22,6 +22,7 @@
 #include "core/child_process.h"
 #include "core/config_json.h"
 #include "core/self_exe.h"
+#include "kernels/checkpoint.h"
 #include "kernels/observations_io.h"
 
 extern char** environ;
@@ -61,8 +62,9 @@ std::string PrepareWorkDir(const MpiRunOptions& o, bool* temporary) {
   if (ec) EnvError("cannot create work dir " + dir + ": " + ec.message());
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
-    const bool rank_file = name.rfind("rank", 0) == 0 && (entry.path().extension() == ".log" ||
-                                                          entry.path().extension() == ".obs");
+    const std::string ext = entry.path().extension().string();
+    const bool rank_file =
+        name.rfind("rank", 0) == 0 && (ext == ".log" || ext == ".obs" || ext == ".json");
     if (rank_file || name == "mpirun.log") fs::remove(entry.path(), ec);
   }
   return dir;
@@ -339,6 +341,34 @@ EngineOutcome Interpret(const JobEnd& end, const std::string& dir, int world) {
   return out;
 }
 
+// After a clean job that saved: the manifest from the entries the ranks left (rank<r>.ckpt.json),
+// with rank 0's step count and loss-scaler state, as the local backend writes it. A missing or
+// unreadable entry turns the outcome into a crash of that rank.
+void WriteManifest(const Config& cfg, const MpiRunOptions& o, const std::string& dir,
+                   EngineOutcome& out) {
+  const int world = static_cast<int>(cfg.parallel.world);
+  std::vector<nlohmann::json> entries;
+  nlohmann::json first;
+  for (int r = 0; r < world; ++r) {
+    const std::string path = RankFile(dir, r, ".ckpt.json");
+    std::ifstream in(path);
+    nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded() || !j.is_object() || !j.contains("entry")) {
+      out.ok = false;
+      out.failure_kind = FailureKind::kCrash;
+      out.failure_rank = r;
+      out.failure = "rank " + std::to_string(r) + ": the job ended cleanly but " + path +
+                    " (its checkpoint entry) is missing or not JSON; work dir kept: " + dir;
+      return;
+    }
+    if (r == 0) first = j;
+    entries.push_back(j["entry"]);
+  }
+  const int64_t last = o.last_step < 0 ? cfg.steps : o.last_step;
+  WriteCheckpointManifest(o.save_checkpoint, cfg, last, first["updates"].get<int64_t>(),
+                          first["scaler"], std::move(entries));
+}
+
 }  // namespace
 
 EngineOutcome RunEngineMpi(const Config& cfg, const MpiRunOptions& o) {
@@ -368,6 +398,12 @@ EngineOutcome RunEngineMpi(const Config& cfg, const MpiRunOptions& o) {
                                config_path, std::string("--obs-dir"), dir})
     args.push_back(a);
   if (o.native_reduction) args.push_back("--native-reduction");
+  if (o.first_step > 0) args.insert(args.end(), {"--first-step", std::to_string(o.first_step)});
+  if (o.last_step >= 0) args.insert(args.end(), {"--last-step", std::to_string(o.last_step)});
+  if (!o.load_checkpoint.empty())
+    args.insert(args.end(), {"--load-checkpoint", fs::absolute(o.load_checkpoint).string()});
+  if (!o.save_checkpoint.empty())
+    args.insert(args.end(), {"--save-checkpoint", fs::absolute(o.save_checkpoint).string()});
   if (o.debug_hang_rank >= 0)
     args.insert(args.end(), {"--debug-hang-rank", std::to_string(o.debug_hang_rank)});
   if (o.debug_crash_rank >= 0)
@@ -376,6 +412,7 @@ EngineOutcome RunEngineMpi(const Config& cfg, const MpiRunOptions& o) {
   try {
     const JobEnd end = Watch(Spawn(args, dir + "/mpirun.log"), dir, world, o);
     EngineOutcome out = Interpret(end, dir, world);
+    if (out.ok && !o.save_checkpoint.empty()) WriteManifest(cfg, o, dir, out);
     if (out.ok && temporary) fs::remove_all(dir, ec);
     return out;
   } catch (...) {  // an environment failure: nothing in a temporary dir is worth keeping

@@ -7,7 +7,8 @@
 // DIR (the work dir) holds config.json, one progress log per rank (rank<r>.log, written by
 // `paradiff rank`, tools/cmd_rank.cpp: "start", "enter <fingerprint>" / "done <fingerprint>" per
 // call, "ERROR kind=...: message", "finish"), one observations file per rank (rank<r>.obs,
-// kernels/observations_io.h) and mpirun's own output (mpirun.log). Stale files of an earlier run
+// kernels/observations_io.h), after a save one checkpoint entry per rank (rank<r>.ckpt.json) and
+// mpirun's own output (mpirun.log). Stale files of an earlier run
 // are removed first.
 //
 // Note [MPI watchdog]: the job is a hang when no rank log grew for `timeout` once every rank has
@@ -50,6 +51,13 @@ struct MpiRunOptions {
   // after a failure; a given one is always kept.
   std::string work_dir;
   bool native_reduction = false;  // MpiReduction::kNative (comm/mpi_communicator.h)
+  // One phase of a checkpointed run (kernels/engine.cpp): steps [first_step, last_step) (-1: the
+  // config's steps), each rank's state loaded from `load_checkpoint` first, and saved to
+  // `save_checkpoint` after (the ranks write their shards, the executor the manifest).
+  int64_t first_step = 0;
+  int64_t last_step = -1;
+  std::string load_checkpoint;
+  std::string save_checkpoint;
   // Testing: rank R sleeps forever / aborts before its first collective (-1: off).
   int debug_hang_rank = -1;
   int debug_crash_rank = -1;

@@ -7,8 +7,9 @@
 // kMismatch of oracle "cross_backend", localized to the first differing quantity, with detail
 // "failure" when only one backend's run failed and "collective_log" when only the logs differ.
 // Opt-in (`--oracles cross_backend`, `paradiff run --cross-backend`): it starts an mpirun job.
-// Skipped where this build has no MPI, and for checkpointed configs (the mpi backend does not run
-// them). The other backend's runner is injectable for the self-test.
+// Skipped where this build has no MPI. Checkpointed configs are compared too: each backend saves
+// and reloads through its own ranks (one mpirun job per phase). The other backend's runner is
+// injectable for the self-test.
 #pragma once
 
 #include "oracles/oracle.h"

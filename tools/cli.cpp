@@ -98,7 +98,14 @@ po::options_description Options(const std::string& sub, Args& a) {
         "native-reduction", po::bool_switch(&a.native_reduction),
         "reduce with MPI's own ops (not rank order)")(
         "debug-hang-rank", po::value<int>(&a.debug_hang_rank), "testing: this rank sleeps forever")(
-        "debug-crash-rank", po::value<int>(&a.debug_crash_rank), "testing: this rank aborts");
+        "debug-crash-rank", po::value<int>(&a.debug_crash_rank), "testing: this rank aborts")(
+        "first-step", po::value<int64_t>(&a.first_step), "train from this step (default 0)")(
+        "last-step", po::value<int64_t>(&a.last_step),
+        "train up to this step, exclusive (default: the config's steps)")(
+        "load-checkpoint", po::value<std::string>(&a.load_checkpoint),
+        "load this rank's state from this checkpoint before the first step")(
+        "save-checkpoint", po::value<std::string>(&a.save_checkpoint),
+        "save this rank's shard here after the last step (the caller writes the manifest)");
   if (sub == "run") {
     d.add_options()("inject", po::value<std::vector<std::string>>(&a.inject)->composing(),
                     "turn on a bug-zoo fault switch (repeatable; see docs/BUGZOO.md)")(

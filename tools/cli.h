@@ -50,6 +50,10 @@ struct Args {
   bool native_reduction = false;   // --native-reduction
   int debug_hang_rank = -1;        // --debug-hang-rank R (tests)
   int debug_crash_rank = -1;       // --debug-crash-rank R (tests)
+  int64_t first_step = 0;          // rank --first-step N (a checkpointed run's second phase)
+  int64_t last_step = -1;          // rank --last-step N (-1: the config's steps)
+  std::string load_checkpoint;     // rank --load-checkpoint DIR
+  std::string save_checkpoint;     // rank --save-checkpoint DIR
   // oracle selection, external targets, backends
   std::vector<std::string> oracles;  // --oracles NAME[,NAME] (repeatable; names or sets)
   std::string target;                // --target FILE (an external target, docs/TARGETS.md)

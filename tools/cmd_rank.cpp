@@ -1,7 +1,11 @@
 // `paradiff rank CONFIG --obs-dir DIR` (hidden): one rank of an mpi job, launched under mpirun by
 // the executor (kernels/engine_mpi.h). Initializes MPI, trains its rank of the config on the mpi
 // backend through a recording decorator (exactly like one thread of the local backend, kernels/
-// engine.cpp: a recorded split of the world), writes DIR/rank<r>.obs and finalizes MPI.
+// engine.cpp: a recorded split of the world), writes DIR/rank<r>.obs and finalizes MPI. One phase
+// of a checkpointed run: --first-step / --last-step bound the steps, --load-checkpoint loads this
+// rank's state first, --save-checkpoint writes its shard after the last step and
+// DIR/rank<r>.ckpt.json
+// ({"entry": its manifest entry, "updates", "scaler"}) from which the executor writes the manifest.
 //
 // It appends its progress to DIR/rank<r>.log, one whole line per write(2), so a rank killed at any
 // moment leaves whole lines: "start ...", "enter <fingerprint>" / "done <fingerprint>" around every
@@ -21,8 +25,11 @@
 
 #include "comm/mpi_communicator.h"
 #include "comm/recording_communicator.h"
+#include "core/atomic_file.h"
 #include "core/exit_codes.h"
+#include "kernels/checkpoint.h"
 #include "kernels/faults.h"
+#include "kernels/loss_scaler.h"
 #include "kernels/observations_io.h"
 #include "kernels/rank_engine.h"
 #include "tools/cli.h"
@@ -57,9 +64,10 @@ class RankLog {
   int fd_;
 };
 
-// Trains this rank and returns its observations (the collective log included).
-RankObservations TrainRank(const Config& cfg, const Args& args, MpiRuntime& mpi,
-                           const RankLog& log) {
+// Trains this rank and returns its observations (the collective log included). With
+// --save-checkpoint it also writes its shard and, for the caller's manifest, `ckpt_entry`.
+RankObservations TrainRank(const Config& cfg, const Args& args, MpiRuntime& mpi, const RankLog& log,
+                           nlohmann::json* ckpt_entry) {
   MpiOptions mo;
   mo.reduction = args.native_reduction ? MpiReduction::kNative : MpiReduction::kRankOrder;
   mo.progress = [&log](const std::string& line) { log.Line(line); };
@@ -76,9 +84,19 @@ RankObservations TrainRank(const Config& cfg, const Args& args, MpiRuntime& mpi,
   std::vector<Fingerprint> fps;
   RecordingCommunicator rec(world->Split(/*color=*/0, /*key=*/world->rank()), &fps);
   RankEngine engine(cfg, faults, rec);
+  if (!args.load_checkpoint.empty()) engine.LoadShard(CheckpointReader(args.load_checkpoint));
   RankObservations obs;
   obs.rank = world->rank();
-  engine.RunSteps(0, cfg.steps, obs, &fps);
+  engine.RunSteps(args.first_step, args.last_step < 0 ? cfg.steps : args.last_step, obs, &fps);
+  if (!args.save_checkpoint.empty()) {
+    const LossScaler::State scaler = engine.scaler_state();
+    *ckpt_entry = {{"entry", WriteCheckpointShard(args.save_checkpoint, engine.SaveShard())},
+                   {"updates", engine.updates()},
+                   {"scaler",
+                    {{"scale", scaler.scale},
+                     {"good_steps", scaler.good_steps},
+                     {"hysteresis_left", scaler.hysteresis_left}}}};
+  }
   obs.collectives = std::move(fps);
   return obs;
 }
@@ -114,7 +132,12 @@ int CmdRank(const Args& args) {
       mpi.Abort(kExitBadInput);
     }
     at::set_num_threads(1);  // one process per rank: one intra-op thread each (TOOLCHAIN.md)
-    const RankObservations obs = TrainRank(cfg, args, mpi, log);
+    nlohmann::json ckpt_entry;
+    const RankObservations obs = TrainRank(cfg, args, mpi, log, &ckpt_entry);
+    if (!ckpt_entry.is_null()) {
+      const Status saved = WriteFileAtomic(base + ".ckpt.json", ckpt_entry.dump());
+      if (!saved.ok()) throw std::runtime_error(saved.ToString());
+    }
     const Status written = WriteObservationsFile(base + ".obs", obs);
     if (!written.ok()) throw std::runtime_error(written.ToString());
     log.Line("finish");

@@ -1,12 +1,14 @@
 # mpi-labelled tests: the mpi communicator against the local backend (np 2 and 4), `paradiff run
-# --backend mpi`, the cross-backend oracle (bitwise; data, tensor and pipeline parallel), and a
+# --backend mpi`, the cross-backend oracle (bitwise; data, tensor and pipeline parallel; a checkpoint
+# reloaded into another layout), and a
 # planted hang, crash and collective mismatch under the mpirun executor, and a slow mpirun
 # start-up that is not a hang. Each test is skipped
 # (exit 77, with its reason) when MPI was not found at configure time or mpirun is not on PATH when
 # the test runs. The environment lets mpirun run as root, oversubscribe 2 cores and stay on
 # loopback / shared memory (TOOLCHAIN.md).
 set(_mpi_tests mpi.comm.np2 mpi.comm.np4 mpi.cli.run_np2 mpi.cli.run_np4 mpi.cli.run_finding
-    mpi.cli.cli_options mpi.cli.cross_backend mpi.cli.campaign_distributed mpi.cli.campaign_backend_mpi
+    mpi.cli.cli_options mpi.cli.cross_backend mpi.cli.checkpoint mpi.cli.regression_corpus
+    mpi.cli.campaign_distributed mpi.cli.campaign_backend_mpi
     mpi.cross_backend.np2 mpi.cross_backend.np3 mpi.cross_backend.np4
     mpi.cross_backend.tp2_pp2
     mpi.executor.hang mpi.executor.crash mpi.executor.mismatch mpi.executor.slow_start
@@ -22,7 +24,8 @@ if(MPI_CXX_FOUND)
     add_test(NAME mpi.comm.np${np}
              COMMAND ${_run} mpirun --bind-to none -np ${np} $<TARGET_FILE:mpi_comm_test>)
   endforeach()
-  foreach(case run_np2 run_np4 run_finding cli_options cross_backend campaign_distributed
+  foreach(case run_np2 run_np4 run_finding cli_options cross_backend checkpoint regression_corpus
+               campaign_distributed
                campaign_backend_mpi)
     add_test(NAME mpi.cli.${case}
              COMMAND ${_run} bash ${CMAKE_CURRENT_SOURCE_DIR}/mpi/mpi_cli_test.sh
@@ -43,6 +46,9 @@ else()
 endif()
 set_tests_properties(${_mpi_tests} PROPERTIES LABELS "mpi" SKIP_RETURN_CODE 77 TIMEOUT 120
   ENVIRONMENT "${PARADIFF_MPIRUN_ENV}")
+if(MPI_CXX_FOUND)  # every regression config once more under mpirun (about 2 minutes on 2 cores)
+  set_tests_properties(mpi.cli.regression_corpus PROPERTIES TIMEOUT 600)
+endif()
 
 # The observations file format the executor reads (no MPI needed): one ctest test.
 add_executable(observations_io_test ${CMAKE_CURRENT_SOURCE_DIR}/mpi/observations_io_test.cpp)

@@ -28,6 +28,25 @@ r = json.load(open(sys.argv[1]))
 assert [o["status"] for o in r["oracles"] if o["name"] == "cross_backend"] == ["pass"], r["oracles"]
 PY
     ;;
+  checkpoint)  # a checkpointed run: one mpirun job per phase, the reload into another layout
+    C="$SRC/corpus/regression/clean_bf16_compute_dp3_zero2_step0_grad.json"  # dp 3 -> dp 2, ZeRO 1
+    expect 0 "$P" run "$C" --cross-backend --report "$TMP/r.json"; has "SUMMARY: paradiff: PASS"
+    python3 - "$TMP/r.json" <<'PY' || fail "the report does not show the cross_backend oracle passing"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert [o["status"] for o in r["oracles"] if o["name"] == "cross_backend"] == ["pass"], r["oracles"]
+PY
+    # A loader that drops each saving rank's uneven tail: the mpi ranks really load what they saved,
+    # and the finding is the local backend's to the step, phase and tensor.
+    F="$SRC/corpus/regression/ckpt_reshard_drops_tail.json"
+    expect 3 "$P" run "$F"; local_summary=$(grep '^SUMMARY:' "$TMP/out")
+    expect 3 "$P" run "$F" --backend mpi; has "sig=mismatch.numeric"
+    [ "$(grep '^SUMMARY:' "$TMP/out")" = "$local_summary" ] || fail "mpi and local findings differ"
+    ;;
+  regression_corpus)  # every regression config on both backends, bitwise; verdicts unchanged
+    expect 3 "$P" replay "$SRC/corpus/regression" --oracles default,cross_backend
+    has "SUMMARY: paradiff: replay FAILING configs=[0-9]+ same=[1-9][0-9]* different=0 fails=0 pass=[1-9][0-9]* invalid=0 unexpected=0"
+    ;;
   campaign_distributed)  # workers on every rank, one work dir, one progress stream and summary
     expect 3 mpirun --bind-to none -np 3 "$P" campaign --distributed --workdir "$TMP/w" --runs 16 \
       --jobs 1 --seed 5 --inject zero.uneven_last_shard --minimize-budget-s 0 --corpus "$SRC/corpus/seed"
