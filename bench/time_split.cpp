@@ -7,7 +7,7 @@
 //
 // A second, instrumented pass counts torch operator calls per check (at::RecordFunction callbacks,
 // scopes FUNCTION and BACKWARD_FUNCTION; "outermost" = not called from inside another operator)
-// and the tensor pieces the ranks report (kernels/observations.h), the two multipliers of the
+// and the tensor pieces the ranks report (sut/observations.h), the two multipliers of the
 // per-check cost: with tensors this small, an operator's cost is its dispatch (about a
 // microsecond), not its arithmetic.
 //

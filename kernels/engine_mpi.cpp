@@ -22,8 +22,8 @@
 #include "core/child_process.h"
 #include "core/config_json.h"
 #include "core/self_exe.h"
-#include "kernels/checkpoint.h"
 #include "kernels/observations_io.h"
+#include "kernels/rank_phase.h"
 
 extern char** environ;
 
@@ -341,14 +341,13 @@ EngineOutcome Interpret(const JobEnd& end, const std::string& dir, int world) {
   return out;
 }
 
-// After a clean job that saved: the manifest from the entries the ranks left (rank<r>.ckpt.json),
-// with rank 0's step count and loss-scaler state, as the local backend writes it. A missing or
-// unreadable entry turns the outcome into a crash of that rank.
+// After a clean job that saved: the manifest from what the ranks left (rank<r>.ckpt.json,
+// kernels/rank_phase.h), as the local backend writes it. A missing or unreadable file turns the
+// outcome into a crash of that rank.
 void WriteManifest(const Config& cfg, const MpiRunOptions& o, const std::string& dir,
                    EngineOutcome& out) {
   const int world = static_cast<int>(cfg.parallel.world);
-  std::vector<nlohmann::json> entries;
-  nlohmann::json first;
+  std::vector<nlohmann::json> saved;
   for (int r = 0; r < world; ++r) {
     const std::string path = RankFile(dir, r, ".ckpt.json");
     std::ifstream in(path);
@@ -361,12 +360,9 @@ void WriteManifest(const Config& cfg, const MpiRunOptions& o, const std::string&
                     " (its checkpoint entry) is missing or not JSON; work dir kept: " + dir;
       return;
     }
-    if (r == 0) first = j;
-    entries.push_back(j["entry"]);
+    saved.push_back(std::move(j));
   }
-  const int64_t last = o.last_step < 0 ? cfg.steps : o.last_step;
-  WriteCheckpointManifest(o.save_checkpoint, cfg, last, first["updates"].get<int64_t>(),
-                          first["scaler"], std::move(entries));
+  WritePhaseManifest(o.save_checkpoint, cfg, o.last_step < 0 ? cfg.steps : o.last_step, saved);
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// Observations on disk: one rank's RankObservations (kernels/observations.h) written to a file by
+// Observations on disk: one rank's RankObservations (sut/observations.h) written to a file by
 // `paradiff rank` under mpirun and read back by the executor (kernels/engine_mpi.h).
 //
 // Format (version 1): the magic "PARADIFF-OBS" and a version, then every field of RankObservations
@@ -16,7 +16,7 @@
 #include <string>
 
 #include "core/status.h"
-#include "kernels/observations.h"
+#include "sut/observations.h"
 
 namespace paradiff {
 

@@ -3,7 +3,7 @@
 // fastest, then data-parallel, then pipeline: rank = (pp_rank * dp + dp_rank) * tp + tp_rank.
 // It owns that rank's flat buffers over its tensor-parallel shards (kernels/tp_layout.h), runs the
 // model unit by unit (see Note [Layer-wise execution]), reduces gradients through GradReducer,
-// updates its shard, and reports observations (kernels/observations.h).
+// updates its shard, and reports observations (sut/observations.h).
 //
 // Note [Layer-wise execution]: forward runs unit by unit without autograd, keeping each unit's
 // input; backward walks the units in reverse, re-materializes each unit's parameters (ZeRO-3
@@ -27,9 +27,9 @@
 #include "kernels/grad_reducer.h"
 #include "kernels/loss_scaler.h"
 #include "kernels/model.h"
-#include "kernels/observations.h"
 #include "kernels/tensor_parallel.h"
 #include "kernels/tp_layout.h"
+#include "sut/observations.h"
 
 namespace paradiff {
 

@@ -1,4 +1,4 @@
-// Assembles each rank's reported pieces (kernels/observations.h) into whole logical tensors,
+// Assembles each rank's reported pieces (sut/observations.h) into whole logical tensors,
 // independently of the engine's collectives (see Note [Independent observation]). Assembly itself
 // never judges: AssembleTensors takes the first holder's value of every element and leaves
 // elements nobody holds at zero. The judging is done by the tiling oracle (every element held by
@@ -15,8 +15,8 @@
 
 #include "core/config.h"
 #include "core/verdict.h"
-#include "kernels/engine.h"
-#include "kernels/observations.h"
+#include "sut/observations.h"
+#include "sut/outcome.h"
 
 namespace paradiff {
 

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "core/config.h"
-#include "kernels/engine.h"
 #include "oracles/check.h"
+#include "sut/outcome.h"
 
 namespace paradiff {
 

@@ -54,7 +54,7 @@ struct CheckTiming {
 
 // What one rank held and did: its memory account after the last step and its collective calls.
 struct RankSummary {
-  std::map<std::string, int64_t> memory_bytes;  // by category (kernels/observations.h)
+  std::map<std::string, int64_t> memory_bytes;  // by category (sut/observations.h)
   bool memory_grew = false;  // any category larger after the last step than the first
   std::map<std::string, int64_t> collectives;  // op name -> calls
   std::vector<std::string> first_collectives;  // the first few fingerprints, for the report

@@ -21,8 +21,8 @@
 
 #include "core/config.h"
 #include "core/verdict.h"
-#include "kernels/engine.h"
 #include "oracles/oracle.h"
+#include "sut/outcome.h"
 
 namespace paradiff {
 

@@ -1,6 +1,7 @@
 #include "oracles/cross_backend_oracle.h"
 
 #include "core/watchdog.h"
+#include "kernels/engine.h"
 #include "oracles/determinism_oracle.h"
 
 namespace paradiff {

@@ -1,4 +1,4 @@
-// The memory oracle (memory accounting): each rank's bytes per category (kernels/observations.h
+// The memory oracle (memory accounting): each rank's bytes per category (sut/observations.h
 // MemoryAccount) against an analytical expectation for the layout, derived here from the model
 // spec and the config alone (never from the engine's layout code, which is under test), and no
 // category growing from one step to the next (a leak).
@@ -35,8 +35,8 @@
 
 #include "core/config.h"
 #include "core/verdict.h"
-#include "kernels/observations.h"
 #include "oracles/oracle.h"
+#include "sut/observations.h"
 
 namespace paradiff {
 

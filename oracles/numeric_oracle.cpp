@@ -15,6 +15,7 @@
 #include "oracles/bitwise.h"
 #include "oracles/quantities.h"
 #include "oracles/tolerance.h"
+#include "sut/phases.h"
 
 namespace paradiff {
 

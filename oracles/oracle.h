@@ -25,9 +25,9 @@
 #include "core/budget.h"
 #include "core/config.h"
 #include "core/verdict.h"
-#include "kernels/engine.h"
 #include "oracles/assemble.h"
 #include "oracles/reference.h"
+#include "sut/outcome.h"
 
 namespace paradiff {
 

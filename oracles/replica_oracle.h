@@ -8,8 +8,8 @@
 
 #include "core/config.h"
 #include "core/verdict.h"
-#include "kernels/observations.h"
 #include "oracles/oracle.h"
+#include "sut/observations.h"
 
 namespace paradiff {
 

@@ -5,7 +5,7 @@
 // configured is a finding too.
 //
 // Note [Padding is not observable]: the engine reports pieces of logical tensors only
-// (kernels/observations.h); the alignment and dp padding of its flat buffers never appears in an
+// (sut/observations.h); the alignment and dp padding of its flat buffers never appears in an
 // observation, so "padding is zero and untouched" cannot be checked here. The memory oracle checks
 // the padding's size instead (oracles/memory_oracle.h): each rank's "padding" bytes must equal the
 // analytical padding of its held range, so padding that grows, shrinks or shifts into a shard is
@@ -17,8 +17,8 @@
 #include "core/config.h"
 #include "core/model_spec.h"
 #include "core/verdict.h"
-#include "kernels/observations.h"
 #include "oracles/oracle.h"
+#include "sut/observations.h"
 
 namespace paradiff {
 

@@ -25,7 +25,7 @@
 
 #include "core/config.h"
 #include "core/status.h"
-#include "kernels/observations.h"
+#include "sut/observations.h"
 
 namespace paradiff {
 

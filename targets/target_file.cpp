@@ -11,6 +11,7 @@
 
 #include "core/config_json.h"
 #include "core/json_text.h"
+#include "sut/phases.h"
 
 namespace paradiff {
 

@@ -12,7 +12,7 @@
 #include "core/config.h"
 #include "core/reload_support.h"
 #include "core/status.h"
-#include "kernels/engine.h"
+#include "sut/outcome.h"
 
 namespace paradiff {
 

@@ -12,6 +12,7 @@
 
 #include "core/child_process.h"
 #include "oracles/assemble.h"
+#include "sut/phases.h"
 #include "targets/run_dir.h"
 #include "targets/warm_workers.h"
 

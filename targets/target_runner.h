@@ -22,7 +22,7 @@
 #include <string>
 
 #include "core/config.h"
-#include "kernels/engine.h"
+#include "sut/outcome.h"
 #include "targets/target_file.h"
 #include "targets/warm_workers.h"
 

@@ -21,17 +21,16 @@
 #include <chrono>
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 #include <thread>
 
 #include "comm/mpi_communicator.h"
-#include "comm/recording_communicator.h"
 #include "core/atomic_file.h"
 #include "core/exit_codes.h"
 #include "kernels/checkpoint.h"
 #include "kernels/faults.h"
-#include "kernels/loss_scaler.h"
 #include "kernels/observations_io.h"
-#include "kernels/rank_engine.h"
+#include "kernels/rank_phase.h"
 #include "tools/cli.h"
 #include "tools/load_config.h"
 
@@ -64,14 +63,13 @@ class RankLog {
   int fd_;
 };
 
-// Trains this rank and returns its observations (the collective log included). With
-// --save-checkpoint it also writes its shard and, for the caller's manifest, `ckpt_entry`.
-RankObservations TrainRank(const Config& cfg, const Args& args, MpiRuntime& mpi, const RankLog& log,
-                           nlohmann::json* ckpt_entry) {
+// Trains this rank's phase (kernels/rank_phase.h) into `obs`; returns what a save leaves for the
+// manifest (null without --save-checkpoint).
+nlohmann::json TrainRank(const Config& cfg, const Args& args, MpiRuntime& mpi, const RankLog& log,
+                         RankObservations& obs) {
   MpiOptions mo;
   mo.reduction = args.native_reduction ? MpiReduction::kNative : MpiReduction::kRankOrder;
   mo.progress = [&log](const std::string& line) { log.Line(line); };
-  const FaultSet faults = MakeFaultSet(cfg.faults);
   std::unique_ptr<Communicator> world = mpi.World(mo);
   if (args.debug_hang_rank == world->rank()) {
     log.Line("debug: sleeping forever before the first collective (--debug-hang-rank)");
@@ -81,24 +79,11 @@ RankObservations TrainRank(const Config& cfg, const Args& args, MpiRuntime& mpi,
     log.Line("debug: aborting before the first collective (--debug-crash-rank)");
     std::abort();
   }
-  std::vector<Fingerprint> fps;
-  RecordingCommunicator rec(world->Split(/*color=*/0, /*key=*/world->rank()), &fps);
-  RankEngine engine(cfg, faults, rec);
-  if (!args.load_checkpoint.empty()) engine.LoadShard(CheckpointReader(args.load_checkpoint));
-  RankObservations obs;
-  obs.rank = world->rank();
-  engine.RunSteps(args.first_step, args.last_step < 0 ? cfg.steps : args.last_step, obs, &fps);
-  if (!args.save_checkpoint.empty()) {
-    const LossScaler::State scaler = engine.scaler_state();
-    *ckpt_entry = {{"entry", WriteCheckpointShard(args.save_checkpoint, engine.SaveShard())},
-                   {"updates", engine.updates()},
-                   {"scaler",
-                    {{"scale", scaler.scale},
-                     {"good_steps", scaler.good_steps},
-                     {"hysteresis_left", scaler.hysteresis_left}}}};
-  }
-  obs.collectives = std::move(fps);
-  return obs;
+  std::optional<CheckpointReader> load;
+  if (!args.load_checkpoint.empty()) load.emplace(args.load_checkpoint);
+  const RankPhase phase{args.first_step, args.last_step < 0 ? cfg.steps : args.last_step,
+                        load ? &*load : nullptr, args.save_checkpoint};
+  return TrainRankPhase(cfg, MakeFaultSet(cfg.faults), *world, phase, obs);
 }
 
 }  // namespace
@@ -132,11 +117,11 @@ int CmdRank(const Args& args) {
       mpi.Abort(kExitBadInput);
     }
     at::set_num_threads(1);  // one process per rank: one intra-op thread each (TOOLCHAIN.md)
-    nlohmann::json ckpt_entry;
-    const RankObservations obs = TrainRank(cfg, args, mpi, log, &ckpt_entry);
-    if (!ckpt_entry.is_null()) {
-      const Status saved = WriteFileAtomic(base + ".ckpt.json", ckpt_entry.dump());
-      if (!saved.ok()) throw std::runtime_error(saved.ToString());
+    RankObservations obs;
+    const nlohmann::json saved = TrainRank(cfg, args, mpi, log, obs);
+    if (!saved.is_null()) {
+      const Status kept = WriteFileAtomic(base + ".ckpt.json", saved.dump());
+      if (!kept.ok()) throw std::runtime_error(kept.ToString());
     }
     const Status written = WriteObservationsFile(base + ".obs", obs);
     if (!written.ok()) throw std::runtime_error(written.ToString());

@@ -2,7 +2,7 @@
 """No include points up the layers.
 
 The libraries form layers, each including only its own and lower ones:
-core < comm < kernels < oracles < targets < fuzz < tools (tests/ and bench/ may include any).
+core < comm < sut < kernels < oracles < targets < fuzz < tools (tests/ and bench/ may include any).
 An `#include "LAYER/..."` in a file of a lower layer is reported with its file and line, and the
 test fails. Usage: layering_test.py SOURCE_DIR
 """
@@ -10,7 +10,7 @@ import re
 import subprocess
 import sys
 
-LAYERS = ["core", "comm", "kernels", "oracles", "targets", "fuzz", "tools"]
+LAYERS = ["core", "comm", "sut", "kernels", "oracles", "targets", "fuzz", "tools"]
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([a-z_]+)/')
 
 
