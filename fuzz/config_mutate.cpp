@@ -246,7 +246,7 @@ bool MutateModelKind(Config& c, SeqRng& rng, const DomainOptions& opts) {
 
 // Adds a checkpoint (save and reload into a drawn layout), redraws its layout, or removes it.
 bool MutateCheckpoint(Config& c, SeqRng& rng, const DomainOptions& opts) {
-  if (c.backend != Backend::kLocal || c.steps < 2) return false;  // the mpi backend runs no reloads
+  if (c.steps < 2) return false;
   if (c.checkpoint.save_at > 0 && rng.Chance(0.3)) {
     c.checkpoint = CheckpointConfig{};
   } else {
