@@ -63,6 +63,19 @@ bool OtherInRange(SeqRng& rng, int64_t lo, int64_t hi, int64_t current, int64_t*
   return true;
 }
 
+// The most steps the generator gives a config like `c` (config_generate.cpp): a dynamic loss
+// scaler's and a learning-rate schedule's longer runs, else max_steps. A steps mutation draws from
+// the same range, so it can lengthen a run whose scaler or schedule needs the steps, not only cut
+// it to the short range.
+int64_t StepsRange(const Config& c, const DomainOptions& opts) {
+  int64_t hi = opts.max_steps;
+  if (c.precision.loss_scale.mode == LossScaleMode::kDynamic)
+    hi = std::max(hi, opts.max_scaler_steps);
+  if (c.optimizer.schedule.kind != LrScheduleKind::kConstant)
+    hi = std::max(hi, opts.max_schedule_steps);
+  return std::clamp<int64_t>(hi, 1, DomainBudget().max_steps);
+}
+
 bool MutateDp(Config& c, SeqRng& rng, const DomainOptions& opts) {
   const int64_t max_dp = MaxWorld(opts) / (c.parallel.tp * c.parallel.pp);
   const int64_t dp = c.parallel.dp;
@@ -305,9 +318,7 @@ bool Apply(Mutation kind, Config& c, SeqRng& rng, const DomainOptions& opts) {
       c.seed = rng.Next() >> 16;
       return true;
     case Mutation::kSteps:
-      if (!OtherInRange(rng, 1, std::clamp<int64_t>(opts.max_steps, 1, DomainBudget().max_steps),
-                        c.steps, &v))
-        return false;
+      if (!OtherInRange(rng, 1, StepsRange(c, opts), c.steps, &v)) return false;
       c.steps = v;
       return true;
     case Mutation::kAlign:

@@ -540,6 +540,31 @@ TEST(ConfigDomain, RejectingEverythingFallsBackInsteadOfLooping) {
   EXPECT_EQ(c.parallel.world, 1);
 }
 
+// A steps mutation draws from the range the generator gives such a config: a dynamic loss scaler
+// (or a schedule) can be lengthened to its longer runs, a plain config stays within max_steps.
+TEST(ConfigDomain, StepsMutationsKeepTheGeneratorsRangeForTheConfig) {
+  const DomainOptions opts = EngineOptions();
+  ASSERT_GT(opts.max_scaler_steps, opts.max_steps);
+  Config plain;
+  plain.steps = opts.max_steps;
+  Config scaled = plain;
+  scaled.precision.param = scaled.precision.compute = DType::kFp16;
+  scaled.precision.loss_scale.mode = LossScaleMode::kDynamic;
+  ExpectPasses(plain, opts);
+  ExpectPasses(scaled, opts);
+  SeqRng rng(Mix64(23));
+  int64_t longest_plain = 0, longest_scaled = 0;
+  for (int i = 0; i < 3000; ++i) {
+    longest_plain = std::max(longest_plain, MutateConfig(plain, rng, opts).steps);
+    const Config m = MutateConfig(scaled, rng, opts);
+    if (m.precision.loss_scale.mode == LossScaleMode::kDynamic)
+      longest_scaled = std::max(longest_scaled, m.steps);
+  }
+  EXPECT_EQ(longest_plain, opts.max_steps);
+  EXPECT_GT(longest_scaled, opts.max_steps);
+  EXPECT_LE(longest_scaled, opts.max_scaler_steps);
+}
+
 TEST(ConfigDomain, TinyBoundsAreRespected) {
   DomainOptions opts = EngineOptions();
   opts.max_world = 1;
