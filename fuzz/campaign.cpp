@@ -172,19 +172,18 @@ constexpr int64_t kTargetRunsPerCheck = 4;
 DomainOptions DomainFor(const SystemUnderTest& system) {
   DomainOptions domain;
   domain.accept = [system](const Config& c) { return system.Supports(c).ok(); };
-  if (system.target) {
-    domain.max_world = std::min(domain.max_world, system.target->max_world);
-    domain.target_options = system.target->options;
-    domain.reload = system.target->reload;
-    for (const TargetPrecision& t : system.target->precisions) {
-      PrecisionConfig p;
-      p.param = t.param, p.compute = t.compute, p.reduce = t.reduce, p.accumulate = t.accumulate;
-      for (const bool master : {true, false}) {
-        if (t.master_weights != -1 && master != (t.master_weights == 1)) continue;
-        if (!master && p.param == DType::kFp32) continue;  // fp32 parameters are their own masters
-        p.master_weights = master;
-        domain.precisions.push_back(p);
-      }
+  const SystemLimits limits = system.Limits();
+  domain.max_world = std::min(domain.max_world, limits.max_world);
+  domain.target_options = limits.options;
+  domain.reload = limits.reload;
+  for (const TargetPrecision& t : limits.precisions) {
+    PrecisionConfig p;
+    p.param = t.param, p.compute = t.compute, p.reduce = t.reduce, p.accumulate = t.accumulate;
+    for (const bool master : {true, false}) {
+      if (t.master_weights != -1 && master != (t.master_weights == 1)) continue;
+      if (!master && p.param == DType::kFp32) continue;  // fp32 parameters are their own masters
+      p.master_weights = master;
+      domain.precisions.push_back(p);
     }
   }
   return domain;
@@ -235,10 +234,11 @@ StatusOr<CampaignSummary> RunCampaign(const CampaignOptions& opts, std::ostream&
   // the target's log (and its processes go with its session), where the pool's only says the
   // check took too long. A check runs the target up to kTargetRunsPerCheck times.
   double task_timeout_s = opts.task_timeout_s;
-  if (system.target && task_timeout_s < kTargetRunsPerCheck * system.target->timeout_s) {
-    task_timeout_s = static_cast<double>(kTargetRunsPerCheck * system.target->timeout_s);
+  const int64_t run_timeout_s = system.Limits().run_timeout_s;
+  if (task_timeout_s < kTargetRunsPerCheck * run_timeout_s) {
+    task_timeout_s = static_cast<double>(kTargetRunsPerCheck * run_timeout_s);
     log << "INFO: campaign: task timeout " << task_timeout_s << " s (" << kTargetRunsPerCheck
-        << " x the target's timeout_s " << system.target->timeout_s << "; --task-timeout-s was "
+        << " x the target's timeout_s " << run_timeout_s << "; --task-timeout-s was "
         << opts.task_timeout_s << ")" << std::endl;
   }
   CampaignSummary sum;

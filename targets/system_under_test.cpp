@@ -22,6 +22,17 @@ EngineRunner SystemUnderTest::Runner() const {
   };
 }
 
+SystemLimits SystemUnderTest::Limits() const {
+  SystemLimits l;
+  if (!target) return l;
+  l.max_world = target->max_world;
+  l.options = target->options;
+  l.reload = target->reload;
+  l.precisions = target->precisions;
+  l.run_timeout_s = target->timeout_s;
+  return l;
+}
+
 std::string SystemUnderTest::Describe() const {
   return target ? "target " + target->name + " (" + target->path + ")" : "engine";
 }

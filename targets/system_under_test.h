@@ -3,10 +3,15 @@
 // oracles call. Campaigns, the minimizer, replay and the gate take one of these.
 #pragma once
 
+#include <cstdint>
+#include <limits>
+#include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/config.h"
+#include "core/reload_support.h"
 #include "core/status.h"
 #include "oracles/oracle.h"
 #include "targets/target_file.h"
@@ -14,6 +19,16 @@
 #include "targets/warm_workers.h"
 
 namespace paradiff {
+
+// What a system declares about the configs it takes beyond Supports, for the generator to draw
+// within (fuzz/campaign.cpp) and the campaign's watchdog. The built-in engine declares no limit.
+struct SystemLimits {
+  int64_t max_world = std::numeric_limits<int64_t>::max();  // the largest world it runs
+  std::map<std::string, std::vector<std::string>> options;  // its own settings and their values
+  ReloadSupport reload;                     // the reload layouts its checkpoints go into
+  std::vector<TargetPrecision> precisions;  // the precisions it takes (empty: any)
+  int64_t run_timeout_s = 0;                // its own watchdog of one run (0: none)
+};
 
 struct SystemUnderTest {
   std::shared_ptr<const TargetSpec> target;  // null: the built-in engine
@@ -27,6 +42,7 @@ struct SystemUnderTest {
   // Empty for the built-in engine (CheckRun's default), RunTarget bound to the target (and its
   // warm workers) otherwise.
   EngineRunner Runner() const;
+  SystemLimits Limits() const;
   // "engine" or "target NAME (FILE)".
   std::string Describe() const;
 };

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <set>
 
 #include "core/budget.h"
@@ -109,6 +110,30 @@ TEST(TargetFile, OptionsBoundTheConfigsTargetOptions) {
     ASSERT_FALSE(r.ok()) << bad;
     EXPECT_NE(r.status().ToString().find("options"), std::string::npos) << r.status().ToString();
   }
+}
+
+// A system's limits come from its file for a target; the built-in engine declares none.
+TEST(SystemUnderTest, LimitsAreTheTargetFilesAndNoneForTheEngine) {
+  const SystemLimits engine = SystemUnderTest{}.Limits();
+  EXPECT_EQ(engine.max_world, std::numeric_limits<int64_t>::max());
+  EXPECT_TRUE(engine.options.empty());
+  EXPECT_TRUE(engine.precisions.empty());
+  EXPECT_EQ(engine.run_timeout_s, 0);
+  StatusOr<TargetSpec> t = ParseTargetSpec(
+      R"({"protocol": 1, "name": "x", "command": ["/bin/true", "{run_dir}"], "timeout_s": 7,
+      "supports": {"max_world": 3, "precision": [{"param": "fp32", "compute": "bf16", "reduce": "fp32",
+                                                 "accumulate": "fp32"}]},
+      "options": {"n": [1, 2]}})",
+      "t.json");
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  SystemUnderTest sut;
+  sut.target = std::make_shared<const TargetSpec>(t.value());
+  const SystemLimits l = sut.Limits();
+  EXPECT_EQ(l.max_world, 3);
+  EXPECT_EQ(l.options.at("n"), (std::vector<std::string>{"1", "2"}));
+  ASSERT_EQ(l.precisions.size(), 1u);
+  EXPECT_EQ(l.precisions[0].compute, DType::kBf16);
+  EXPECT_EQ(l.run_timeout_s, 7);
 }
 
 // dp 2 at ZeRO `stage`, 3 steps, saved after one and reloaded into dp 1 at `reload_stage`.
