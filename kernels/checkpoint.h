@@ -54,6 +54,7 @@ void WriteCheckpointManifest(const std::string& dir, const Config& cfg, int64_t 
 class CheckpointReader {
  public:
   explicit CheckpointReader(const std::string& dir);  // throws CheckpointError
+  const std::string& dir() const { return dir_; }
   const nlohmann::json& manifest() const { return manifest_; }
   int64_t step() const { return manifest_.at("step").get<int64_t>(); }
   // Checks that the checkpoint holds the same logical model as `model` (names the differing field).

@@ -19,13 +19,12 @@ namespace paradiff {
 
 namespace {
 
-// One phase: steps [first, last) of `cfg`, optionally restored from a checkpoint (`load`, read
-// from `load_dir`) and saved to `save_dir`.
+// One phase: steps [first, last) of `cfg`, optionally restored from / saved to a checkpoint.
 struct Phase {
   const Config* cfg;
   int64_t first, last;
   const CheckpointReader* load;
-  std::string load_dir, save_dir;
+  std::string save_dir;
 };
 
 // Maps rank failures to the outcome; returns false if any rank failed.
@@ -64,13 +63,13 @@ bool RunLocalPhase(const Phase& ph, const FaultSet& faults, std::chrono::millise
 bool RunPhase(const Phase& ph, const FaultSet& faults, std::chrono::milliseconds timeout,
               Observations& obs, EngineOutcome& out) {
 #ifdef PARADIFF_HAVE_MPI
-  if (ph.cfg->backend ==
-      Backend::kMpi) {  // ranks as processes under mpirun, watched (engine_mpi.h)
+  // Ranks as processes under mpirun, watched (engine_mpi.h); each loads the checkpoint itself.
+  if (ph.cfg->backend == Backend::kMpi) {
     MpiRunOptions mpi;
     mpi.timeout = timeout;
     mpi.first_step = ph.first;
     mpi.last_step = ph.last;
-    mpi.load_checkpoint = ph.load_dir;
+    if (ph.load != nullptr) mpi.load_checkpoint = ph.load->dir();
     mpi.save_checkpoint = ph.save_dir;
     EngineOutcome job = RunEngineMpi(*ph.cfg, mpi);
     if (!job.ok) {
@@ -106,7 +105,7 @@ EngineOutcome RunEngine(const Config& cfg, const EngineOptions& opts) {
   const FaultSet faults = MakeFaultSet(cfg.faults);
   EngineOutcome out;
   if (cfg.checkpoint.save_at <= 0 && opts.checkpoint_dir.empty()) {
-    RunPhase({&cfg, 0, cfg.steps, nullptr, "", ""}, faults, opts.timeout, out.obs, out);
+    RunPhase({&cfg, 0, cfg.steps, nullptr, ""}, faults, opts.timeout, out.obs, out);
     return out;
   }
   // Note [Checkpointed runs]: train to save_at, save, reload into the reload layout (a different
@@ -122,12 +121,12 @@ EngineOutcome RunEngine(const Config& cfg, const EngineOptions& opts) {
   }
   const int64_t save_at = cfg.checkpoint.save_at > 0 ? cfg.checkpoint.save_at : cfg.steps;
   Observations first, second;
-  if (RunPhase({&cfg, 0, save_at, nullptr, "", dir}, faults, opts.timeout, first, out) &&
+  if (RunPhase({&cfg, 0, save_at, nullptr, dir}, faults, opts.timeout, first, out) &&
       cfg.checkpoint.save_at > 0) {
     const Config reload = ReloadPhaseConfig(cfg);
     try {
       CheckpointReader reader(dir);
-      RunPhase({&reload, save_at, cfg.steps, &reader, dir, ""}, faults, opts.timeout, second, out);
+      RunPhase({&reload, save_at, cfg.steps, &reader, ""}, faults, opts.timeout, second, out);
     } catch (const CheckpointError& e) {
       out.ok = false;
       out.failure_kind = FailureKind::kCrash;

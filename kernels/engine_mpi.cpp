@@ -21,6 +21,7 @@
 #include "core/atomic_file.h"
 #include "core/child_process.h"
 #include "core/config_json.h"
+#include "core/json_text.h"
 #include "core/self_exe.h"
 #include "kernels/observations_io.h"
 #include "kernels/rank_phase.h"
@@ -351,13 +352,16 @@ void WriteManifest(const Config& cfg, const MpiRunOptions& o, const std::string&
   for (int r = 0; r < world; ++r) {
     const std::string path = RankFile(dir, r, ".ckpt.json");
     std::ifstream in(path);
-    nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded() || !j.is_object() || !j.contains("entry")) {
+    std::stringstream text;
+    text << in.rdbuf();
+    nlohmann::json j = ParseJsonText(text.str());
+    if (j.is_discarded() || !j.is_object() || !j.contains("entry") || !j.contains("updates") ||
+        !j.contains("scaler")) {
       out.ok = false;
       out.failure_kind = FailureKind::kCrash;
       out.failure_rank = r;
       out.failure = "rank " + std::to_string(r) + ": the job ended cleanly but " + path +
-                    " (its checkpoint entry) is missing or not JSON; work dir kept: " + dir;
+                    " (its checkpoint entry) is missing or incomplete; work dir kept: " + dir;
       return;
     }
     saved.push_back(std::move(j));
