@@ -26,13 +26,25 @@ Verdict Finding(const Config& cfg, const std::string& oracle, const std::string&
   return v;
 }
 
-// Bit patterns equal (NaN equal to the same NaN): what "the same run" means for one rank's copy.
-bool SameBytes(const at::Tensor& a, const at::Tensor& b) {
+// Note [A NaN is any NaN]: "the same run" for one rank's copy means the same bit patterns, except
+// that a NaN equals any NaN. IEEE 754 leaves the sign and payload of a NaN an operation produces
+// unspecified, and ATen's kernels differ between their vectorized body and their scalar tail: a
+// bf16 add of inf and -inf gives 0xffff in a 32-element vector block and 0x7fc0 in the tail, so
+// the pattern depends on how a tensor was cut into pieces (the mpi backend reduces each rank's
+// piece of a tensor, the local backend the whole tensor), not on the arithmetic. -0.0 and 0.0 stay
+// distinct: the sign of a zero result is specified.
+bool SameBits(const at::Tensor& a, const at::Tensor& b) {
   if (a.defined() != b.defined()) return false;
   if (!a.defined()) return true;
   if (a.scalar_type() != b.scalar_type() || a.sizes() != b.sizes()) return false;
   const at::Tensor x = a.contiguous(), y = b.contiguous();
-  return std::memcmp(x.data_ptr(), y.data_ptr(), x.nbytes()) == 0;
+  if (std::memcmp(x.data_ptr(), y.data_ptr(), x.nbytes()) == 0) return true;
+  if (!x.is_floating_point()) return false;
+  const at::Tensor both_nan = x.isnan().logical_and(y.isnan());
+  const at::Tensor zero = at::zeros({}, x.options());
+  const at::Tensor xs = at::where(both_nan, zero, x).contiguous();
+  const at::Tensor ys = at::where(both_nan, zero, y).contiguous();
+  return std::memcmp(xs.data_ptr(), ys.data_ptr(), xs.nbytes()) == 0;
 }
 
 }  // namespace
@@ -58,7 +70,7 @@ Verdict CompareSecondRun(const OracleInput& in, const EngineOutcome& again,
       for (size_t i = 0; i < pa.size(); ++i) {
         const bool same = i < pb.size() && pa[i].kind == pb[i].kind &&
                           pa[i].tensor == pb[i].tensor && pa[i].offset == pb[i].offset &&
-                          SameBytes(pa[i].values, pb[i].values);
+                          SameBits(pa[i].values, pb[i].values);
         if (same) continue;
         Verdict v = Finding(in.cfg, oracle, "replica_copy", static_cast<int>(r),
                             "rank " + std::to_string(r) + "'s own copy of " + pa[i].kind + ":" +

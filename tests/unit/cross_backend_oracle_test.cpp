@@ -1,10 +1,13 @@
 // Self-test of the cross-backend oracle with the other backend's runner injected (the real mpirun
 // comparison runs in the mpi-labelled tests, tests/mpi): silent when the other backend agrees
-// bitwise; catches one ulp in one element of the other backend's run (localized), a run that
-// fails only there, and a collective log that differs; opt-in, never in "all".
+// bitwise (a NaN equal to any NaN, a zero not equal to a zero of the other sign); catches one ulp
+// in one element of the other backend's run (localized), a run that fails only there, and a
+// collective log that differs; opt-in, never in "all".
 #include "oracles/cross_backend_oracle.h"
 
 #include <gtest/gtest.h>
+
+#include <cstring>
 
 #include "oracles/oracle_registry.h"
 #include "tests/unit/oracle_test_util.h"
@@ -72,6 +75,34 @@ TEST(CrossBackendOracle, CatchesOneUlpOnTheOtherBackend) {
   EXPECT_EQ(w.where.step, 1);
   EXPECT_EQ(w.where.detail, "");
   EXPECT_EQ(w.where.tensor_kind, "param");
+}
+
+// Sets element 0 of a float piece to the float with bit pattern `bits`.
+void SetBits(TensorPiece& p, uint32_t bits) {
+  ASSERT_EQ(p.values.scalar_type(), at::kFloat);
+  std::memcpy(p.values.data_ptr<float>(), &bits, sizeof bits);
+}
+
+// Regression (a 30-minute cross-backend campaign, seed 9696, docs/FINDINGS.md): an overflowed
+// bf16 reduction gave NaN 0xffff on one backend and 0x7fc0 on the other at the same element (see
+// Note [A NaN is any NaN] in oracles/determinism_oracle.cpp).
+TEST(CrossBackendOracle, ANanEqualsAnyNanAndAZeroKeepsItsSign) {
+  const Config c = SmallConfig(2, 1);
+  EngineOutcome first = RunClean(c);
+  SetBits(*FindPiece(first, 1, 0, "grad"), 0x7fc00000u);  // +NaN, as a scalar loop rounds it
+  auto h = MakeHarness(c, first);
+  Verdict v = CrossBackendOracle(OtherBackend([](EngineOutcome& e) {
+                SetBits(*FindPiece(e, 1, 0, "grad"), 0xffff0000u);  // -NaN with a payload
+              })).Check(h.Input());
+  EXPECT_EQ(v.kind, VerdictKind::kPass) << v.message;
+
+  SetBits(*FindPiece(first, 1, 0, "grad"), 0x00000000u);  // +0.0
+  h = MakeHarness(c, first);
+  v = CrossBackendOracle(OtherBackend([](EngineOutcome& e) {
+        SetBits(*FindPiece(e, 1, 0, "grad"), 0x80000000u);  // -0.0
+      })).Check(h.Input());
+  EXPECT_EQ(v.kind, VerdictKind::kMismatch) << v.message;
+  EXPECT_EQ(v.where.detail, "replica_copy");
 }
 
 TEST(CrossBackendOracle, CatchesAFailureOrALogOnlyOnTheOtherBackend) {
