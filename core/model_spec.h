@@ -12,7 +12,9 @@
 //   hidden] (no bias); blocks.i.mlp.fc2.weight [hidden, ffn] / .bias, head.ln_f.weight/bias
 //   [hidden], head.lm_head.weight [vocab, hidden] (if not tied).
 // exact_linear: embed.in.weight [hidden, hidden], blocks.i.linear.weight [hidden, hidden],
-//   head.out.weight [hidden, hidden]; squared-error loss against generated targets.
+//   head.out.weight [hidden, hidden]; squared-error loss against generated targets. Under tensor
+//   parallelism embed.in and the blocks are row-parallel, head.out column-parallel
+//   (kernels/tp_layout.h).
 #pragma once
 
 #include <cstdint>

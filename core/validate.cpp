@@ -52,9 +52,9 @@ void CheckTensorParallel(const ModelConfig& m, int64_t tp, const std::string& tp
   if (tp < 1) return;  // range reported by the caller
   const std::string tp_is = tp_field + "=" + Str(tp);
   if (m.kind == ModelKind::kExactLinear) {
-    if (tp > 1)
-      st.Add("model.kind", "model.kind=exact_linear requires " + tp_field + "=1 (got " + Str(tp) +
-                               "; the exact model has no tensor-parallel layers)");
+    if (m.hidden >= 1 && m.hidden % tp != 0)
+      st.Add(tp_field, tp_is + " does not divide model.hidden=" + Str(m.hidden) +
+                           " (each tp rank holds hidden/tp columns or rows of every exact layer)");
     return;
   }
   if (m.heads >= 1 && m.heads % tp != 0)

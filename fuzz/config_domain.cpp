@@ -85,15 +85,17 @@ int64_t LargestFittingKv(int64_t heads, int64_t tp) {
 }
 
 bool TpFits(const ModelConfig& m, int64_t tp) {
-  if (m.kind == ModelKind::kExactLinear) return tp == 1;
+  if (m.kind == ModelKind::kExactLinear) return m.hidden % tp == 0;
   return m.heads % tp == 0 && KvFits(m.kv_heads, m.heads, tp) && m.ffn % tp == 0;
 }
 
 void RepairModel(Config& c) {
   ModelConfig& m = c.model;
   ParallelConfig& p = c.parallel;
-  if (m.kind == ModelKind::kExactLinear) {
-    p.tp = 1;
+  if (m.kind == ModelKind::kExactLinear) {  // hidden stays a power of two
+    const bool power_of_two = (p.tp & (p.tp - 1)) == 0;
+    if (!power_of_two) p.tp = 1;
+    if (m.hidden % p.tp != 0) m.hidden = std::max(m.hidden, p.tp);
     return;
   }
   if (m.hidden % m.heads != 0) m.hidden = RoundUpTo(m.hidden, m.heads);
@@ -195,8 +197,8 @@ Config BreakOneRule(Config c, SeqRng& rng) {
   ModelConfig& m = c.model;
   const bool gpt = m.kind == ModelKind::kGpt;
   switch (static_cast<Rule>(rng.Below(static_cast<uint64_t>(Rule::kCount)))) {
-    case Rule::kTpDividesHeads:  // heads % (heads + 1) == heads; exact_linear needs tp == 1
-      p.tp = gpt ? m.heads + 1 : 2;
+    case Rule::kTpDividesHeads:  // heads % (heads + 1) == heads; likewise hidden for exact_linear
+      p.tp = (gpt ? m.heads : m.hidden) + 1;
       FixWorld(c);
       break;
     case Rule::kWorldProduct:

@@ -175,6 +175,13 @@ int64_t DrawTp(SeqRng& rng, int64_t max_world, int64_t max_hidden, double exotic
   return tp <= max_world && tp <= max_hidden ? tp : 1;
 }
 
+// exact_linear: a power of two, so it divides the model's power-of-two hidden size.
+int64_t DrawExactTp(SeqRng& rng, int64_t max_world, int64_t max_hidden, double exotic) {
+  if (!rng.Chance(kTpShare * exotic)) return 1;
+  const int64_t tp = Pick<int64_t>(rng, {2, 2, 4});
+  return tp <= max_world && tp <= max_hidden ? tp : 1;
+}
+
 int64_t DrawPp(SeqRng& rng, int64_t max_pp, double exotic) {
   if (max_pp < 2 || !rng.Chance(kPpShare * exotic)) return 1;
   return rng.Range(2, std::min(kMaxPp, max_pp));
@@ -268,8 +275,9 @@ void DrawGptModel(Config& c, SeqRng& rng, int64_t max_layers, int64_t max_hidden
 // exact_linear: power-of-two sizes so every intermediate is dyadic (see Note [Sharded generation]).
 void DrawExactModel(Config& c, SeqRng& rng, int64_t max_layers, int64_t max_hidden) {
   std::vector<int64_t> hidden;
+  const int64_t least = std::max<int64_t>(4, c.parallel.tp);  // tp divides hidden
   for (int64_t h = 1; h <= max_hidden; h *= 2)
-    if (h >= 4 || max_hidden < 4) hidden.push_back(h);
+    if (h >= least || max_hidden < least) hidden.push_back(h);
   c.model.hidden = Pick(rng, hidden);
   c.model.seq_len = Pick<int64_t>(rng, {4, 8, 16});
   c.model.layers = DrawLayers(rng, c.parallel, max_layers);
@@ -354,7 +362,8 @@ Config DrawConfig(SeqRng& rng, const DomainOptions& opts, double exotic) {
   const bool exact = rng.Chance(kExactShare);
   c.model.kind = exact ? ModelKind::kExactLinear : ModelKind::kGpt;
   ParallelConfig& p = c.parallel;
-  p.tp = exact ? 1 : DrawTp(rng, max_world, max_hidden, exotic);
+  p.tp = exact ? DrawExactTp(rng, max_world, max_hidden, exotic)
+               : DrawTp(rng, max_world, max_hidden, exotic);
   p.pp = DrawPp(rng, std::min(max_world / p.tp, max_layers), exotic);
   p.dp = DrawDp(rng, max_world / (p.tp * p.pp));
   FixWorld(c);

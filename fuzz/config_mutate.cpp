@@ -89,10 +89,11 @@ bool MutateDp(Config& c, SeqRng& rng, const DomainOptions& opts) {
 }
 
 bool MutateTp(Config& c, SeqRng& rng, const DomainOptions& opts) {
-  if (c.model.kind != ModelKind::kGpt) return false;
+  // gpt: tp divides the heads (Repair fits kv_heads and ffn); exact_linear: tp divides hidden.
+  const int64_t split = c.model.kind == ModelKind::kGpt ? c.model.heads : c.model.hidden;
   std::vector<int64_t> fits;
   for (int64_t tp = 1; tp <= kMaxTp; ++tp)
-    if (tp != c.parallel.tp && c.model.heads % tp == 0 && tp * c.parallel.pp <= MaxWorld(opts))
+    if (tp != c.parallel.tp && split % tp == 0 && tp * c.parallel.pp <= MaxWorld(opts))
       fits.push_back(tp);
   if (fits.empty()) return false;
   SetDegrees(c, fits[rng.Below(fits.size())], c.parallel.pp, opts);

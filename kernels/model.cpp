@@ -174,6 +174,46 @@ at::Tensor ExactForward(const Unit& u, const Numerics& n, const ParamMap& p, con
   throw std::logic_error("model: unknown unit");
 }
 
+// Note [Exact tensor parallelism]: the exact model's layers under tensor parallelism, each unit
+// taking and returning the full hidden state (split along the sequence under sp) as a GPT block
+// does, so pipelines and every tp boundary are shared with the gpt path:
+// - embed.in (its input is data, as a vocabulary-parallel embedding's token ids are): each rank
+//   multiplies its hidden / tp input columns by its columns of the weight; the partial products
+//   are summed over tp (ExitRowParallel: an all-reduce, or a reduce-scatter along the sequence).
+// - blocks.i.linear (row-parallel): the same on the hidden state, entered through
+//   EnterColumnParallel, whose backward sums the input gradient over tp.
+// - head.out (column-parallel, its loss reduced as the vocabulary-parallel loss is): each rank
+//   computes its hidden / tp output features against the same features of the targets, and the
+//   squared errors' sums are added over tp before the mean.
+// With dyadic weights and data every one of these sums is exact, so the tp run equals the float64
+// truth bit for bit in any reduction order wherever the one-device float32 run does.
+at::Tensor ExactForwardParallel(const Unit& u, const Numerics& n, const ParamMap& p,
+                                const at::Tensor& x, const MicroBatch& mb, TensorParallel& tp) {
+  switch (u.kind) {
+    case UnitKind::kEmbed: {
+      const at::Tensor& w = Get(p, "embed.in.weight");  // [hidden, hidden / tp]
+      const int64_t cols = w.size(1);
+      const at::Tensor in = n.In(mb.inputs).narrow(-1, tp.rank() * cols, cols);
+      return tp.ExitRowParallel(Linear(n, in, w, nullptr));
+    }
+    case UnitKind::kBlock: {
+      const at::Tensor& w = Get(p, "blocks." + std::to_string(u.block) + ".linear.weight");
+      const int64_t cols = w.size(1);
+      const at::Tensor in = tp.EnterColumnParallel(x).narrow(-1, tp.rank() * cols, cols);
+      return tp.ExitRowParallel(Linear(n, in, w, nullptr));
+    }
+    case UnitKind::kHead: {
+      const at::Tensor& w = Get(p, "head.out.weight");  // [hidden / tp, hidden]
+      const int64_t rows = w.size(0);
+      const at::Tensor diff = Linear(n, tp.EnterColumnParallel(x), w, nullptr) -
+                              n.In(mb.targets).narrow(-1, tp.rank() * rows, rows);
+      const at::Tensor sum = tp.AllReduceSum((diff * diff).sum().reshape({1})).reshape({});
+      return n.Round(sum / static_cast<double>(diff.numel() * tp.size()));
+    }
+  }
+  throw std::logic_error("model: unknown unit");
+}
+
 }  // namespace
 
 std::vector<Unit> BuildUnits(const ModelSpec& spec, const ModelConfig& model) {
@@ -195,9 +235,11 @@ std::vector<Unit> BuildUnits(const ModelSpec& spec, const ModelConfig& model) {
 at::Tensor UnitForward(const Unit& unit, const ModelConfig& model, const Numerics& num,
                        const ParamMap& params, const at::Tensor& x, const MicroBatch& mb,
                        TensorParallel* tp) {
-  if (model.kind == ModelKind::kExactLinear) return ExactForward(unit, num, params, x, mb);
-  if (tp != nullptr && tp->size() > 1)
-    return GptForwardParallel(unit, model, num, params, x, mb, *tp);
+  const bool parallel = tp != nullptr && tp->size() > 1;
+  if (model.kind == ModelKind::kExactLinear)
+    return parallel ? ExactForwardParallel(unit, num, params, x, mb, *tp)
+                    : ExactForward(unit, num, params, x, mb);
+  if (parallel) return GptForwardParallel(unit, model, num, params, x, mb, *tp);
   return GptForward(unit, model, num, params, x, mb);
 }
 

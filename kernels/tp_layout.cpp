@@ -67,7 +67,15 @@ std::vector<TpShard> BuildTpShards(const ModelSpec& spec, const ModelConfig& m, 
     s.cols = Cols(p);
     s.row_runs = {{0, Rows(p)}};
     const std::string& n = p.name;
-    if (tp > 1) {
+    if (tp > 1 && m.kind == ModelKind::kExactLinear) {
+      if (n == "head.out.weight") {  // column-parallel, its loss reduced over tp
+        const int64_t rows = Rows(p) / tp;
+        s.row_runs = {{r * rows, rows}};
+      } else {  // embed.in and the blocks: row-parallel
+        s.cols = Cols(p) / tp;
+        s.col_begin = r * s.cols;
+      }
+    } else if (tp > 1) {
       if (n == "embed.wte" || n == "head.lm_head.weight") {
         const int64_t per = PaddedVocab(m, tp) / tp;
         const int64_t real = std::max<int64_t>(0, std::min(per, m.vocab - r * per));

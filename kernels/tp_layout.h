@@ -7,6 +7,8 @@
 //   row-parallel (split by input columns): attn.proj.weight, mlp.fc2.weight
 //   vocabulary-parallel (rows, padded to PaddedVocab): embed.wte, head.lm_head.weight
 //   replicated: norms, row-parallel biases, embed.wpe
+//   exact_linear: embed.in.weight and blocks.i.linear.weight row-parallel, head.out.weight
+//     column-parallel (kernels/model.cpp, see Note [Exact tensor parallelism])
 #pragma once
 
 #include <cstdint>

@@ -15,6 +15,7 @@ TpSplit SplitOf(const ModelConfig& m, const ParamSpec& p, int64_t tp) {
     return name.size() >= suffix.size() &&
            name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
   };
+  if (m.kind == ModelKind::kExactLinear) return TpSplit::kSplit;  // every layer split
   if (name == "embed.wte" || name == "head.lm_head.weight") return TpSplit::kVocab;
   if (has(".attn.kv.")) return m.kv_heads >= tp ? TpSplit::kSplit : TpSplit::kKvShared;
   if (has(".attn.q.") || has(".mlp.fc1.") || has(".mlp.gate.") || has(".mlp.up.") ||

@@ -7,7 +7,8 @@
 //     kv_heads < tp: one head per share group of tp / kv_heads ranks, numel / kv_heads each;
 //   vocabulary-parallel (embed.wte, head.lm_head.weight): PaddedVocab / tp rows, vocab rounded up
 //     to a multiple of 4 * tp (the padded rows belong to no logical element), one holder;
-//   everything else (norms, row-parallel biases, position embeddings): whole on every tp rank.
+//   everything else (norms, row-parallel biases, position embeddings): whole on every tp rank;
+//   exact_linear: every weight split, numel / tp per rank, one holder.
 // Pipeline: every parameter lives on one stage, except a tied embedding with pp > 1, which the
 // first stage (input embedding) and the last stage (output head) both hold.
 #pragma once

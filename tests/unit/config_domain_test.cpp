@@ -428,16 +428,22 @@ TEST(ConfigDomain, CheckpointsSaveTheScalerMidState) {
 }
 
 TEST(ConfigDomain, ExactLinearConfigsAreDyadicFriendly) {
+  int tensor_parallel = 0, sequence_parallel = 0;
   for (const Config& c : Generate(4, EngineOptions(), kSamples)) {
     if (c.model.kind != ModelKind::kExactLinear) continue;
-    EXPECT_EQ(c.parallel.tp, 1);
+    EXPECT_EQ(c.model.hidden % c.parallel.tp, 0) << WriteConfig(c);
+    tensor_parallel += c.parallel.tp > 1;
+    sequence_parallel += c.parallel.sp;
     EXPECT_EQ(c.optimizer.kind, OptimizerKind::kSgd);
-    for (int64_t v : {c.model.hidden, c.model.seq_len, c.batch.micro_batch})
+    for (int64_t v : {c.model.hidden, c.model.seq_len, c.batch.micro_batch, c.parallel.tp})
       EXPECT_EQ(v & (v - 1), 0) << WriteConfig(c);
     int exponent = 0;
     EXPECT_EQ(std::frexp(c.optimizer.lr, &exponent), 0.5) << c.optimizer.lr;
     EXPECT_EQ(c.precision, PrecisionConfig{});
   }
+  // The exact oracle judges tp and sp layouts too (see Note [Exact tensor parallelism]).
+  EXPECT_GE(tensor_parallel, 5);
+  EXPECT_GE(sequence_parallel, 2);
 }
 
 TEST(ConfigDomain, InvalidShareOneIsAlwaysRejected) {

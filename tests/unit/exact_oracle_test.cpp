@@ -1,10 +1,13 @@
 // Self-test of the exact-arithmetic oracle: it applies (is not skipped) to exact_linear configs in
 // the measured exact regime (see Note [Exact regime]) and is silent there over dp x ZeRO stage x
-// accumulation; it catches a gradient or parameter one ulp off, which the numeric oracle's
-// tolerance cannot see; it is skipped outside its preconditions and where the arithmetic rounds.
+// accumulation and over tp x sp x pp (see Note [Exact tensor parallelism]); it catches a gradient
+// or parameter one ulp off, which the numeric oracle's tolerance cannot see; it is skipped outside
+// its preconditions and where the arithmetic rounds.
 #include "oracles/exact_oracle.h"
 
 #include <gtest/gtest.h>
+
+#include <algorithm>
 
 #include "tests/unit/oracle_test_util.h"
 
@@ -31,6 +34,14 @@ Config ExactConfig(int64_t dp, int64_t stage, int64_t accumulation) {
   c.optimizer.kind = OptimizerKind::kSgd;
   c.optimizer.lr = 4;
   return c;
+}
+
+// Moves the first non-zero element of a piece one ulp; returns its index in the piece.
+int64_t NudgeFirstNonZero(TensorPiece& p) {
+  int64_t i = 0;
+  while (p.values.reshape({-1})[i].item<float>() == 0) ++i;
+  NudgeOneUlp(p, i);
+  return i;
 }
 
 TEST(ExactOracle, PreconditionsSkipOtherConfigs) {
@@ -63,6 +74,47 @@ TEST(ExactOracle, AppliesAndIsSilentAcrossLayouts) {
   }
 }
 
+// tp x sp x pp x dp with the exact layers split (kernels/model.cpp).
+Config ExactTpConfig(int64_t tp, bool sp, int64_t pp, int64_t dp, int64_t stage) {
+  Config c = ExactConfig(dp, stage, 1);
+  c.model.layers = std::max<int64_t>(1, pp);
+  c.parallel.tp = tp;
+  c.parallel.sp = sp;
+  c.parallel.pp = pp;
+  c.parallel.world = tp * pp * dp;
+  return c;
+}
+
+TEST(ExactOracle, AppliesAndIsSilentUnderTensorParallelism) {
+  ReferenceCache cache;
+  for (int64_t tp : {2, 4}) {
+    for (bool sp : {false, true}) {
+      for (int64_t pp : {1, 2}) {
+        const int64_t dp = tp == 2 ? 2 : 1, stage = pp == 1 ? tp - 1 : 1;
+        const Config c = ExactTpConfig(tp, sp, pp, dp, stage);
+        const CheckResult r = testing::CheckWith(c, {"exact"}, {}, &cache);
+        ASSERT_EQ(r.oracles.size(), 1u);
+        EXPECT_EQ(r.oracles[0].status, OracleStatus::kPass)
+            << "tp " << tp << " sp " << sp << " pp " << pp << ": " << r.oracles[0].note
+            << r.verdict.message;
+      }
+    }
+  }
+}
+
+// dp_average_by_world_size divides the dp-summed gradients by the world (tp x dp) instead of dp:
+// the gradients are a power of two off, so the exact oracle sees it bit for bit at step 0.
+TEST(ExactOracle, CatchesADpAverageOverTheWorldUnderTensorParallelism) {
+  Config c = ExactTpConfig(2, true, 1, 2, 1);
+  c.faults = {"dp.average_by_world_size"};
+  const CheckResult r = testing::CheckWith(c, {"exact"});
+  ASSERT_EQ(r.oracles.size(), 1u);
+  EXPECT_EQ(r.verdict.kind, VerdictKind::kMismatch) << r.oracles[0].note;
+  EXPECT_EQ(r.verdict.oracle, "exact");
+  EXPECT_EQ(r.verdict.where.step, 0);
+  EXPECT_EQ(r.verdict.where.tensor_kind, "grad");
+}
+
 TEST(ExactOracle, SkippedWhereTheArithmeticRounds) {
   Config c = ExactConfig(2, 1, 1);
   c.model.layers = 3;  // three hidden products of 32 terms: the step-0 gradients round
@@ -79,9 +131,7 @@ TEST(ExactOracle, CatchesOneUlpInAShardedGradient) {
   EngineOutcome e = RunClean(c);
   TensorPiece* p = FindPiece(e, 1, 0, "grad");
   ASSERT_NE(p, nullptr);
-  int64_t i = 0;
-  while (p->values.reshape({-1})[i].item<float>() == 0) ++i;  // a non-zero element
-  NudgeOneUlp(*p, i);
+  const int64_t i = NudgeFirstNonZero(*p);
   const testing::Harness h = MakeHarness(c, e);
   EXPECT_EQ(h.numeric.verdict.kind, VerdictKind::kPass) << "one ulp is below any tolerance";
   const Verdict v = ExactOracle().Check(h.Input());
@@ -95,14 +145,25 @@ TEST(ExactOracle, CatchesOneUlpInAShardedGradient) {
   EXPECT_DOUBLE_EQ(v.where.error, 1.0);
 }
 
+TEST(ExactOracle, CatchesOneUlpInATensorParallelShard) {
+  const Config c = ExactTpConfig(2, false, 1, 1, 0);
+  EngineOutcome e = RunClean(c);
+  TensorPiece* p = FindPiece(e, 1, 0, "grad", "head.out.weight");  // rows 4..7 of 8
+  ASSERT_NE(p, nullptr);
+  const int64_t i = NudgeFirstNonZero(*p);
+  const Verdict v = ExactOracle().Check(MakeHarness(c, e).Input());
+  ExpectLocalized(v);
+  EXPECT_EQ(v.where.tensor, "head.out.weight");
+  EXPECT_EQ(v.where.index, p->offset + i);
+  EXPECT_GE(p->offset, 4 * 8) << "rank 1 holds the second half of the output rows";
+}
+
 TEST(ExactOracle, CatchesOneUlpInAParameterAfterTheUpdate) {
   const Config c = ExactConfig(4, 3, 1);
   EngineOutcome e = RunClean(c);
   TensorPiece* p = FindPiece(e, 3, 0, "param");
   ASSERT_NE(p, nullptr);
-  int64_t i = 0;
-  while (p->values.reshape({-1})[i].item<float>() == 0) ++i;
-  NudgeOneUlp(*p, i);
+  NudgeFirstNonZero(*p);
   const Verdict v = ExactOracle().Check(MakeHarness(c, e).Input());
   ExpectLocalized(v);
   EXPECT_EQ(v.where.phase, Phase::kOptimizer);

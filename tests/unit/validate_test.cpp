@@ -229,13 +229,14 @@ TEST(Validate, ExplicitPartitionSumsToLayers) {
   ExpectInvalid(Explicit({std::numeric_limits<int64_t>::max(), 5}), "parallel.partition");
 }
 
-TEST(Validate, ExactLinearRequiresTpOne) {
+TEST(Validate, ExactLinearRequiresTpToDivideHidden) {
   ExpectValid(With([](Config& c) {
     c.model.kind = ModelKind::kExactLinear;
     c.parallel.dp = c.parallel.world = 4;
   }));
-  ExpectInvalid(Tp(2, [](Config& c) { c.model.kind = ModelKind::kExactLinear; }), "model.kind",
-                "model.kind=exact_linear requires parallel.tp=1");
+  ExpectValid(Tp(2, [](Config& c) { c.model.kind = ModelKind::kExactLinear; }));
+  ExpectInvalid(Tp(3, [](Config& c) { c.model.kind = ModelKind::kExactLinear; }), "parallel.tp",
+                "parallel.tp=3 does not divide model.hidden=32");
 }
 
 TEST(Validate, EveryBrokenRuleIsReported) {

@@ -178,9 +178,9 @@ TEST(Validate, ReloadLayoutFollowsLayoutRulesWhenSaving) {
   ExpectInvalid(With([](Config& c) {
                   c.model.kind = ModelKind::kExactLinear;
                   c.checkpoint.save_at = 1;
-                  c.checkpoint.reload.tp = 2;
+                  c.checkpoint.reload.tp = 3;
                 }),
-                "model.kind", "requires checkpoint.reload.tp=1");
+                "checkpoint.reload.tp", "does not divide model.hidden=32");
 }
 
 TEST(Validate, BackendsAllValid) {
