@@ -79,6 +79,30 @@ struct ScatterToSeq : torch::autograd::Function<ScatterToSeq> {
   }
 };
 
+// [..., c] on each rank -> [..., c * n], rank-ordered chunks along the last dimension.
+at::Tensor GatherLast(Communicator& g, const at::Tensor& x) {
+  at::Tensor t = x.movedim(-1, 0).contiguous();
+  const int64_t n = g.size();
+  at::Tensor out = at::empty({t.numel() * n}, t.options());
+  g.AllGather(t.reshape({-1}), out, std::vector<int64_t>(n, t.numel()));
+  std::vector<int64_t> shape = t.sizes().vec();
+  shape[0] *= n;
+  return out.view(shape).movedim(0, -1).contiguous();
+}
+
+struct GatherFromFeatures : torch::autograd::Function<GatherFromFeatures> {
+  static at::Tensor forward(AutogradContext* ctx, at::Tensor x, int64_t group) {
+    Communicator& g = *reinterpret_cast<Communicator*>(group);
+    ctx->saved_data["begin"] = g.rank() * x.size(-1);
+    ctx->saved_data["cols"] = x.size(-1);
+    return GatherLast(g, x);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list g) {
+    const int64_t begin = ctx->saved_data["begin"].toInt(), cols = ctx->saved_data["cols"].toInt();
+    return {g[0].narrow(-1, begin, cols).contiguous(), at::Tensor()};
+  }
+};
+
 }  // namespace
 
 TensorParallel::TensorParallel(Communicator& group, const ModelConfig& model, bool sp,
@@ -103,6 +127,11 @@ at::Tensor TensorParallel::ExitRowParallel(const at::Tensor& x) {
   if (size_ == 1) return x;
   const auto id = reinterpret_cast<int64_t>(&group_);
   return sp_ ? ScatterToSeq::apply(x, id) : ReduceFromRegion::apply(x, id);
+}
+
+at::Tensor TensorParallel::GatherOutput(const at::Tensor& x) {
+  if (size_ == 1) return x;
+  return GatherFromFeatures::apply(x, reinterpret_cast<int64_t>(&group_));
 }
 
 at::Tensor TensorParallel::AllReduceSum(const at::Tensor& x) {

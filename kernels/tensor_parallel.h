@@ -6,6 +6,8 @@
 //                        sp: all-gather along the sequence forward, reduce-scatter backward.
 //   ExitRowParallel:     no sp: all-reduce forward, identity backward (g);
 //                        sp: reduce-scatter along the sequence forward, all-gather backward.
+//   GatherOutput:        all-gather along the last dimension forward (a column-parallel layer's
+//                        output made whole, Megatron's gather_output), own slice backward.
 //   AllReduceSum: g.   AllReduceMax: forward only (no gradient).
 // Activations are [batch, seq, hidden]; under sp each rank holds seq_len / tp positions.
 #pragma once
@@ -29,6 +31,7 @@ class TensorParallel {
 
   at::Tensor EnterColumnParallel(const at::Tensor& x);
   at::Tensor ExitRowParallel(const at::Tensor& x);
+  at::Tensor GatherOutput(const at::Tensor& x);
   at::Tensor AllReduceSum(const at::Tensor& x);
   at::Tensor AllReduceMax(const at::Tensor& x);
 
