@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -84,6 +85,50 @@ void BlockPieces(const std::string& kind, const std::string& tensor, const at::T
   }
 }
 
+// Where one rank's partial pieces lie in its step's list: (first index, count) per tensor entry.
+using PartialRanges = std::vector<std::pair<size_t, size_t>>;
+
+std::string PieceName(const TensorPiece& p) {
+  return p.kind + ":" + p.tensor + " at offset " + std::to_string(p.offset);
+}
+
+// See Note [Partial pieces]: each rank's partial pieces become the sum of the same piece over its
+// tensor-parallel group, added in tp rank order in the pieces' dtype.
+bool SumPartialPieces(const Config& cfg, const std::vector<std::vector<PartialRanges>>& partial,
+                      Observations* obs, ObservationError* err, int64_t first) {
+  const int64_t tp = cfg.parallel.tp;
+  for (size_t lead = 0; lead < obs->ranks.size(); lead += tp) {
+    for (size_t s = 0; s < obs->ranks[lead].steps.size(); ++s) {
+      // piece name -> (rank in group -> piece)
+      std::map<std::string, std::vector<TensorPiece*>> groups;
+      for (int64_t k = 0; k < tp; ++k) {
+        RankStep& st = obs->ranks[lead + k].steps[s];
+        for (const auto& [begin, count] : partial[lead + k][s])
+          for (size_t i = begin; i < begin + count; ++i) {
+            auto& members = groups[PieceName(st.pieces[i]) + " of " +
+                                   std::to_string(st.pieces[i].values.numel())];
+            members.resize(tp, nullptr);
+            members[k] = &st.pieces[i];
+          }
+      }
+      for (const auto& [name, members] : groups) {
+        for (int64_t k = 0; k < tp; ++k)
+          if (members[k] == nullptr)
+            return Fail(err, "bad_output", static_cast<int>(lead + k),
+                        "rank " + std::to_string(lead + k) + " step " +
+                            std::to_string(first + static_cast<int64_t>(s)) +
+                            ": reports no partial piece " + name +
+                            ", which another rank of its tensor-parallel group reports (a partial "
+                            "piece is summed over the group: every rank reports its addend)");
+        at::Tensor sum = members[0]->values.clone();
+        for (int64_t k = 1; k < tp; ++k) sum.add_(members[k]->values);
+        for (int64_t k = 0; k < tp; ++k) members[k]->values = k == 0 ? sum : sum.clone();
+      }
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 Status WriteRunDir(const Config& cfg, const std::vector<std::string>& kinds, const std::string& dir,
@@ -141,6 +186,7 @@ bool ReadObservations(const Config& cfg, const std::string& dir,
   const int64_t n = end - first;                  // the phase's steps
   std::vector<std::set<std::string>> written(n);  // per step: the kinds some rank wrote
   obs->ranks.clear();
+  std::vector<std::vector<PartialRanges>> partial;  // per rank, per step
   for (int r = 0; r < cfg.parallel.world; ++r) {
     const std::string stem = dir + "/out/rank" + std::to_string(r);
     std::ifstream f(stem + ".json");
@@ -160,7 +206,9 @@ bool ReadObservations(const Config& cfg, const std::string& dir,
                       std::to_string(first) + ".." + std::to_string(end - 1) + ")");
     RankObservations ro;
     ro.rank = r;
+    partial.emplace_back();
     for (int64_t s = first; s < end; ++s) {
+      partial.back().emplace_back();
       const json& js = j["steps"][s - first];
       const std::string where = "rank " + std::to_string(r) + " step " + std::to_string(s);
       if (!js.is_object() || !js.contains("loss_sum") || !js["loss_sum"].is_number() ||
@@ -197,6 +245,16 @@ bool ReadObservations(const Config& cfg, const std::string& dir,
                       where + ": " + name + " is not a floating-point tensor");
         TensorPiece piece{kind, ps->name, 0, t.reshape({-1})};
         const auto& meta = file.value().metadata;
+        const auto part = meta.find("partial:" + name);
+        if (part != meta.end() && part->second != "tp")
+          return Fail(err, "bad_output", r,
+                      where + ": metadata partial:" + name + " is '" + part->second +
+                          "'; the one group a partial piece is summed over is \"tp\"");
+        const size_t before = st.pieces.size();
+        const auto added = [&] {  // the pieces of a partial entry, for SumPartialPieces
+          if (part != meta.end())
+            partial.back().back().push_back({before, st.pieces.size() - before});
+        };
         auto off = meta.find("offset:" + name);
         auto block = meta.find("block:" + name);
         if (block != meta.end() && off != meta.end())
@@ -217,6 +275,7 @@ bool ReadObservations(const Config& cfg, const std::string& dir,
                             Shape(ps->shape) + " tensor (metadata block:" + name +
                             ": one integer offset per dimension)");
           BlockPieces(kind, ps->name, t, ps->shape, offsets, &st.pieces);
+          added();
           continue;
         }
         if (off != meta.end()) {
@@ -241,11 +300,13 @@ bool ReadObservations(const Config& cfg, const std::string& dir,
                           ", the model's " + ps->name + " is " + Shape(ps->shape));
         }
         st.pieces.push_back(std::move(piece));
+        added();
       }
       ro.steps.push_back(std::move(st));
     }
     obs->ranks.push_back(std::move(ro));
   }
+  if (!SumPartialPieces(cfg, partial, obs, err, first)) return false;
   // A kind the target declares must come from some rank at every step (which ranks hold which
   // pieces is the tiling oracle's to judge).
   for (int64_t s = first; s < end; ++s)

@@ -16,8 +16,19 @@
 //   RUN/out/rank<R>.step<S>.safetensors  written by the target: "KIND:TENSOR" for what rank R holds
 //                                 after step S, full shape, or a flat piece with __metadata__
 //                                 "offset:KIND:TENSOR"
+//                                 ("block:KIND:TENSOR" per-dimension offsets; "partial:KIND:TENSOR"
+//                                 "tp": see Note [Partial pieces])
 // Parameters and data are paradiff's own (kernels/param_init, kernels/data): a target never
 // re-implements the RNG.
+//
+// Note [Partial pieces]: a framework may leave a value unreduced between backward and step (torch's
+// DTensor under sequence parallelism keeps a replicated parameter's gradient as Partial(sum): each
+// tensor-parallel rank a partial sum of full shape). Reading the reduced value would take the
+// framework's own collective, which an observation never does; so each rank reports its own
+// addend, marked partial, and ReadObservations sums the group's addends (ranks g*tp .. g*tp+tp-1,
+// tp innermost in paradiff's rank order) in tp rank order in the pieces' dtype, giving every rank
+// of the group the sum as the value it holds once the framework reduces it. A sum of two addends
+// is the same in any order, so at tp 2 it is bitwise what the framework's all-reduce computes.
 #pragma once
 
 #include <string>

@@ -110,6 +110,12 @@ class Reporter:
     def __init__(self, plant):
         self.tensors, self.meta, self.plant = {}, {}, plant
 
+    def add_partial(self, kind, name, addend):
+        """A full-shape addend of a value the tp group has not reduced ("partial:KIND:TENSOR")."""
+        key = kind + ":" + name
+        self.tensors[key] = addend.contiguous()
+        self.meta["partial:" + key] = "tp"
+
     def add(self, kind, name, t, part="", row=0):
         from torch.distributed.tensor import DTensor
         key = kind + ":" + name + ("#" + part if part else "")
@@ -165,9 +171,10 @@ def train(rank, world, run_dir, a):
     tp = cfg["parallel"]["tp"]
     if a.parallel == "tp":
         from torch.distributed.device_mesh import init_device_mesh
-        from tp_model import TpGpt
+        from tp_model import TpGpt, partial_grad
         mesh = init_device_mesh("cpu", (world // tp, tp), mesh_dim_names=("dp", "tp"))
-        model = net = TpGpt(cfg["model"], run["params"], init, compute, mesh["tp"])
+        model = net = TpGpt(cfg["model"], run["params"], init, compute, mesh["tp"],
+                            sp=cfg["parallel"]["sp"])
         if zero_stage == 3:  # FSDP2 over dp on top: torch's 2-D layout, every kind sharded on dp
             from torch.distributed.fsdp import fully_shard
             fully_shard(model, mesh=mesh["dp"])
@@ -252,6 +259,10 @@ def train(rank, world, run_dir, a):
         rep = Reporter(a.plant)
         if "grad" in kinds:
             for n, part, row, p in entries:
+                addend = partial_grad(p) if a.parallel == "tp" else None
+                if addend is not None:  # unreduced under sp: this rank's addend (docs/TARGETS.md)
+                    rep.add_partial("grad", n, addend)
+                    continue
                 rep.add("grad", n, p.grad.detach().clone() if p.grad is not None else torch.zeros_like(p), part, row)
         if pipe is not None:
             norm = pipe.clip(clip if clip > 0 else math.inf)

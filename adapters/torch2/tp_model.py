@@ -10,12 +10,20 @@ everything else (norms, row-parallel biases, position embeddings) a Replicate DT
 residual stream is a replicated DTensor. The arithmetic is model.Gpt's where the layout allows:
 parameters cast to the compute dtype where it casts them, logits in float32.
 
+With sequence parallelism (sp) the residual stream is a Shard(1) DTensor (each rank its positions):
+the column-parallel layers gather the sequence (ColwiseParallel(input_layouts=Shard(1))), the
+row-parallel ones reduce-scatter it (RowwiseParallel(output_layouts=Shard(1))), the embedding's
+partial sum is reduce-scattered along the sequence, and the final norm's output is gathered before
+the vocabulary-parallel head. DTensor then leaves the replicated parameters' gradients unreduced
+(norms and row-parallel biases Partial(sum), embed.wpe Shard(0)): `partial_grad` makes each a
+full-shape addend for the run dir's partial pieces (docs/TARGETS.md).
+
 `entries()` names each parameter as paradiff does: (name, part, first row within it, parameter);
 attn.kv is two parts, its key rows at 0 and its value rows after them.
 """
 import torch
 import torch.nn.functional as F
-from torch.distributed.tensor import DTensor, Replicate, Shard, distribute_tensor
+from torch.distributed.tensor import DTensor, Partial, Replicate, Shard, distribute_tensor
 from torch.distributed.tensor.parallel import (ColwiseParallel, RowwiseParallel, loss_parallel,
                                                parallelize_module)
 
@@ -44,11 +52,30 @@ class Linear(torch.nn.Linear):
         return F.linear(x, cast(self.weight, self.exec), bias)
 
 
+def partial_grad(param):
+    """The gradient of a replicated parameter as this rank's full-shape addend when DTensor left it
+    unreduced (a Partial(sum) local tensor, or a Shard's rows with zeros elsewhere); None when the
+    gradient is reduced (or the parameter is not replicated)."""
+    g = param.grad
+    if not isinstance(g, DTensor) or not all(isinstance(x, Replicate) for x in param.placements):
+        return None
+    if all(isinstance(x, Replicate) for x in g.placements):
+        return None
+    if any(isinstance(x, Partial) for x in g.placements):
+        return g.to_local().detach().clone()
+    from torch.distributed.tensor._utils import compute_local_shape_and_global_offset
+    shape, offset = compute_local_shape_and_global_offset(g.shape, g.device_mesh, g.placements)
+    full = torch.zeros(g.shape, dtype=g.dtype)
+    full[tuple(slice(o, o + n) for o, n in zip(offset, shape))] = g.to_local().detach()
+    return full
+
+
 class TpGpt(torch.nn.Module):
-    def __init__(self, model_cfg, names, tensors, exec_dtype, mesh):
+    def __init__(self, model_cfg, names, tensors, exec_dtype, mesh, sp=False):
         super().__init__()
         m = self.m = model_cfg
-        self.exec, self.mesh = exec_dtype, mesh
+        self.exec, self.mesh, self.sp = exec_dtype, mesh, sp
+        seq = Shard(1) if sp else Replicate()  # the residual stream's placement
         hd = m["hidden"] // m["heads"]
         self.kv_rows = m["kv_heads"] * hd  # rows of the key half of attn.kv
         self.blocks = torch.nn.ModuleList()
@@ -67,9 +94,10 @@ class TpGpt(torch.nn.Module):
                 bias = tensors.get(b + "mlp.%s.bias" % n)
                 blk[n] = Linear(tensors[b + "mlp.%s.weight" % n], bias, exec_dtype)
             blk["fc2"] = Linear(tensors[b + "mlp.fc2.weight"], None, exec_dtype)
-            plan = {n: ColwiseParallel() for n in ["q", "k", "v"] + mlp}
-            plan["proj"] = RowwiseParallel(use_local_output=False)  # the residual stays a DTensor
-            plan["fc2"] = RowwiseParallel(use_local_output=False)
+            plan = {n: ColwiseParallel(input_layouts=seq) for n in ["q", "k", "v"] + mlp}
+            # the residual stays a DTensor
+            plan["proj"] = RowwiseParallel(output_layouts=seq, use_local_output=False)
+            plan["fc2"] = RowwiseParallel(output_layouts=seq, use_local_output=False)
             parallelize_module(blk, mesh, plan)
             self.blocks.append(blk)
             owners = {b + "attn.q": "q", b + "attn.proj": "proj", b + "mlp.fc2": "fc2"}
@@ -133,9 +161,14 @@ class TpGpt(torch.nn.Module):
     def forward(self, inputs, targets):
         m = self.m
         bs, s = inputs.size(0), inputs.size(1)
-        ids = DTensor.from_local(inputs.reshape(-1), self.mesh, [Replicate()])
-        h = F.embedding(ids, self.inp(self.p("embed.wte")))  # a masked partial sum over vocab shards
-        h = h.redistribute(self.mesh, [Replicate()]).view(bs, s, m["hidden"])
+        # A masked partial sum over vocab shards; under sp reduce-scattered along the sequence (the
+        # ids keep their [batch, seq] shape, as the mask the reduction applies does).
+        ids = DTensor.from_local(inputs if self.sp else inputs.reshape(-1), self.mesh, [Replicate()])
+        h = F.embedding(ids, self.inp(self.p("embed.wte")))
+        if self.sp:
+            h = h.redistribute(self.mesh, [Shard(1)])
+        else:
+            h = h.redistribute(self.mesh, [Replicate()]).view(bs, s, m["hidden"])
         if m["position_embeddings"]:
             h = h + self.inp(self.p("embed.wpe")).unsqueeze(0)
         for i, blk in enumerate(self.blocks):
@@ -145,7 +178,10 @@ class TpGpt(torch.nn.Module):
             f = self.mlp(blk, self.layer_norm(b + ".ln2", h))
             h = h + (f + self.inp(self.p(b + ".mlp.fc2.bias")))
         head = "embed.wte" if m["tied_embeddings"] else "head.lm_head.weight"
-        logits = F.linear(self.layer_norm("head.ln_f", h), self.inp(self.p(head)))  # Shard(-1): vocab
+        x = self.layer_norm("head.ln_f", h)
+        if self.sp:
+            x = x.redistribute(self.mesh, [Replicate()])  # the whole sequence for the vocab shards
+        logits = F.linear(x, self.inp(self.p(head)))  # Shard(-1): vocab
         logits = logits.to(torch.float32).reshape(-1, m["vocab"])
         tg = DTensor.from_local(targets.reshape(-1), self.mesh, [Replicate()])
         return F.cross_entropy(logits, tg)  # under loss_context(), with its backward

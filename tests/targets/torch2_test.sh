@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # End-to-end tests of the PyTorch 2.x target (adapters/torch2, docs/TORCH2.md): world-1 parity per
-# parallelism (DDP, FSDP2 flat and nested, pipelining, DTensor tensor parallelism), a short clean
+# parallelism (DDP, FSDP2 flat and nested, pipelining, DTensor tensor and sequence parallelism), a short clean
 # campaign per target file, the known torch bugs T2-1, T2-6 and T2-7 still reproducing, checkpoints resharded by torch.distributed.checkpoint,
 # planted adapter bugs caught and minimized.
 # Every case needs the torch venv that scripts/setup-targets makes (work/venv/torch-2.15.0) and
@@ -117,6 +117,24 @@ c['zero']['stage'] = 0"
     has "minimize FINDING sig=mismatch.numeric.grad"
     grep -q '"tp": 2' "$TMP/min.json" || fail "the minimized config lost tp=2"
     ;;
+  tp_sp)
+    # Sequence parallelism (torch2_tp_sp.json, tp 2): the residual stream Shard(1); DTensor leaves
+    # the replicated parameters' gradients unreduced and the adapter reports each rank's addend as a
+    # partial piece, which paradiff sums (docs/TARGETS.md). Swiglu with GQA, AdamW and clipping in
+    # fp32, and gelu with bf16 compute and accumulation, pass; the replicated gradients summed over
+    # the tp ranks (each addend x tp) are caught at the position embedding.
+    derive_json "$T/torch2_dp2_zero3.json" "$TMP/sp.json" "c['parallel'].update(world=2, dp=1, tp=2, sp=True); \
+c['zero']['stage'] = 0; c['model'].update(layers=2, hidden=16, heads=4, kv_heads=2, ffn=12, vocab=23, \
+seq_len=4, tied_embeddings=True, position_embeddings=True, activation='swiglu'); c['steps'] = 3; \
+c['optimizer'] = {'kind': 'adamw', 'lr': 0.01, 'weight_decay': 0.1}; c['clip_grad_norm'] = 0.5; \
+c['precision'] = {'param': 'fp32', 'compute': 'fp32', 'reduce': 'fp32', 'accumulate': 'fp32'}"
+    derive_json "$TMP/sp.json" "$TMP/sp_bf16.json" "c['precision']['compute'] = 'bf16'; \
+c['model'].update(kv_heads=4, activation='gelu'); c['batch']['accumulation_steps'] = 2"
+    passes_on "$A/torch2_tp_sp.json" "$TMP/sp.json" "$TMP/sp_bf16.json"
+    planted_target "$A/torch2_tp_sp.json" "$TMP/planted.json" replicated_grad_summed
+    expect 3 "$P" run "$TMP/sp.json" --target "$TMP/planted.json"
+    has "sig=mismatch.numeric.grad.embedding.reduction.scale"
+    ;;
   ddp_static_no_sync)
     # DDP(static_graph=True) under no_sync(): torch's reducer asserts (docs/TORCH2.md T2-1,
     # pytorch/pytorch issue 143580), minimized to world 1 with accumulation. This test fails once a
@@ -202,6 +220,7 @@ c['optimizer']['schedule'] = {'kind': 'warmup_linear', 'warmup_steps': 3, 'total
   pp_campaign) campaign "$A/torch2_pp.json" 29 4 ;;
   tp_campaign) campaign "$A/torch2_tp.json" 30 4 ;;
   tp_fsdp2_campaign) campaign "$A/torch2_tp_fsdp2.json" 31 4 ;;
+  tp_sp_campaign) campaign "$A/torch2_tp_sp.json" 32 4 ;;
   *) fail "unknown case" ;;
 esac
 echo "PASS: $CASE"

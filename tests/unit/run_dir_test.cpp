@@ -1,7 +1,8 @@
 // Unit tests of targets/run_dir: a rank's pieces as the run-dir protocol states them
 // (docs/TARGETS.md "KIND:TENSOR[#PART]"): whole tensors, flat pieces at an offset, and blocks at
 // per-dimension offsets (a DTensor's local shard of a strided placement), read back as the flat
-// pieces the oracles assemble; malformed pieces rejected with the rule they break.
+// pieces the oracles assemble; partial pieces summed over the tensor-parallel group; malformed
+// pieces rejected with the rule they break.
 #include "targets/run_dir.h"
 
 #include <ATen/ATen.h>
@@ -129,6 +130,78 @@ TEST_F(RunDirPieces, MalformedPiecesNameTheRule) {
   SafeTensors stranger;  // a part of no tensor of this model
   stranger.tensors["param:nothing#0"] = full_;
   EXPECT_EQ(read(stranger).detail, "bad_output");
+}
+
+// Two tensor-parallel ranks each report an addend of every parameter's gradient; the addends of
+// one weight are halves of it. See Note [Partial pieces].
+class RunDirPartial : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    cfg_.steps = 1;
+    cfg_.parallel.tp = cfg_.parallel.world = 2;
+    dir_ = (fs::temp_directory_path() / ("paradiff_partial_" + std::to_string(getpid()))).string();
+    ASSERT_TRUE(WriteRunDir(cfg_, {"grad"}, dir_, {0, 1, "", ""}).ok());
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // Writes rank r's file: every gradient a partial addend (the value / 2 + (r - 0.5) * 0.25).
+  void WriteRank(int r, const std::string& group, bool skip_one) {
+    std::ofstream(dir_ + "/out/rank" + std::to_string(r) + ".json")
+        << R"({"steps": [{"loss_sum": 1.0, "loss_count": 1, "grad_norm": 1.0}]})";
+    SafeTensors st;
+    bool skipped = false;
+    for (const auto& ps : BuildModelSpec(cfg_.model).params) {
+      if (skip_one && !skipped && ps.shape.size() == 1) {
+        skipped = true;
+        continue;
+      }
+      const std::string key = "grad:" + ps.name;
+      st.tensors[key] = (Value(ps) / 2 + (r - 0.5) * 0.25).contiguous();
+      st.metadata["partial:" + key] = group;
+    }
+    ASSERT_TRUE(
+        WriteSafeTensors(dir_ + "/out/rank" + std::to_string(r) + ".step0.safetensors", st).ok());
+  }
+  at::Tensor Value(const ParamSpec& ps) const {
+    return GenerateParam(ps, cfg_.seed).to(at::kFloat);
+  }
+  bool Read(Observations* obs, ObservationError* err) {
+    return ReadObservations(cfg_, dir_, {"grad"}, obs, err, {0, 1, "", ""});
+  }
+
+  Config cfg_;
+  std::string dir_;
+};
+
+TEST_F(RunDirPartial, EveryRankOfTheGroupHoldsTheSumOfTheAddends) {
+  WriteRank(0, "tp", false);
+  WriteRank(1, "tp", false);
+  Observations obs;
+  ObservationError err;
+  ASSERT_TRUE(Read(&obs, &err)) << err.message;
+  const ModelSpec spec = BuildModelSpec(cfg_.model);
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_EQ(obs.ranks.at(r).steps.at(0).pieces.size(), spec.params.size());
+    for (const auto& p : obs.ranks.at(r).steps.at(0).pieces) {
+      const at::Tensor addend0 = Value(*spec.Find(p.tensor)) / 2 - 0.125;
+      const at::Tensor addend1 = Value(*spec.Find(p.tensor)) / 2 + 0.125;
+      EXPECT_TRUE(at::equal(p.values, (addend0 + addend1).reshape({-1}))) << p.tensor;
+    }
+  }
+}
+
+TEST_F(RunDirPartial, AMissingAddendOrAnotherGroupNamesTheRule) {
+  WriteRank(0, "tp", false);
+  WriteRank(1, "tp", true);
+  Observations obs;
+  ObservationError err;
+  EXPECT_FALSE(Read(&obs, &err));
+  EXPECT_EQ(err.detail, "bad_output");
+  EXPECT_EQ(err.rank, 1);
+  EXPECT_NE(err.message.find("reports no partial piece"), std::string::npos) << err.message;
+  WriteRank(1, "dp", false);
+  EXPECT_FALSE(Read(&obs, &err));
+  EXPECT_NE(err.message.find("summed over is \"tp\""), std::string::npos) << err.message;
 }
 
 }  // namespace
