@@ -358,13 +358,15 @@ void RankEngine::OptimizerStep(int64_t update, int64_t schedule_at, const at::Te
 
 void RankEngine::AddPieces(std::vector<TensorPiece>& out, const char* kind, const at::Tensor& buf,
                            int64_t buf_begin, int64_t begin, int64_t end) const {
-  // Local shard elements -> logical tensor offsets (see Note [Independent observation]).
+  // Local shard elements -> logical tensor offsets (see Note [Independent observation]). One copy
+  // of the range, each piece a view of it: a tensor-parallel column slice is one piece per row.
+  if (end <= begin) return;
+  const at::Tensor copy = buf.narrow(0, begin - buf_begin, end - begin).clone();
   for (const auto& p : layout_.Pieces(begin, end)) {
     shards_[p.entry].ForEachLogicalRun(
         p.param_offset, p.count, [&](int64_t local, int64_t logical, int64_t n) {
-          out.push_back(
-              {kind, layout_.entries()[p.entry].name, logical,
-               buf.narrow(0, p.flat_offset - buf_begin + (local - p.param_offset), n).clone()});
+          out.push_back({kind, layout_.entries()[p.entry].name, logical,
+                         copy.narrow(0, p.flat_offset - begin + (local - p.param_offset), n)});
         });
   }
 }
