@@ -69,29 +69,60 @@ double AdamStepBound(const OptimizerConfig& o, int64_t steps) {
 // norm. The floor is therefore relative to the larger of the tensor's norm and the norm it would
 // have at its kind's RMS (`kind_rms`, over every tensor of that kind and step). It also grows with
 // the step: after step 0 the runs start from parameters that already differ by rounding.
-Comparison CompareTensor(const at::Tensor& d, const at::Tensor& r, const at::Tensor& t,
-                         Tolerance tol, double kind_rms = 0, int64_t step = 0) {
+// The comparison of n values held in float64 (see Note [Floor scale]): plain loops, since a check
+// compares hundreds of small tensors and a torch operator costs its dispatch. The error is the
+// 2-norm of d - t (a NaN / inf in the run where the truth is finite: infinite) relative to |t|;
+// the index is the first largest difference (the first non-finite element of d if any; a NaN
+// difference counts as the largest, as at::argmax counts it).
+Comparison CompareValues(const double* d, const double* r, const double* t, int64_t n,
+                         Tolerance tol, double kind_rms, int64_t step) {
   Comparison c;
-  const double tn = t.norm().item<double>();
+  double tt = 0, dd = 0, rr = 0;
+  bool finite = true;
+  int64_t worst = 0, first_nonfinite = -1;
+  double worst_diff = -INFINITY;
+  bool worst_nan = false;
+  for (int64_t i = 0; i < n; ++i) {
+    tt += t[i] * t[i];
+    const double diff = std::fabs(d[i] - t[i]), rdiff = r[i] - t[i];
+    dd += diff * diff;
+    rr += rdiff * rdiff;
+    if (!std::isfinite(d[i]) && first_nonfinite < 0) {
+      finite = false;
+      first_nonfinite = i;
+    }
+    if (worst_nan) continue;
+    if (std::isnan(diff) || diff > worst_diff) {
+      worst = i;
+      worst_diff = diff;
+      worst_nan = std::isnan(diff);
+    }
+  }
+  const double tn = std::sqrt(tt);
   const double scale = tn > kTinyNorm ? tn : 1.0;
-  const double typical = kind_rms * std::sqrt(static_cast<double>(t.numel()));
+  const double typical = kind_rms * std::sqrt(static_cast<double>(n));
   tol.floor *= static_cast<double>(step + 1) * std::max(1.0, typical / scale);
-  at::Tensor diff = (d - t).abs();
-  // A NaN / inf in the distributed run where the truth is finite is an infinite error.
-  const bool finite = d.isfinite().all().item<bool>();
-  c.error = finite ? diff.norm().item<double>() / scale : INFINITY;
-  c.ref_error = (r - t).norm().item<double>() / scale;
+  c.error = finite ? std::sqrt(dd) / scale : INFINITY;
+  c.ref_error = std::sqrt(rr) / scale;
   c.bound = tol.factor * c.ref_error + tol.floor;
-  at::Tensor key = finite ? diff : d.isfinite().logical_not().to(at::kDouble);
-  c.index = key.argmax().item<int64_t>();
-  c.expected = t[c.index].item<double>();
-  c.actual = d[c.index].item<double>();
+  c.index = finite ? worst : first_nonfinite;
+  c.expected = n > 0 ? t[c.index] : 0;
+  c.actual = n > 0 ? d[c.index] : 0;
   return c;
 }
 
+Comparison CompareTensor(const at::Tensor& d, const at::Tensor& r, const at::Tensor& t,
+                         Tolerance tol, double kind_rms = 0, int64_t step = 0) {
+  const auto flat = [](const at::Tensor& x) {
+    return (x.scalar_type() == at::kDouble ? x : x.to(at::kDouble)).contiguous();
+  };
+  const at::Tensor fd = flat(d), fr = flat(r), ft = flat(t);
+  return CompareValues(fd.data_ptr<double>(), fr.data_ptr<double>(), ft.data_ptr<double>(),
+                       ft.numel(), tol, kind_rms, step);
+}
+
 Comparison CompareScalar(double d, double r, double t, const Tolerance& tol) {
-  auto T = [](double v) { return at::full({1}, v, at::kDouble); };
-  return CompareTensor(T(d), T(r), T(t), tol);
+  return CompareValues(&d, &r, &t, 1, tol, 0, 0);
 }
 
 // Elementwise: where |t| is within kNoiseMultiple of the gradient noise of either run. A run that
