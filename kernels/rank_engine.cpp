@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <set>
+#include <vector>
 
 #include "core/lr_schedule.h"
 #include "kernels/data.h"
@@ -322,11 +323,14 @@ double RankEngine::GlobalGradNorm(const at::Tensor& owned_grads) {
   // are the same unless a fault resizes them).
   const int64_t size = stage_ == 0 ? layout_.EvenShardSize() : layout_.ShardSize(dp_rank_);
   const int64_t begin = stage_ == 0 ? dp_rank_ * size : layout_.ShardBegin(dp_rank_);
+  // The squares in float64, summed in element order (a loop: one piece per tensor).
+  const at::Tensor grads = owned_grads.to(at::kDouble).contiguous();
+  const double* g = grads.data_ptr<double>();
   double sum = 0;
   for (const auto& p : layout_.Pieces(begin, begin + size)) {
     if (!CountsInNorm(p.entry)) continue;
-    at::Tensor g = owned_grads.narrow(0, p.flat_offset - shard_begin_, p.count).to(at::kDouble);
-    sum += g.mul(g).sum().item<double>();
+    const double* x = g + (p.flat_offset - shard_begin_);
+    for (int64_t i = 0; i < p.count; ++i) sum += x[i] * x[i];
   }
   at::Tensor sq = at::full({1}, sum, at::kDouble);
   dp_group_->AllReduce(sq, ReduceOp::kSum);
@@ -389,16 +393,25 @@ MemoryAccount RankEngine::Memory() const {
 }
 
 double RankEngine::PaddingMaxAbs(const at::Tensor& buf, int64_t buf_begin) const {
-  at::Tensor pad = at::ones({buf.numel()}, at::kBool);
+  // Logical elements are data; a vocabulary shard's padded rows stay padding. Plain loops: a
+  // tensor-parallel column slice is one run per row.
+  std::vector<char> data(static_cast<size_t>(buf.numel()), 0);
   for (const auto& p : layout_.Pieces(buf_begin, buf_begin + buf.numel())) {
-    // Logical elements are data; a vocabulary shard's padded rows stay padding.
     shards_[p.entry].ForEachLogicalRun(
         p.param_offset, p.count, [&](int64_t local, int64_t, int64_t n) {
-          pad.narrow(0, p.flat_offset - buf_begin + (local - p.param_offset), n).fill_(false);
+          const int64_t at = p.flat_offset - buf_begin + (local - p.param_offset);
+          std::fill(data.begin() + at, data.begin() + at + n, 1);
         });
   }
-  at::Tensor v = buf.to(at::kDouble).abs().masked_select(pad);
-  return v.numel() == 0 ? 0.0 : v.max().item<double>();
+  const at::Tensor v = buf.to(at::kDouble).contiguous();
+  const double* x = v.data_ptr<double>();
+  double worst = 0;
+  for (size_t i = 0; i < data.size(); ++i) {
+    if (data[i]) continue;
+    if (std::isnan(x[i])) return x[i];  // as at::max: a NaN anywhere is the maximum
+    worst = std::max(worst, std::fabs(x[i]));
+  }
+  return worst;
 }
 
 void RankEngine::ReportState(RankStep& rs) const {
