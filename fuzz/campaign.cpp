@@ -176,6 +176,7 @@ DomainOptions DomainFor(const SystemUnderTest& system) {
   domain.max_world = std::min(domain.max_world, limits.max_world);
   domain.target_options = limits.options;
   domain.reload = limits.reload;
+  domain.parallel = std::set<std::string>(limits.parallel.begin(), limits.parallel.end());
   for (const TargetPrecision& t : limits.precisions) {
     PrecisionConfig p;
     p.param = t.param, p.compute = t.compute, p.reduce = t.reduce, p.accumulate = t.accumulate;

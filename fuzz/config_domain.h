@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,11 @@ struct DomainOptions {
   // whose precisions the main draw does not make (see Note [Declared precisions] in
   // config_generate.cpp). Only the dtypes and master_weights of each are used.
   std::vector<PrecisionConfig> precisions;
+  // The parallel dimensions the system runs ("dp", "tp", "pp", "sp": a target's supports.parallel;
+  // empty: all). The generator draws a degree above 1 only in these (see Note [Declared
+  // parallelism] in config_generate.cpp).
+  std::set<std::string> parallel;
+  bool Runs(const char* dimension) const { return parallel.empty() || parallel.count(dimension); }
 };
 
 // A fresh config. Valid (Validate + CheckBudget pass) and accepted unless it drew "invalid".

@@ -17,7 +17,8 @@
 // Note [Exotic decay]: DomainOptions::accept filters what this engine build cannot run (today tp,
 // pp, sp, loss scaling, checkpoints and non-local backends). A rejected draw is redrawn with the
 // probability of those "exotic" features halved, so a strict predicate costs a few cheap redraws
-// (Validate + accept are microseconds) while a permissive one still sees them often.
+// (Validate + accept are microseconds) while a permissive one still sees them often. The layout
+// (tp, pp, sp) is not halved: see Note [Declared parallelism].
 #include <algorithm>
 #include <cmath>
 #include <iterator>
@@ -36,9 +37,9 @@ namespace {
 constexpr int kMaxGenerateAttempts = 1000;
 constexpr int kExoticDecayAttempts = 12;  // after that, no exotic feature at all
 constexpr double kExactShare = 0.12;      // model.kind=exact_linear
-constexpr double kTpShare = 0.35;         // tp > 1 (times the exotic factor)
-constexpr double kPpShare = 0.35;         // pp > 1 (times the exotic factor)
-constexpr double kSpShare = 0.4;          // sp, given tp > 1 (times the exotic factor)
+constexpr double kTpShare = 0.35;         // tp > 1 (not faded, see Note [Declared parallelism])
+constexpr double kPpShare = 0.35;         // pp > 1 (not faded)
+constexpr double kSpShare = 0.4;          // sp, given tp > 1 (not faded)
 constexpr double kKvPerRankShare = 0.2;   // gpt, given tp > 1: grouped attention within each rank
 constexpr int64_t kMaxKvPerRankHeads = 16;
 constexpr double kBf16ScaleShare = 0.1;             // of bf16 parameters (DrawPrecision)
@@ -169,21 +170,19 @@ int64_t DrawHeadDim(SeqRng& rng, int64_t heads, int64_t max_hidden) {
   return rng.Range(std::min<int64_t>(2, max_hd), max_hd);
 }
 
-int64_t DrawTp(SeqRng& rng, int64_t max_world, int64_t max_hidden, double exotic) {
-  if (!rng.Chance(kTpShare * exotic)) return 1;
-  const int64_t tp = Pick<int64_t>(rng, {2, 2, 3, 4});
-  return tp <= max_world && tp <= max_hidden ? tp : 1;
+// tp > 1 at the share, among `degrees` (repeats weigh) that fit (see Note [Declared parallelism]);
+// exact_linear draws powers of two, which divide its power-of-two hidden size.
+int64_t DrawTp(SeqRng& rng, const std::vector<int64_t>& degrees, int64_t max_world,
+               int64_t max_hidden) {
+  if (!rng.Chance(kTpShare)) return 1;
+  std::vector<int64_t> fits;
+  for (int64_t tp : degrees)
+    if (tp <= max_world && tp <= max_hidden) fits.push_back(tp);
+  return fits.empty() ? 1 : Pick(rng, fits);
 }
 
-// exact_linear: a power of two, so it divides the model's power-of-two hidden size.
-int64_t DrawExactTp(SeqRng& rng, int64_t max_world, int64_t max_hidden, double exotic) {
-  if (!rng.Chance(kTpShare * exotic)) return 1;
-  const int64_t tp = Pick<int64_t>(rng, {2, 2, 4});
-  return tp <= max_world && tp <= max_hidden ? tp : 1;
-}
-
-int64_t DrawPp(SeqRng& rng, int64_t max_pp, double exotic) {
-  if (max_pp < 2 || !rng.Chance(kPpShare * exotic)) return 1;
+int64_t DrawPp(SeqRng& rng, int64_t max_pp) {
+  if (max_pp < 2 || !rng.Chance(kPpShare)) return 1;
   return rng.Range(2, std::min(kMaxPp, max_pp));
 }
 
@@ -351,6 +350,16 @@ void DrawCheckpointLayout(Config& c, SeqRng& rng, const ReloadSupport& reload) {
 
 namespace {
 
+// Note [Declared parallelism]: a config is drawn again, with fewer exotic features each time
+// (`exotic` halves), until the system accepts it. For a target whose point is tensor or sequence
+// parallelism that fading drew its layouts out: with tp at 35% x exotic, the configs a
+// tp-only target (torch2_tp.json: no dp, ZeRO 0, two precisions) accepted were 99% tp 1, and
+// torch2_tp_sp.json's 30-minute campaign drew no sp config at all (`paradiff domain --runs 300
+// --target F`). So the layout does not fade (tp, pp and sp keep their shares in every attempt,
+// the fallback to a declared precision included), a degree above 1 is drawn only in a dimension the
+// system runs (DomainOptions:: parallel: a target's supports.parallel), and tp picks among the
+// degrees that fit its max_world. The built-in engine accepts every first draw, so its configs are
+// unchanged.
 Config DrawConfig(SeqRng& rng, const DomainOptions& opts, double exotic) {
   const ResourceBudget budget = DomainBudget();
   const int64_t max_world = std::clamp<int64_t>(opts.max_world, 1, budget.max_world);
@@ -362,13 +371,15 @@ Config DrawConfig(SeqRng& rng, const DomainOptions& opts, double exotic) {
   const bool exact = rng.Chance(kExactShare);
   c.model.kind = exact ? ModelKind::kExactLinear : ModelKind::kGpt;
   ParallelConfig& p = c.parallel;
-  p.tp = exact ? DrawExactTp(rng, max_world, max_hidden, exotic)
-               : DrawTp(rng, max_world, max_hidden, exotic);
-  p.pp = DrawPp(rng, std::min(max_world / p.tp, max_layers), exotic);
-  p.dp = DrawDp(rng, max_world / (p.tp * p.pp));
+  // See Note [Declared parallelism].
+  if (opts.Runs("tp"))
+    p.tp = DrawTp(rng, exact ? std::vector<int64_t>{2, 2, 4} : std::vector<int64_t>{2, 2, 3, 4},
+                  max_world, max_hidden);
+  p.pp = DrawPp(rng, opts.Runs("pp") ? std::min(max_world / p.tp, max_layers) : 1);
+  p.dp = DrawDp(rng, opts.Runs("dp") ? max_world / (p.tp * p.pp) : 1);
   FixWorld(c);
   DrawSchedule(c, rng, max_layers);
-  p.sp = p.tp > 1 && rng.Chance(kSpShare * exotic);
+  p.sp = opts.Runs("sp") && p.tp > 1 && rng.Chance(kSpShare);
   if (exact)
     DrawExactModel(c, rng, max_layers, max_hidden);
   else

@@ -29,6 +29,7 @@ SystemLimits SystemUnderTest::Limits() const {
   l.options = target->options;
   l.reload = target->reload;
   l.precisions = target->precisions;
+  l.parallel = target->parallel;
   l.run_timeout_s = target->timeout_s;
   return l;
 }

@@ -27,6 +27,7 @@ struct SystemLimits {
   std::map<std::string, std::vector<std::string>> options;  // its own settings and their values
   ReloadSupport reload;                     // the reload layouts its checkpoints go into
   std::vector<TargetPrecision> precisions;  // the precisions it takes (empty: any)
+  std::vector<std::string> parallel;        // the parallel dimensions it runs (empty: any)
   int64_t run_timeout_s = 0;                // its own watchdog of one run (0: none)
 };
 

@@ -131,7 +131,7 @@ c['model']['tied_embeddings'] = False; c['parallel'] = {'world': 4, 'dp': 2, 'pp
     need_release 0.19.2
     # DeepSpeed PR 8154, unsteered: a campaign against the pipeline target of the last release
     # with the bug (0.19.2) finds an earlier stage's gradient divided by the accumulation count
-    # again (seed 1: at execution 27, docs/FINDINGS.md); the config it found passes on the newest
+    # again (seed 1: at execution 25, docs/FINDINGS.md); the config it found passes on the newest
     # release (fixed in 0.19.3). The fp32 part of the files, as in deepspeed_campaign_clean (bf16 at
     # ZeRO 0 meets another bug).
     fp32_part "$DS/deepspeed-0.19.2_pp.json" "$TMP/bug.json"

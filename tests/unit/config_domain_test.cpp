@@ -104,6 +104,38 @@ TEST(ConfigDomain, DeclaredPrecisionsReachLayoutsTheMainDrawMisses) {
   EXPECT_GE(dps.size(), 3u) << "dp values drawn: " << dps.size();
 }
 
+// See Note [Declared parallelism]: a tp-only target that rejects most first draws (ZeRO 0, fp32
+// only, dp 1) still gets its layouts; before, its accepted configs were almost all tp 1 and
+// never sp. Undeclared dimensions are never drawn.
+TEST(ConfigDomain, DeclaredParallelismKeepsItsShareUnderRejections) {
+  for (const bool sp_declared : {false, true}) {
+    DomainOptions opts = EngineOptions();
+    opts.max_world = 2;
+    opts.parallel = {"tp"};
+    if (sp_declared) opts.parallel.insert("sp");
+    const auto engine = opts.accept;
+    opts.accept = [engine](const Config& c) {
+      const PrecisionConfig& p = c.precision;
+      return engine(c) && c.zero.stage == 0 && p.param == DType::kFp32 &&
+             p.compute == DType::kFp32 && p.loss_scale.mode == LossScaleMode::kNone;
+    };
+    int tp = 0, sp = 0;
+    const int n = 200;
+    for (const Config& c : Generate(11, opts, n)) {
+      ExpectPasses(c, opts);
+      EXPECT_EQ(c.parallel.dp, 1);
+      EXPECT_EQ(c.parallel.pp, 1);
+      tp += c.parallel.tp > 1;
+      sp += c.parallel.sp;
+    }
+    EXPECT_GE(tp, n / 5) << "tp 2 in " << tp << " of " << n;
+    if (sp_declared)
+      EXPECT_GE(sp, n / 20) << "sp in " << sp << " of " << n;
+    else
+      EXPECT_EQ(sp, 0);
+  }
+}
+
 TEST(ConfigDomain, PermissiveGenerationIsValidAndReachesEveryLayout) {
   DomainOptions opts;  // no accept predicate: tp, pp, sp, loss scaling, checkpoints all allowed
   std::set<int64_t> tps, pps;
