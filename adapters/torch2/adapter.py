@@ -171,7 +171,7 @@ def train(rank, world, run_dir, a):
     tp = cfg["parallel"]["tp"]
     if a.parallel == "tp":
         from torch.distributed.device_mesh import init_device_mesh
-        from tp_model import TpGpt, partial_grad
+        from tp_model import TpGpt, partial_addend
         mesh = init_device_mesh("cpu", (world // tp, tp), mesh_dim_names=("dp", "tp"))
         model = net = TpGpt(cfg["model"], run["params"], init, compute, mesh["tp"],
                             sp=cfg["parallel"]["sp"])
@@ -259,7 +259,7 @@ def train(rank, world, run_dir, a):
         rep = Reporter(a.plant)
         if "grad" in kinds:
             for n, part, row, p in entries:
-                addend = partial_grad(p) if a.parallel == "tp" else None
+                addend = partial_addend(p, p.grad) if a.parallel == "tp" else None
                 if addend is not None:  # unreduced under sp: this rank's addend (docs/TARGETS.md)
                     rep.add_partial("grad", n, addend)
                     continue
@@ -285,9 +285,16 @@ def train(rank, world, run_dir, a):
             for slot in (x for x in SLOTS[opt_cfg["kind"]] if x in kinds):
                 st = local_opt.state.get(p, {})
                 if slot == "momentum" and (n, part) in derived:
-                    rep.add(slot, n, derived[(n, part)], part, row)
+                    value = derived[(n, part)]
                 elif TORCH_SLOT[slot] in st:
-                    rep.add(slot, n, st[TORCH_SLOT[slot]], part, row)
+                    value = st[TORCH_SLOT[slot]]
+                else:
+                    continue
+                addend = partial_addend(p, value) if a.parallel == "tp" else None
+                if addend is not None:  # state of an unreduced gradient (sp): this rank's addend
+                    rep.add_partial(slot, n, addend)
+                else:
+                    rep.add(slot, n, value, part, row)
         rep.write(os.path.join(out_dir, "rank%d.step%d.safetensors" % (rank, s)))
         steps.append({"loss_sum": loss_sum, "loss_count": loss_count, "grad_norm": float(norm)})
     if run.get("save_checkpoint"):

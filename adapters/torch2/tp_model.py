@@ -15,8 +15,9 @@ the column-parallel layers gather the sequence (ColwiseParallel(input_layouts=Sh
 row-parallel ones reduce-scatter it (RowwiseParallel(output_layouts=Shard(1))), the embedding's
 partial sum is reduce-scattered along the sequence, and the final norm's output is gathered before
 the vocabulary-parallel head. DTensor then leaves the replicated parameters' gradients unreduced
-(norms and row-parallel biases Partial(sum), embed.wpe Shard(0)): `partial_grad` makes each a
-full-shape addend for the run dir's partial pieces (docs/TARGETS.md).
+(norms and row-parallel biases Partial(sum), embed.wpe Shard(0)), and the optimizer state SGD
+derives from them stays so: `partial_addend` makes each a full-shape addend for the run dir's
+partial pieces (docs/TARGETS.md).
 
 `entries()` names each parameter as paradiff does: (name, part, first row within it, parameter);
 attn.kv is two parts, its key rows at 0 and its value rows after them.
@@ -52,21 +53,24 @@ class Linear(torch.nn.Linear):
         return F.linear(x, cast(self.weight, self.exec), bias)
 
 
-def partial_grad(param):
-    """The gradient of a replicated parameter as this rank's full-shape addend when DTensor left it
-    unreduced (a Partial(sum) local tensor, or a Shard's rows with zeros elsewhere); None when the
-    gradient is reduced (or the parameter is not replicated)."""
-    g = param.grad
-    if not isinstance(g, DTensor) or not all(isinstance(x, Replicate) for x in param.placements):
+def partial_addend(param, value):
+    """`value` (the gradient of `param`, or optimizer state derived from it) as this rank's
+    full-shape addend when DTensor left it unreduced for a replicated parameter (a Partial(sum)
+    local tensor, or a Shard's rows with zeros elsewhere); None when it is reduced (or the
+    parameter is not replicated)."""
+    if not isinstance(value, DTensor) or not isinstance(param, DTensor):
         return None
-    if all(isinstance(x, Replicate) for x in g.placements):
+    if not all(isinstance(x, Replicate) for x in param.placements):
         return None
-    if any(isinstance(x, Partial) for x in g.placements):
-        return g.to_local().detach().clone()
+    if all(isinstance(x, Replicate) for x in value.placements):
+        return None
+    if any(isinstance(x, Partial) for x in value.placements):
+        return value.to_local().detach().clone()
     from torch.distributed.tensor._utils import compute_local_shape_and_global_offset
-    shape, offset = compute_local_shape_and_global_offset(g.shape, g.device_mesh, g.placements)
-    full = torch.zeros(g.shape, dtype=g.dtype)
-    full[tuple(slice(o, o + n) for o, n in zip(offset, shape))] = g.to_local().detach()
+    shape, offset = compute_local_shape_and_global_offset(value.shape, value.device_mesh,
+                                                          value.placements)
+    full = torch.zeros(value.shape, dtype=value.dtype)
+    full[tuple(slice(o, o + n) for o, n in zip(offset, shape))] = value.to_local().detach()
     return full
 
 

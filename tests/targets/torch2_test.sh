@@ -145,6 +145,10 @@ c['precision'] = {'param': 'fp32', 'compute': 'fp32', 'reduce': 'fp32', 'accumul
     derive_json "$TMP/sp.json" "$TMP/sp_bf16.json" "c['precision']['compute'] = 'bf16'; \
 c['model'].update(kv_heads=4, activation='gelu'); c['batch']['accumulation_steps'] = 2"
     passes_on "$A/torch2_tp_sp.json" "$TMP/sp.json" "$TMP/sp_bf16.json"
+    # Regression (the seed-845 campaign): SGD with weight decay and no momentum; the state the
+    # adapter derives from an unreduced gradient (grad + decay x param) is unreduced too and was
+    # reported as a replica (invariant.replica.momentum.attention.optimizer); now a partial piece.
+    passes_on "$A/torch2_tp_sp.json" "$T/torch2_tp_sp_sgd_decay.json"
     planted_target "$A/torch2_tp_sp.json" "$TMP/planted.json" replicated_grad_summed
     expect 3 "$P" run "$TMP/sp.json" --target "$TMP/planted.json"
     has "sig=mismatch.numeric.grad.embedding.reduction.scale"
