@@ -257,13 +257,20 @@ def train(rank, world, run_dir, a):
                 if p.grad is not None and all(isinstance(x, Replicate) for x in p.placements):
                     p.grad.to_local().mul_(tp)
         rep = Reporter(a.plant)
+
+        def report_state(kind, n, value, part, row, p):
+            """A gradient or optimizer state of p; under sp an unreduced one as this rank's
+            addend (docs/TARGETS.md, partial pieces)."""
+            addend = partial_addend(p, value) if a.parallel == "tp" else None
+            if addend is not None:
+                rep.add_partial(kind, n, addend)
+            else:
+                rep.add(kind, n, value, part, row)
+
         if "grad" in kinds:
             for n, part, row, p in entries:
-                addend = partial_addend(p, p.grad) if a.parallel == "tp" else None
-                if addend is not None:  # unreduced under sp: this rank's addend (docs/TARGETS.md)
-                    rep.add_partial("grad", n, addend)
-                    continue
-                rep.add("grad", n, p.grad.detach().clone() if p.grad is not None else torch.zeros_like(p), part, row)
+                grad = p.grad.detach().clone() if p.grad is not None else torch.zeros_like(p)
+                report_state("grad", n, grad, part, row, p)
         if pipe is not None:
             norm = pipe.clip(clip if clip > 0 else math.inf)
         else:
@@ -290,11 +297,7 @@ def train(rank, world, run_dir, a):
                     value = st[TORCH_SLOT[slot]]
                 else:
                     continue
-                addend = partial_addend(p, value) if a.parallel == "tp" else None
-                if addend is not None:  # state of an unreduced gradient (sp): this rank's addend
-                    rep.add_partial(slot, n, addend)
-                else:
-                    rep.add(slot, n, value, part, row)
+                report_state(slot, n, value, part, row, p)
         rep.write(os.path.join(out_dir, "rank%d.step%d.safetensors" % (rank, s)))
         steps.append({"loss_sum": loss_sum, "loss_count": loss_count, "grad_norm": float(norm)})
     if run.get("save_checkpoint"):
