@@ -68,12 +68,22 @@ Assembly AssembleTensors(const Config& cfg, const Observations& obs, const Repor
         const int64_t n = p->values.numel();
         if (it == as.tensors.end() || p->offset < 0 || p->offset + n > it->second.numel()) continue;
         CopyAsDouble(p->values, it->second.data_ptr<double>() + p->offset);
+        if (!p->addend_abs.defined()) continue;
+        auto [abs, added] = as.addend_abs.try_emplace(it->first);
+        if (added) abs->second = at::zeros_like(it->second);
+        CopyAsDouble(p->addend_abs, abs->second.data_ptr<double>() + p->offset);
       }
     }
     as.loss = loss_count > 0 ? loss_sum / static_cast<double>(loss_count) : 0.0;
     out.steps.push_back(std::move(as));
   }
   return out;
+}
+
+at::Tensor AssembledStep::Magnitude(const std::string& key) const {
+  const at::Tensor v = tensors.at(key).abs();
+  auto it = addend_abs.find(key);
+  return it == addend_abs.end() ? v : at::maximum(v, it->second);
 }
 
 Assembly Assemble(const Config& cfg, const Observations& obs) {

@@ -24,6 +24,10 @@ struct TensorPiece {
   std::string tensor;  // logical parameter name
   int64_t offset = 0;  // first element within the flattened logical tensor
   at::Tensor values;   // flat, in the dtype the rank holds
+  // Where `values` is the sum of a tensor-parallel group's unreduced addends (see Note [Partial
+  // pieces] in targets/run_dir.h): the sum of their magnitudes, flat, same dtype; undefined
+  // otherwise. The framework's arithmetic on the addends rounds at this scale, not at |values|'s.
+  at::Tensor addend_abs = {};
 };
 
 struct RankStep {

@@ -120,9 +120,15 @@ bool SumPartialPieces(const Config& cfg, const std::vector<std::vector<PartialRa
                             ": reports no partial piece " + name +
                             ", which another rank of its tensor-parallel group reports (a partial "
                             "piece is summed over the group: every rank reports its addend)");
-        at::Tensor sum = members[0]->values.clone();
-        for (int64_t k = 1; k < tp; ++k) sum.add_(members[k]->values);
-        for (int64_t k = 0; k < tp; ++k) members[k]->values = k == 0 ? sum : sum.clone();
+        at::Tensor sum = members[0]->values.clone(), abs = members[0]->values.abs();
+        for (int64_t k = 1; k < tp; ++k) {
+          sum.add_(members[k]->values);
+          abs.add_(members[k]->values.abs());
+        }
+        for (int64_t k = 0; k < tp; ++k) {
+          members[k]->values = k == 0 ? sum : sum.clone();
+          members[k]->addend_abs = abs;
+        }
       }
     }
   }

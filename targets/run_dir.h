@@ -29,6 +29,10 @@
 // tp innermost in paradiff's rank order) in tp rank order in the pieces' dtype, giving every rank
 // of the group the sum as the value it holds once the framework reduces it. A sum of two addends
 // is the same in any order, so at tp 2 it is bitwise what the framework's all-reduce computes.
+// Each summed piece also keeps the sum of its addends' magnitudes (TensorPiece::addend_abs): the
+// framework computes on the addends (DTensor adds the decay term and the momentum to each rank's
+// Partial gradient), so its roundings scale with them, which cancel in the sum (see Note [Partial
+// state rounds at its addends] in oracles/update_oracle.cpp).
 #pragma once
 
 #include <string>

@@ -149,6 +149,10 @@ c['model'].update(kv_heads=4, activation='gelu'); c['batch']['accumulation_steps
     # adapter derives from an unreduced gradient (grad + decay x param) is unreduced too and was
     # reported as a replica (invariant.replica.momentum.attention.optimizer); now a partial piece.
     passes_on "$A/torch2_tp_sp.json" "$T/torch2_tp_sp_sgd_decay.json"
+    # Regression (the seed-846 campaign): the same direction, reduced after DTensor added half the
+    # decay term to each rank's addend, rounds at the addends' scale (see Note [Partial state rounds
+    # at its addends], oracles/update_oracle.cpp); was mismatch.update.momentum.norm.optimizer.
+    passes_on "$A/torch2_tp_sp.json" "$T/torch2_tp_sp_sgd_partial_rounding.json"
     planted_target "$A/torch2_tp_sp.json" "$TMP/planted.json" replicated_grad_summed
     expect 3 "$P" run "$TMP/sp.json" --target "$TMP/planted.json"
     has "sig=mismatch.numeric.grad.embedding.reduction.scale"

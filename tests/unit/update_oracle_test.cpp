@@ -262,6 +262,40 @@ TEST(UpdateOracle, ClipInTheAccumulationDtypeOnlyWhereDeclared) {
   ExpectFinding(run(0x1p-6, true), 0, "master");
 }
 
+// See Note [Partial state rounds at its addends]: a framework holding a gradient as two
+// unreduced addends that cancel (g + K and -K, K = 1000 |g|) adds half the decay term to each and
+// reduces the direction afterwards, as DTensor's SGD does at momentum 0; its roundings are at K's
+// scale. Judged at |g|'s scale that is a false finding; with the addends' magnitudes it passes,
+// and the decay added unsplit to both addends (a real bug) is still caught.
+TEST(UpdateOracle, PartialStateRoundsAtItsAddends) {
+  Config c = WithOptimizer(SmallConfig(1, 0), OptimizerKind::kSgd, 0.05);
+  c.optimizer.momentum = 0;
+  c.steps = 1;
+  const EngineOutcome clean = RunClean(c);
+  auto run = [&](bool magnitudes, double decay_copies) {
+    EngineOutcome e = clean;
+    TensorPiece* grad = testing::FindPiece(e, 0, 0, "grad");
+    TensorPiece* dir = testing::FindPiece(e, 0, 0, "momentum", grad->tensor);
+    TensorPiece* param = testing::FindPiece(e, 0, 0, "param", grad->tensor);
+    const at::Tensor g = grad->values, d = dir->values;  // float32, d = fl(g + wd p)
+    const at::Tensor half = (d - g) * 0.5;               // each addend's share of wd p
+    const at::Tensor a0 = g + g.abs() * 1000.0, a1 = g - a0;
+    const at::Tensor d0 = a0 + half * decay_copies, d1 = a1 + half * decay_copies;
+    grad->values = a0 + a1;
+    dir->values = d0 + d1;
+    param->values = param->values - (dir->values - d) * c.optimizer.lr;
+    if (magnitudes) {
+      grad->addend_abs = a0.abs() + a1.abs();
+      dir->addend_abs = d0.abs() + d1.abs();
+    }
+    return CheckUpdate(c, e);
+  };
+  EXPECT_EQ(run(true, 1).kind, VerdictKind::kPass) << run(true, 1).message;
+  // The parameters are localized first (ExpectedKinds order); they moved with the direction.
+  ExpectFinding(run(false, 1), 0, "param");
+  ExpectFinding(run(true, 2), 0, "param");
+}
+
 TEST(UpdateOracle, SkippedWithoutGradientsOrOptimizerState) {
   const Config c = WithOptimizer(SmallConfig(2, 1), OptimizerKind::kAdam, 0.0);
   const EngineOutcome e = RunClean(c);
