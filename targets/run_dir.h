@@ -28,7 +28,9 @@
 // addend, marked partial, and ReadObservations sums the group's addends (ranks g*tp .. g*tp+tp-1,
 // tp innermost in paradiff's rank order) in tp rank order in the pieces' dtype, giving every rank
 // of the group the sum as the value it holds once the framework reduces it. A sum of two addends
-// is the same in any order, so at tp 2 it is bitwise what the framework's all-reduce computes.
+// is the same in any order, so at tp 2 it is bitwise what the framework's all-reduce computes; at
+// tp > 2 the framework may add them in another order, within (tp - 1) u of the sum of their
+// magnitudes of this sum (u = the dtype's unit roundoff).
 // Each summed piece also keeps the sum of its addends' magnitudes (TensorPiece::addend_abs): the
 // framework computes on the addends (DTensor adds the decay term and the momentum to each rank's
 // Partial gradient), so its roundings scale with them, which cancel in the sum (see Note [Partial

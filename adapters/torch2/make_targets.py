@@ -14,8 +14,8 @@ import os
 HERE = os.path.dirname(os.path.abspath(__file__))
 NEWEST = "2.15.0"
 # release -> the newest release's files it runs. 2.6.0: no FSDP2 on CPU (its all-gather records an
-# event on a CPU stream, which has none).
-RELEASES = {"2.6.0": ["torch2_ddp", "torch2_pp"]}
+# event on a CPU stream, which has none), so neither torch2_tp_fsdp2.
+RELEASES = {"2.6.0": ["torch2_ddp", "torch2_pp", "torch2_tp", "torch2_tp_sp"]}
 
 
 def main():

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # End-to-end tests of the PyTorch 2.x target (adapters/torch2, docs/TORCH2.md): world-1 parity per
 # parallelism (DDP, FSDP2 flat and nested, pipelining, DTensor tensor and sequence parallelism), a short clean
-# campaign per target file, the known torch bugs T2-1, T2-6 and T2-7 still reproducing, checkpoints resharded by torch.distributed.checkpoint,
+# campaign per target file, the known torch bugs T2-1, T2-4, T2-6, T2-7 and T2-8 still reproducing, checkpoints resharded by torch.distributed.checkpoint,
 # planted adapter bugs caught and minimized.
 # Every case needs the torch venv that scripts/setup-targets makes (work/venv/torch-2.15.0) and
 # exits 77 (skipped) without it.
@@ -226,6 +226,15 @@ c['optimizer']['schedule'] = {'kind': 'warmup_linear', 'warmup_steps': 3, 'total
     expect 0 "$P" run "$A/rediscovery/issue142229_2.6.0_minimized.json" --target "$A/torch2_pp.json"
     expect 1 "$SRC/work/venv/torch-2.6.0/bin/python" "$A/repro/pipelining_view_output.py"
     expect 0 "$PY" "$A/repro/pipelining_view_output.py"
+    world1 "$T/torch_world1.json" "$A/torch2_tp-2.6.0.json"
+    # T2-8, rediscovered on 2.6.0: the 2-norm of a Partial(sum) gradient is the sum of the ranks'
+    # local norms there, so clip_grad_norm_ under sequence parallelism reports (and clips with) a
+    # wrong norm; the minimized config passes on 2.15.0, and so does the plain-PyTorch reproducer.
+    expect 3 "$P" run "$A/rediscovery/pr159856_2.6.0_minimized.json" --target "$A/torch2_tp_sp-2.6.0.json"
+    has "sig=mismatch.numeric.grad_norm.-.reduction.consistency "
+    expect 0 "$P" run "$A/rediscovery/pr159856_2.6.0_minimized.json" --target "$A/torch2_tp_sp.json"
+    expect 1 "$SRC/work/venv/torch-2.6.0/bin/python" "$A/repro/sequence_parallel_partial_grad_norm.py"
+    expect 0 "$PY" "$A/repro/sequence_parallel_partial_grad_norm.py"
     ;;
   warm_leaks_nothing)  # protocol 2: nothing one config does reaches the next (DDP and FSDP2)
     warm_leaks_nothing "$A/torch2_ddp.json" "$T/torch_accumulate_dp2.json" 8
