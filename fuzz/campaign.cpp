@@ -337,14 +337,15 @@ StatusOr<CampaignSummary> RunCampaign(const CampaignOptions& opts, std::ostream&
               << " dir=" << wd.InconclusiveDir(sig) << std::endl;
       } else if (kind != "pass") {
         ++st.findings;
-        found = true;
+        const bool known = opts.baseline.count(sig) > 0;
+        found = found || !known;
         StatusOr<bool> rec = wd.RecordFinding(verdict, cfg, report, e.index, elapsed());
         if (!rec.ok()) return rec.status();
         if (rec.value()) {
           ++sum.new_unique;
-          log << "INFO: new finding sig=" << sig << " index=" << e.index << " seed=" << cfg.seed
-              << " dir=" << wd.FindingDir(sig) << "\nINFO:   " << verdict.value("message", "")
-              << std::endl;
+          log << "INFO: new finding sig=" << sig << (known ? " (known: in the baseline)" : "")
+              << " index=" << e.index << " seed=" << cfg.seed << " dir=" << wd.FindingDir(sig)
+              << "\nINFO:   " << verdict.value("message", "") << std::endl;
         }
       }
       if (opts.feedback && e.kind == PoolEvent::kResult &&
@@ -378,9 +379,10 @@ StatusOr<CampaignSummary> RunCampaign(const CampaignOptions& opts, std::ostream&
   const Status s = wd.SaveStats(StatsJson(opts, st, elapsed()));
   if (!s.ok()) return s;
   if (!sum.interrupted && opts.minimize_budget_s > 0)
-    MinimizeStoredFindings(
-        wd, {opts.minimize_budget_s, kDefaultCollectiveTimeout.count(), opts.oracles, opts.target},
-        log);
+    MinimizeStoredFindings(wd,
+                           {opts.minimize_budget_s, kDefaultCollectiveTimeout.count(), opts.oracles,
+                            opts.target, opts.baseline},
+                           log);
   sum.execs = st.execs;
   sum.findings = st.findings;
   sum.inconclusive = st.inconclusive;
@@ -391,6 +393,7 @@ StatusOr<CampaignSummary> RunCampaign(const CampaignOptions& opts, std::ostream&
   sum.signatures = Signatures(opts.workdir);
   sum.inconclusive_reasons = RecordedSignatures(opts.workdir, "inconclusive");
   sum.unique = static_cast<int64_t>(sum.signatures.size());
+  for (const auto& sig : sum.signatures) sum.known += opts.baseline.count(sig);
   return sum;
 }
 

@@ -17,6 +17,7 @@
 #include <memory>
 #include <optional>
 #include <ostream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -53,10 +54,14 @@ struct CampaignOptions {
       20;                // after the loop, per stored finding (fuzz/finding_minimizer.h); 0 = off
   std::string target;    // external target file (docs/TARGETS.md); "" = the built-in engine
   bool feedback = true;  // behaviour feedback (fuzz/feedback.h); off: the seed-only schedule
+  // Known signatures (--baseline, fuzz/gate.h LoadBaseline): their findings are recorded as any
+  // other, but neither minimized nor a reason to stop (--stop-on-first) or to fail.
+  std::set<std::string> baseline;
 };
 
 struct CampaignSummary {
   int64_t execs = 0, findings = 0, unique = 0, new_unique = 0, inconclusive = 0, rejected = 0;
+  int64_t known = 0;  // of the unique signatures, those in the baseline
   int64_t pairs_covered = 0, pairs_possible = 0;
   double elapsed_s = 0;
   bool interrupted = false;

@@ -96,6 +96,10 @@ int MinimizeStoredFindings(const WorkDir& wd, const FindingMinimizeOptions& opts
   int minimized = 0;
   for (const fs::path& dir : dirs) {
     const std::string sig = dir.filename().string();
+    if (opts.known.count(sig)) {  // left unminimized for a later campaign without the baseline
+      log << "INFO: not minimizing " << sig << ": known (in the baseline)" << std::endl;
+      continue;
+    }
     nlohmann::json doc = MinimizeOne(dir, sig, opts, cache, log);
     minimized += doc.value("status", "") == Name(MinimizeStatus::kMinimized);
     const Status w = WriteFileAtomic((dir / "minimize.json").string(), doc.dump(2) + "\n");

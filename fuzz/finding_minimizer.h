@@ -14,6 +14,7 @@
 #pragma once
 
 #include <ostream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -35,7 +36,8 @@ struct FindingMinimizeOptions {
   double budget_s = 20;                                    // wall-time cap per finding (> 0)
   int64_t timeout_ms = kDefaultCollectiveTimeout.count();  // collective watchdog of every check
   std::vector<std::string> oracles;                        // the campaign's oracle selection
-  std::string target;  // the campaign's external target file ("" = built-in engine)
+  std::string target;           // the campaign's external target file ("" = built-in engine)
+  std::set<std::string> known;  // signatures not to minimize (the campaign's baseline)
 };
 
 // Returns the number of findings minimized. INFO / WARNING lines go to `log`.

@@ -70,6 +70,7 @@ Status ReplayDir(const std::string& group, const std::string& dir, const GateOpt
 Status FuzzBriefly(const GateOptions& opts, std::ostream& log, GateResult& out) {
   CampaignOptions co = opts.campaign;
   co.budget_s = opts.budget_s;
+  co.baseline = opts.baseline;  // known findings are not minimized
   if (co.workdir.empty()) {
     std::string tmpl = (fs::temp_directory_path() / "paradiff-gate-XXXXXX").string();
     if (!::mkdtemp(tmpl.data()))

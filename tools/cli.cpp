@@ -184,6 +184,9 @@ po::options_description Options(const std::string& sub, Args& a) {
         "inject", po::value<std::vector<std::string>>(&a.inject)->composing(),
         "turn on a bug-zoo fault switch in every config (repeatable)")(
         "stop-on-first", po::bool_switch(&a.stop_on_first), "stop at the first finding")(
+        "baseline", po::value<std::string>(&a.baseline),
+        "JSON list of known signatures: their findings are recorded, not minimized, and do not "
+        "fail the campaign or stop it")(
         "no-feedback", po::bool_switch(&a.no_feedback),
         "draw configs from the seed alone, without behaviour feedback (docs/FUZZING.md)")(
         "task-timeout-s", po::value<double>(&a.task_timeout_s)->default_value(120),

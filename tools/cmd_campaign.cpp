@@ -8,6 +8,7 @@
 #include "core/exit_codes.h"
 #include "core/self_exe.h"
 #include "fuzz/campaign.h"
+#include "fuzz/gate.h"
 #ifdef PARADIFF_HAVE_MPI
 #include "comm/mpi_communicator.h"
 #include "fuzz/mpi_task_pool.h"
@@ -85,6 +86,14 @@ int CmdCampaign(const Args& a) {
   o.exe = ParadiffExecutable();
   o.backend = a.backend;
   o.feedback = !a.no_feedback;
+  if (!a.baseline.empty()) {
+    StatusOr<std::set<std::string>> b = LoadBaseline(a.baseline);
+    if (!b.ok()) {
+      for (const auto& e : b.status().errors()) std::cerr << "ERROR: " << e.message << "\n";
+      return kExitBadInput;
+    }
+    o.baseline = b.value();
+  }
   if (a.distributed) return DistributedCampaign(o);
   return RunAndSummarize(o);
 }
@@ -99,19 +108,22 @@ int RunAndSummarize(const CampaignOptions& o) {
   }
   const CampaignSummary& s = r.value();
   for (const auto& sig : s.signatures)
-    std::printf("INFO: finding %s/findings/%s\n", o.workdir.c_str(), sig.c_str());
+    std::printf("INFO: finding %s/findings/%s%s\n", o.workdir.c_str(), sig.c_str(),
+                o.baseline.count(sig) ? " (known: in the baseline)" : "");
+  const bool failed = s.unique > s.known;
   for (const auto& sig : s.inconclusive_reasons)
     std::printf("INFO: inconclusive %s/inconclusive/%s\n", o.workdir.c_str(), sig.c_str());
   std::printf(
       "SUMMARY: paradiff: campaign %s seed=%llu execs=%lld findings=%lld unique=%lld new=%lld "
-      "inconclusive=%lld rejected=%lld pairs=%lld/%lld elapsed=%.0fs%s\n",
-      s.unique ? "FINDINGS" : "CLEAN", static_cast<unsigned long long>(o.seed),
+      "known=%lld inconclusive=%lld rejected=%lld pairs=%lld/%lld elapsed=%.0fs%s\n",
+      failed ? "FINDINGS" : "CLEAN", static_cast<unsigned long long>(o.seed),
       static_cast<long long>(s.execs), static_cast<long long>(s.findings),
       static_cast<long long>(s.unique), static_cast<long long>(s.new_unique),
-      static_cast<long long>(s.inconclusive), static_cast<long long>(s.rejected),
-      static_cast<long long>(s.pairs_covered), static_cast<long long>(s.pairs_possible),
-      s.elapsed_s, s.interrupted ? " (interrupted; rerun the same command to resume)" : "");
-  return s.unique ? kExitFinding : kExitPass;
+      static_cast<long long>(s.known), static_cast<long long>(s.inconclusive),
+      static_cast<long long>(s.rejected), static_cast<long long>(s.pairs_covered),
+      static_cast<long long>(s.pairs_possible), s.elapsed_s,
+      s.interrupted ? " (interrupted; rerun the same command to resume)" : "");
+  return failed ? kExitFinding : kExitPass;
 }
 
 }  // namespace

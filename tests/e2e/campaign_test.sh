@@ -139,6 +139,28 @@ PY
     [ "$(ls "$TMP/a/corpus" | sort)" != "$(ls "$TMP/c/corpus" | sort)" ] ||
       fail "feedback changed no config of generation 1"
     ;;
+  known_baseline)
+    # --baseline: a known signature is recorded as any finding but neither minimized nor a
+    # failure, and does not stop --stop-on-first; an unknown one still fails the campaign.
+    args=(campaign --runs 8 --jobs 2 --seed 3 --inject zero.uneven_last_shard)
+    expect 3 "$P" "${args[@]}" --workdir "$TMP/a" --minimize-budget-s 0
+    sig=$(ls "$TMP/a/findings" | head -1)
+    [ -n "$sig" ] || fail "no finding to make a baseline of"
+    n=$(ls "$TMP/a/findings" | wc -l)
+    ls "$TMP/a/findings" | python3 -c 'import json,sys; print(json.dumps(sys.stdin.read().split()))' >"$TMP/known.json"
+    # The same seed draws the same configs: every signature is known, so nothing stops or fails.
+    expect 0 "$P" "${args[@]}" --workdir "$TMP/b" --baseline "$TMP/known.json" --stop-on-first
+    has "SUMMARY: paradiff: campaign CLEAN seed=3 execs=8 findings=[1-9][0-9]* unique=$n new=$n known=$n "
+    has "INFO: new finding sig=$sig \\(known: in the baseline\\)"
+    has "INFO: not minimizing $sig: known"
+    [ -f "$TMP/b/findings/$sig/config.json" ] || fail "the known finding was not recorded"
+    [ ! -f "$TMP/b/findings/$sig/minimize.json" ] || fail "the known finding was minimized"
+    printf '["other.signature"]\n' >"$TMP/other.json"
+    expect 3 "$P" "${args[@]}" --workdir "$TMP/c" --baseline "$TMP/other.json" --minimize-budget-s 0 --stop-on-first
+    has "campaign FINDINGS .* known=0 "
+    printf '{"nope": 1}\n' >"$TMP/bad.json"
+    expect 2 "$P" "${args[@]}" --workdir "$TMP/d" --baseline "$TMP/bad.json"; has "--baseline="
+    ;;
   *) fail "unknown case" ;;
 esac
 echo "PASS: $CASE"
