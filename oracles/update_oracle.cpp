@@ -73,8 +73,9 @@ at::Tensor Flat(const AssembledStep& as, const ModelSpec& spec, const std::strin
 // (AssembledStep::Magnitude; |x| elsewhere). The new state's own addends are bounded by the same
 // sum (triangle inequality), so the terms that follow keep the bound, and so is the difference
 // between paradiff's sum of the addends and the framework's in another order ((tp - 1) u of the
-// magnitudes: within kUpdateRoundings for any tp paradiff draws). Found by the sequence-
-// parallel torch campaign: ratios 2.4 - 3.3 on norm weights' SGD direction at momentum 0.
+// magnitudes: within kUpdateRoundings for any tp paradiff draws). Evidence: docs/FINDINGS.md
+// (torch2_tp_sp.json, seed 846: ratios 2.4 - 3.3 on SGD directions at momentum 0 without it).
+//
 // What each element of `flat` (Flat(as, spec, kind)) rounds at: |flat|, or its addends'
 // magnitudes where they were partial.
 at::Tensor FlatMagnitude(const AssembledStep& as, const ModelSpec& spec, const std::string& kind,
