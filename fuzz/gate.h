@@ -59,8 +59,8 @@ struct GateResult {
   bool ok() const { return failed == 0; }
 };
 
-// A baseline file: a JSON list of signatures, or an object with a "signatures" list (so a
-// previous gate's --json output is a baseline too).
+// A baseline file (campaign and gate --baseline): a JSON list of signatures, or an object with a
+// "signatures" list (so a previous gate's --json output is a baseline too).
 StatusOr<std::set<std::string>> LoadBaseline(const std::string& path);
 
 // Runs the gate; one INFO / ERROR line per case goes to `log`. A missing directory, a malformed
