@@ -80,12 +80,6 @@ Assembly AssembleTensors(const Config& cfg, const Observations& obs, const Repor
   return out;
 }
 
-at::Tensor AssembledStep::Magnitude(const std::string& key) const {
-  const at::Tensor v = tensors.at(key).abs();
-  auto it = addend_abs.find(key);
-  return it == addend_abs.end() ? v : at::maximum(v, it->second);
-}
-
 Assembly Assemble(const Config& cfg, const Observations& obs) {
   Assembly out = AssembleTensors(cfg, obs);
   out.verdict = CheckTiling(cfg, obs);

@@ -28,10 +28,8 @@ struct AssembledStep {
   std::map<std::string, at::Tensor> tensors;  // "kind:tensor" -> flat float64
   // "kind:tensor" -> flat float64, for tensors some of whose elements were summed from a tensor-
   // parallel group's addends: the sum of their magnitudes there, 0 elsewhere (TensorPiece::
-  // addend_abs); absent for a tensor no partial piece reached. Magnitude(): what to scale its
-  // rounding by.
+  // addend_abs); absent for a tensor no partial piece reached.
   std::map<std::string, at::Tensor> addend_abs;
-  at::Tensor Magnitude(const std::string& key) const;
 };
 
 struct Assembly {

@@ -70,7 +70,7 @@ at::Tensor Flat(const AssembledStep& as, const ModelSpec& spec, const std::strin
 // and scales each rank's Partial momentum, then reduces. Each of those roundings is within u of
 // its addend, and the addends can cancel in their sum, so the update bound scales the gradient
 // and the previous state by the sum of their addends' magnitudes where they were partial
-// (AssembledStep::Magnitude; |x| elsewhere). The new state's own addends are bounded by the same
+// (AssembledStep::addend_abs; |x| elsewhere). The new state's own addends are bounded by the same
 // sum (triangle inequality), so the terms that follow keep the bound, and so is the difference
 // between paradiff's sum of the addends and the framework's in another order ((tp - 1) u of the
 // magnitudes: within kUpdateRoundings for any tp paradiff draws). Evidence: docs/FINDINGS.md
@@ -80,12 +80,17 @@ at::Tensor Flat(const AssembledStep& as, const ModelSpec& spec, const std::strin
 // magnitudes where they were partial.
 at::Tensor FlatMagnitude(const AssembledStep& as, const ModelSpec& spec, const std::string& kind,
                          const at::Tensor& flat) {
-  bool partial = false;
-  for (const auto& ps : spec.params) partial = partial || as.addend_abs.count(kind + ":" + ps.name);
-  if (!partial) return flat.abs();
-  std::vector<at::Tensor> parts;
-  for (const auto& ps : spec.params) parts.push_back(as.Magnitude(kind + ":" + ps.name));
-  return at::cat(parts);
+  at::Tensor mag = flat.abs();
+  int64_t begin = 0;
+  for (const auto& ps : spec.params) {
+    auto it = as.addend_abs.find(kind + ":" + ps.name);
+    if (it != as.addend_abs.end()) {
+      at::Tensor part = mag.narrow(0, begin, ps.numel());
+      part.copy_(at::maximum(part, it->second));
+    }
+    begin += ps.numel();
+  }
+  return mag;
 }
 
 // x rounded to the parameter dtype and back (round to nearest even, as the run's copies are).
