@@ -26,8 +26,9 @@ RUN_DIR/out/rank<R>.json and rank<R>.step<S>.safetensors with the kinds run.json
   gradients accumulate locally, one reduce-scatter per step). Every kind is a DTensor sharded on dim 0;
   each rank reports its own local tensor as a flat piece with "offset:KIND:TENSOR" metadata taken
   from the DTensor's own placement (compute_local_shape_and_global_offset): ZeRO 3's layout.
---parallel pp: torch.distributed.pipelining over pp x dp ranks (tp = 1; each stage's chunks DDP over
-  its dp group when dp > 1): pipeline.py.
+--parallel pp: torch.distributed.pipelining over pp x dp ranks (each stage's chunks DDP over its
+  dp group when dp > 1) or pp x tp ranks (each stage's chunks tp_model.py's TpChunk, DTensor tensor
+  parallelism over the stage's tp ranks): pipeline.py.
 --parallel tp: DTensor tensor parallelism over tp ranks: tp_model.py's TpGpt (parallelize_module's
   ColwiseParallel / RowwiseParallel, vocabulary-parallel embedding and loss_parallel) on the tp
   dimension of a (dp, tp) mesh; at ZeRO 0 dp = 1, at ZeRO 3 fully_shard over the dp dimension
@@ -54,10 +55,10 @@ Planted bugs for paradiff's self-test (never on by default):
   the optimizer's (the moments restart from zero after the reload).
 --plant reload_restarts_schedule: a checkpointed config's reload loads the model and the optimizer
   but not the learning-rate scheduler, which starts its warmup again.
---plant replicated_grad_summed: tp sums the gradients of the replicated parameters (norms,
-  row-parallel biases, position embeddings) over the tp ranks, as if each rank had computed only a
-  share of them (Megatron's sequence-parallel layer-norm all-reduce applied without sequence
-  parallelism): they come out tp times too large.
+--plant replicated_grad_summed: tp (alone or in pipeline stages) sums the gradients of the
+  replicated parameters (norms, row-parallel biases, position embeddings) over the tp ranks, as if
+  each rank had computed only a share of them (Megatron's sequence-parallel layer-norm all-reduce
+  applied without sequence parallelism): they come out tp times too large.
 --plant shard_offset: fsdp2 reports each local piece at rank * its own size, as if every shard
   were the same size (a report bug: right for tensors whose rows divide evenly over dp; for the
   others the last shards overlap their neighbour and the tensor's end is held by no rank).
@@ -171,7 +172,7 @@ def train(rank, world, run_dir, a):
     tp = cfg["parallel"]["tp"]
     if a.parallel == "tp":
         from torch.distributed.device_mesh import init_device_mesh
-        from tp_model import TpGpt, partial_addend
+        from tp_model import TpGpt
         mesh = init_device_mesh("cpu", (world // tp, tp), mesh_dim_names=("dp", "tp"))
         model = net = TpGpt(cfg["model"], run["params"], init, compute, mesh["tp"],
                             sp=cfg["parallel"]["sp"])
@@ -205,8 +206,7 @@ def train(rank, world, run_dir, a):
                 fully_shard(blk, **shard)
         net = fully_shard(model, **shard)
     if pipe is not None:  # this rank's chunks' parameters, model order
-        held = pipe.named()
-        entries = [(n, "", 0, held[n]) for n in run["params"] if n in held]
+        entries = pipe.entries()
     elif a.parallel == "tp":  # (name, part, first row, parameter): attn.kv is two layers
         entries = model.entries()
     else:  # the (DTensor, under fsdp2) parameters, model order
@@ -251,7 +251,7 @@ def train(rank, world, run_dir, a):
             for p in params:  # the planted bug: undo the average (a sum over dp ranks)
                 if p.grad is not None:
                     p.grad.to_local().mul_(world)
-        if a.plant == "replicated_grad_summed" and a.parallel == "tp":
+        if a.plant == "replicated_grad_summed" and tp > 1:
             from torch.distributed.tensor import Replicate
             for p in params:  # the planted bug: each replicated gradient summed over the tp ranks
                 if p.grad is not None and all(isinstance(x, Replicate) for x in p.placements):
@@ -261,7 +261,10 @@ def train(rank, world, run_dir, a):
         def report_state(kind, n, value, part, row, p):
             """A gradient or optimizer state of p; under sp an unreduced one as this rank's
             addend (docs/TARGETS.md, partial pieces)."""
-            addend = partial_addend(p, value) if a.parallel == "tp" else None
+            addend = None
+            if tp > 1:
+                from tp_model import partial_addend
+                addend = partial_addend(p, value)
             if addend is not None:
                 rep.add_partial(kind, n, addend)
             else:

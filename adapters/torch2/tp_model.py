@@ -75,17 +75,23 @@ def partial_addend(param, value):
 
 
 class TpGpt(torch.nn.Module):
-    def __init__(self, model_cfg, names, tensors, exec_dtype, mesh, sp=False):
+    """The whole model, or (under a pipeline) layers [lo, hi) with the embeddings when `first`
+    and the head when `last`; `names` are the parameters it holds."""
+
+    def __init__(self, model_cfg, names, tensors, exec_dtype, mesh, sp=False, lo=0, hi=None,
+                 first=True, last=True):
         super().__init__()
         m = self.m = model_cfg
         self.exec, self.mesh, self.sp = exec_dtype, mesh, sp
+        self.lo, self.first, self.last = lo, first, last
+        hi = m["layers"] if hi is None else hi
         seq = Shard(1) if sp else Replicate()  # the residual stream's placement
         hd = m["hidden"] // m["heads"]
         self.kv_rows = m["kv_heads"] * hd  # rows of the key half of attn.kv
         self.blocks = torch.nn.ModuleList()
         self._entries = []
         linears = set()
-        for i in range(m["layers"]):
+        for i in range(lo, hi):
             b = "blocks.%d." % i
             blk = torch.nn.ModuleDict()
             kvw, kvb = tensors[b + "attn.kv.weight"], tensors[b + "attn.kv.bias"]
@@ -162,7 +168,8 @@ class TpGpt(torch.nn.Module):
             h = F.gelu(blk["fc1"](x))
         return blk["fc2"](h)
 
-    def forward(self, inputs, targets):
+    def embed(self, inputs):
+        """The residual stream entering the first block: a DTensor, Shard(1) under sp."""
         m = self.m
         bs, s = inputs.size(0), inputs.size(1)
         # A masked partial sum over vocab shards; under sp reduce-scattered along the sequence (the
@@ -175,20 +182,47 @@ class TpGpt(torch.nn.Module):
             h = h.redistribute(self.mesh, [Replicate()]).view(bs, s, m["hidden"])
         if m["position_embeddings"]:
             h = h + self.inp(self.p("embed.wpe")).unsqueeze(0)
+        return h
+
+    def run_blocks(self, h):
         for i, blk in enumerate(self.blocks):
-            b = "blocks.%d" % i
+            b = "blocks.%d" % (self.lo + i)
             a = self.attention(blk, self.layer_norm(b + ".ln1", h))
             h = h + (a + self.inp(self.p(b + ".attn.proj.bias")))
             f = self.mlp(blk, self.layer_norm(b + ".ln2", h))
             h = h + (f + self.inp(self.p(b + ".mlp.fc2.bias")))
+        return h
+
+    def logits(self, h):
+        """float32 logits [tokens, vocab] through the vocabulary-parallel head: Shard(-1)."""
+        m = self.m
         head = "embed.wte" if m["tied_embeddings"] else "head.lm_head.weight"
         x = self.layer_norm("head.ln_f", h)
         if self.sp:
             x = x.redistribute(self.mesh, [Replicate()])  # the whole sequence for the vocab shards
         logits = F.linear(x, self.inp(self.p(head)))  # Shard(-1): vocab
-        logits = logits.to(torch.float32).reshape(-1, m["vocab"])
+        return logits.to(torch.float32).reshape(-1, m["vocab"])
+
+    def forward(self, inputs, targets):
+        logits = self.logits(self.run_blocks(self.embed(inputs)))
         tg = DTensor.from_local(targets.reshape(-1), self.mesh, [Replicate()])
         return F.cross_entropy(logits, tg)  # under loss_context(), with its backward
 
     def loss_context(self):
         return loss_parallel()
+
+
+class TpChunk(TpGpt):
+    """A pipeline chunk of TpGpt (adapters/torch2/pipeline.py): plain tensors between stages, the
+    local residual stream (this rank's positions under sp) entering as the DTensor it left as; the
+    last chunk's vocabulary-parallel logits gathered over tp for the schedule's loss."""
+
+    def forward(self, x):
+        if self.first:
+            h = self.embed(x)
+        else:
+            h = DTensor.from_local(x, self.mesh, [Shard(1) if self.sp else Replicate()])
+        h = self.run_blocks(h)
+        if not self.last:
+            return h.to_local()
+        return self.logits(h).full_tensor()

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # End-to-end tests of the PyTorch 2.x target (adapters/torch2, docs/TORCH2.md): world-1 parity per
-# parallelism (DDP, FSDP2 flat and nested, pipelining, DTensor tensor and sequence parallelism), a short clean
-# campaign per target file, the known torch bugs T2-1, T2-4, T2-6, T2-7 and T2-8 still reproducing, checkpoints resharded by torch.distributed.checkpoint,
+# parallelism (DDP, FSDP2 flat and nested, pipelining, DTensor tensor and sequence parallelism, both in pipeline stages), a short clean
+# campaign per target file, the known torch bugs T2-1, T2-4, T2-6, T2-7, T2-8 and T2-9 still reproducing, checkpoints resharded by torch.distributed.checkpoint,
 # planted adapter bugs caught and minimized.
 # Every case needs the torch venv that scripts/setup-targets makes (work/venv/torch-2.15.0) and
 # exits 77 (skipped) without it.
@@ -148,6 +148,40 @@ c['model']['kv_heads'] = 4; c['optimizer'] = {'kind': 'sgd', 'lr': 0.1, 'momentu
     expect 3 "$P" run "$TMP/sp.json" --target "$TMP/planted.json"
     has "sig=mismatch.numeric.grad.embedding.reduction.scale"
     ;;
+  tp_pp)
+    # Pipelining with tensor parallelism inside each stage (torch2_tp_pp.json, pp 2 x tp 2): 1F1B
+    # with tied embeddings, AdamW and clipping; GPipe with sequence parallelism and SGD with decay
+    # (partial pieces across a stage boundary); interleaved over four layers. Then the replicated
+    # gradients summed over each stage's tp ranks: caught.
+    derive_json "$T/torch2_dp2_zero3.json" "$TMP/tpp.json" "c['parallel'].update(world=4, dp=1, tp=2, \
+pp=2, schedule='1f1b', virtual_stages=1); c['zero']['stage'] = 0; c['model'].update(layers=2, hidden=8, \
+heads=2, kv_heads=2, ffn=16, vocab=16, seq_len=4, tied_embeddings=True, position_embeddings=True, \
+activation='gelu'); c['batch']['accumulation_steps'] = 2; c['steps'] = 2; \
+c['optimizer'] = {'kind': 'adamw', 'lr': 0.01, 'weight_decay': 0.1}; c['clip_grad_norm'] = 1.0; \
+c['precision'] = {'param': 'fp32', 'compute': 'fp32', 'reduce': 'fp32', 'accumulate': 'fp32'}"
+    derive_json "$TMP/tpp.json" "$TMP/tpp_sp.json" "c['parallel'].update(sp=True, schedule='gpipe'); \
+c['optimizer'] = {'kind': 'sgd', 'lr': 0.1, 'momentum': 0.0, 'weight_decay': 0.1}"
+    derive_json "$TMP/tpp.json" "$TMP/tpp_inter.json" "c['parallel'].update(schedule='interleaved', \
+virtual_stages=2); c['model'].update(layers=4, activation='swiglu'); c['precision']['compute'] = 'bf16'"
+    passes_on "$A/torch2_tp_pp.json" "$TMP/tpp.json" "$TMP/tpp_sp.json" "$TMP/tpp_inter.json"
+    planted_target "$A/torch2_tp_pp.json" "$TMP/planted.json" replicated_grad_summed
+    expect 3 "$P" run "$TMP/tpp.json" --target "$TMP/planted.json"
+    has "sig=mismatch.numeric.grad"
+    ;;
+  tp_width1)
+    # T2-9 (docs/TORCH2.md): ColwiseParallel + RowwiseParallel on a width-1 layer fail in backward
+    # on torch 2.15.0 (DTensor's view of a size-1 sharded dimension); 2.6.0 runs it. The minimized
+    # config crashes on the newest release's file and passes on 2.6.0's; the plain-PyTorch
+    # reproducer likewise. This test fails once a release fixes it (then TORCH2.md changes).
+    expect 3 "$P" run "$T/torch2_tp_width1_min.json" --target "$A/torch2_tp.json"
+    has "sig=crash.target.-.-.run.exit "
+    has "requires redistribution"
+    expect 1 "$PY" "$A/repro/colwise_width1_backward_view.py"
+    "$SRC/work/venv/torch-2.6.0/bin/python" -c 'import torch' 2>/dev/null ||
+      { echo "SKIP: the torch 2.6.0 venv is missing (scripts/setup-targets torch-2.6.0 makes it)"; exit 77; }
+    expect 0 "$P" run "$T/torch2_tp_width1_min.json" --target "$A/torch2_tp-2.6.0.json"
+    expect 0 "$SRC/work/venv/torch-2.6.0/bin/python" "$A/repro/colwise_width1_backward_view.py"
+    ;;
   ddp_static_no_sync)
     # DDP(static_graph=True) under no_sync(): torch's reducer asserts (docs/TORCH2.md T2-1,
     # pytorch/pytorch issue 143580), minimized to world 1 with accumulation. This test fails once a
@@ -245,6 +279,7 @@ c['optimizer']['schedule'] = {'kind': 'warmup_linear', 'warmup_steps': 3, 'total
   tp_campaign) campaign "$A/torch2_tp.json" 30 4 --baseline "$A/known_signatures.json" ;;
   tp_fsdp2_campaign) campaign "$A/torch2_tp_fsdp2.json" 31 4 ;;
   tp_sp_campaign) campaign "$A/torch2_tp_sp.json" 32 4 --baseline "$A/known_signatures.json" ;;
+  tp_pp_campaign) campaign "$A/torch2_tp_pp.json" 33 4 --baseline "$A/known_signatures.json" ;;
   *) fail "unknown case" ;;
 esac
 echo "PASS: $CASE"
