@@ -7,12 +7,14 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <thread>
 #include <vector>
 
 #include "core/child_process.h"
 #include "oracles/assemble.h"
 #include "sut/phases.h"
+#include "targets/crash_state.h"
 #include "targets/run_dir.h"
 #include "targets/warm_workers.h"
 
@@ -115,11 +117,19 @@ EngineOutcome RunOnce(const TargetSpec& t, WarmWorkers* warm, const Config& cfg,
     return fail(FailureKind::kHang, "timeout", -1,
                 "hang: still running after timeout_s=" + std::to_string(t.timeout_s) +
                     " s; the watchdog killed its session" + kept);
+  // A crash's detail carries its state when the log names what it died of (see Note [Crash state]).
+  auto crash = [&](const std::string& how) {
+    std::ifstream f(log);
+    std::stringstream text;
+    text << f.rdbuf();
+    const std::string state = CrashState(text.str());
+    return state.empty() ? how : how + "." + state;
+  };
   if (end.kind == LaunchEnd::kSignaled)
-    return fail(FailureKind::kCrash, "signal", -1,
+    return fail(FailureKind::kCrash, crash("signal"), -1,
                 "crashed: killed by signal " + std::to_string(end.code) + kept);
   if (end.code != 0)
-    return fail(FailureKind::kCrash, "exit", -1,
+    return fail(FailureKind::kCrash, crash("exit"), -1,
                 "crashed: exited with code " + std::to_string(end.code) + kept);
   EngineOutcome out;
   out.target = t.name;

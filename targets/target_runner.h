@@ -8,7 +8,8 @@
 // A failure of the target is a value, never an exception (EngineOutcome.target names the target):
 //   failure_kind "hang"  (detail "timeout"): it outlived timeout_s; its session was killed
 //   failure_kind "crash" (detail "exit" | "signal" | "exec"): it exited non-zero, died of a
-//       signal, or could not be executed
+//       signal, or could not be executed; "exit" and "signal" followed by ".STATE" when its log
+//       names the exception it died of (targets/crash_state.h)
 //   failure_kind "crash" (detail "no_output" | "shape" | "bad_output"): it exited 0 but its
 //       observations are missing, of the wrong shape, or malformed
 //   failure_kind "unsupported": the config uses a feature the target does not declare (never

@@ -189,8 +189,7 @@ c['checkpoint'] = {'save_at': 1, 'reload': {'dp': 1, 'pp': 2, 'zero_stage': 0}}"
 'reduce': 'fp32', 'accumulate': 'bf16', 'master_weights': True}; c['checkpoint']['reload']['dp'] = 2"
     derive_target "$DS/deepspeed_pp_bf16.json" "$TMP/bf16ckpt.json" "t['supports']['checkpoint'] = {'reload_changes': []}"
     expect 3 "$P" run "$TMP/z0bf16.json" --target "$TMP/bf16ckpt.json"
-    has "sig=crash.target.-.-.run.exit "
-    has "KeyError"
+    has "sig=crash.target.-.-.run.exit.KeyError-"
     for d in $(sed -n 's/.*(run dir \(.*\) kept).*/\1/p' "$TMP/out"); do
       case $d in /tmp/paradiff-target-*) rm -rf "${d%/reload}" ;; esac
     done
