@@ -14,8 +14,13 @@ import os
 HERE = os.path.dirname(os.path.abspath(__file__))
 NEWEST = "2.15.0"
 # release -> the newest release's files it runs. 2.6.0: no FSDP2 on CPU (its all-gather records an
-# event on a CPU stream, which has none), so neither torch2_tp_fsdp2.
-RELEASES = {"2.6.0": ["torch2_ddp", "torch2_pp", "torch2_tp", "torch2_tp_sp"]}
+# event on a CPU stream, which has none), so neither torch2_tp_fsdp2; no torch2_tp_pp (every pp > 1
+# run there is T2-4). 2.8.0: the oldest release here whose FSDP2 runs on CPU.
+RELEASES = {
+    "2.6.0": ["torch2_ddp", "torch2_pp", "torch2_tp", "torch2_tp_sp"],
+    "2.8.0": ["torch2_ddp", "torch2_fsdp2", "torch2_pp", "torch2_tp", "torch2_tp_sp", "torch2_tp_fsdp2",
+              "torch2_tp_pp"],
+}
 
 
 def main():

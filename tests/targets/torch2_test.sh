@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # End-to-end tests of the PyTorch 2.x target (adapters/torch2, docs/TORCH2.md): world-1 parity per
 # parallelism (DDP, FSDP2 flat and nested, pipelining, DTensor tensor and sequence parallelism, both in pipeline stages), a short clean
-# campaign per target file, the known torch bugs T2-1, T2-4, T2-6, T2-7, T2-8 and T2-9 still reproducing, checkpoints resharded by torch.distributed.checkpoint,
+# campaign per target file, the known torch bugs T2-1, T2-4 and T2-6 to T2-12 still reproducing, checkpoints resharded by torch.distributed.checkpoint,
 # planted adapter bugs caught and minimized.
 # Every case needs the torch venv that scripts/setup-targets makes (work/venv/torch-2.15.0) and
 # exits 77 (skipped) without it.
@@ -44,6 +44,17 @@ campaign() {  # TARGET SEED RUNS [ARGS...] (e.g. --baseline FILE)
   has "campaign CLEAN"
 }
 
+# A bug of an older release: CONFIG shows SIG on OLD_TARGET (its output holding TEXT when given)
+# and passes on NEW_TARGET; the plain-PyTorch REPRO exits 1 under OLD_PY and 0 under the newest.
+old_release_bug() {  # CONFIG OLD_TARGET NEW_TARGET SIG OLD_PY REPRO [TEXT]
+  expect 3 "$P" run "$1" --target "$2"
+  has "sig=$4 "
+  [ -z "${7:-}" ] || has "$7"
+  expect 0 "$P" run "$1" --target "$3"
+  expect 1 "$5" "$6"
+  expect 0 "$PY" "$6"
+}
+
 case $CASE in
   ddp_world1) world1 "$T/torch_world1.json" "$A/torch2_ddp.json" ;;
   pp_world1) world1 "$T/torch_world1.json" "$A/torch2_pp.json" ;;
@@ -73,7 +84,7 @@ case $CASE in
     derive_json "$T/torch2_pp_dp_min.json" "$TMP/pp1.json" "c['parallel'].update(world=2, pp=1)"
     passes_on "$A/torch2_pp_dp.json" "$TMP/a1.json" "$TMP/pp1.json"
     expect 3 "$P" run "$T/torch2_pp_dp_min.json" --target "$A/torch2_pp_dp.json"
-    has "sig=crash.target.-.-.run.exit "
+    has "sig=crash.target.-.-.run.exit.RuntimeError-_pre_forward "
     d=$(sed -n 's/.*(run dir \(.*\) kept).*/\1/p' "$TMP/out" | head -1)
     grep -q "rebuilt parameter indices size is not same" "$d/target.log" ||
       fail "the crash is not T2-6's (see $d/target.log)"
@@ -174,7 +185,7 @@ virtual_stages=2); c['model'].update(layers=4, activation='swiglu'); c['precisio
     # config crashes on the newest release's file and passes on 2.6.0's; the plain-PyTorch
     # reproducer likewise. This test fails once a release fixes it (then TORCH2.md changes).
     expect 3 "$P" run "$T/torch2_tp_width1_min.json" --target "$A/torch2_tp.json"
-    has "sig=crash.target.-.-.run.exit "
+    has "sig=crash.target.-.-.run.exit.RuntimeError-analyze "
     has "requires redistribution"
     expect 1 "$PY" "$A/repro/colwise_width1_backward_view.py"
     "$SRC/work/venv/torch-2.6.0/bin/python" -c 'import torch' 2>/dev/null ||
@@ -187,7 +198,7 @@ virtual_stages=2); c['model'].update(layers=4, activation='swiglu'); c['precisio
     # pytorch/pytorch issue 143580), minimized to world 1 with accumulation. This test fails once a
     # torch release fixes it: then torch2_ddp_static.json's status and TORCH2.md change.
     expect 3 "$P" run "$T/torch2_static_no_sync_min.json" --target "$A/torch2_ddp_static.json"
-    has "sig=crash.target.-.-.run.exit "
+    has "sig=crash.target.-.-.run.exit.RuntimeError-_engine_run_backward "
     has "expect_autograd_hooks_ INTERNAL ASSERT FAILED"
     d=$(sed -n 's/.*(run dir \(.*\) kept).*/\1/p' "$TMP/out" | head -1)
     case $d in /tmp/paradiff-target-*) rm -rf "$d" ;; esac
@@ -245,21 +256,35 @@ c['optimizer']['schedule'] = {'kind': 'warmup_linear', 'warmup_steps': 3, 'total
     campaign "$A/torch2_ddp-2.6.0.json" 31 2
     # T2-4, rediscovered on 2.6.0 (docs/TORCH2.md): its minimized config crashes there and passes
     # on 2.15.0; the plain-PyTorch reproducer fails on 2.6.0 and passes on 2.15.0.
-    expect 3 "$P" run "$A/rediscovery/issue142229_2.6.0_minimized.json" --target "$A/torch2_pp-2.6.0.json"
-    has "sig=crash.target.-.-.run.exit "
-    has "Can't detach views in-place"
-    expect 0 "$P" run "$A/rediscovery/issue142229_2.6.0_minimized.json" --target "$A/torch2_pp.json"
-    expect 1 "$SRC/work/venv/torch-2.6.0/bin/python" "$A/repro/pipelining_view_output.py"
-    expect 0 "$PY" "$A/repro/pipelining_view_output.py"
+    old_release_bug "$A/rediscovery/issue142229_2.6.0_minimized.json" "$A/torch2_pp-2.6.0.json" \
+      "$A/torch2_pp.json" crash.target.-.-.run.exit.RuntimeError-backward_one_chunk \
+      "$SRC/work/venv/torch-2.6.0/bin/python" "$A/repro/pipelining_view_output.py" "Can't detach views in-place"
     world1 "$T/torch_world1.json" "$A/torch2_tp-2.6.0.json"
     # T2-8, rediscovered on 2.6.0: the 2-norm of a Partial(sum) gradient is the sum of the ranks'
     # local norms there, so clip_grad_norm_ under sequence parallelism reports (and clips with) a
     # wrong norm; the minimized config passes on 2.15.0, and so does the plain-PyTorch reproducer.
-    expect 3 "$P" run "$A/rediscovery/pr159856_2.6.0_minimized.json" --target "$A/torch2_tp_sp-2.6.0.json"
-    has "sig=mismatch.numeric.grad_norm.-.reduction.consistency "
-    expect 0 "$P" run "$A/rediscovery/pr159856_2.6.0_minimized.json" --target "$A/torch2_tp_sp.json"
-    expect 1 "$SRC/work/venv/torch-2.6.0/bin/python" "$A/repro/sequence_parallel_partial_grad_norm.py"
-    expect 0 "$PY" "$A/repro/sequence_parallel_partial_grad_norm.py"
+    old_release_bug "$A/rediscovery/pr159856_2.6.0_minimized.json" "$A/torch2_tp_sp-2.6.0.json" \
+      "$A/torch2_tp_sp.json" mismatch.numeric.grad_norm.-.reduction.consistency \
+      "$SRC/work/venv/torch-2.6.0/bin/python" "$A/repro/sequence_parallel_partial_grad_norm.py"
+    ;;
+  release_2_8_0)  # the middle release (docs/TORCH2.md "Releases"): FSDP2 on CPU, T2-10, T2-11, T2-12
+    PY28=$SRC/work/venv/torch-2.8.0/bin/python
+    "$PY28" -c 'import torch' 2>/dev/null ||
+      { echo "SKIP: the torch 2.8.0 venv is missing (scripts/setup-targets torch-2.8.0 makes it)"; exit 77; }
+    world1 "$T/torch2_world1_zero3.json" "$A/torch2_fsdp2-2.8.0.json"
+    # T2-10, rediscovered on 2.8.0: gloo's AVG reduce-scatter sums, so FSDP2's gradients are dp
+    # times the truth; the minimized config passes on 2.15.0, and so does the reproducer.
+    old_release_bug "$A/rediscovery/issue162338_2.8.0_minimized.json" "$A/torch2_fsdp2-2.8.0.json" \
+      "$A/torch2_fsdp2.json" mismatch.numeric.grad.embedding.reduction.scale "$PY28" "$A/repro/fsdp2_gloo_avg_sums.py"
+    # T2-11, rediscovered on 2.8.0: an in-place scalar divide of a Partial DTensor is lost, so
+    # pipelining's scale_grads leaves the sequence-parallel norms' gradients x micro-batches.
+    old_release_bug "$A/rediscovery/issue163374_2.8.0_minimized.json" "$A/torch2_tp_pp-2.8.0.json" \
+      "$A/torch2_tp_pp.json" mismatch.numeric.grad.norm.reduction.scale "$PY28" "$A/repro/partial_inplace_scale_lost.py"
+    # T2-12: a stage returning the gathered logits of an uneven vocabulary split fails 2.8.0's
+    # stride check (the campaign's minimized config, with tied embeddings so that 2.15.0 has no T2-7).
+    old_release_bug "$T/torch2_tp_pp_uneven_vocab_min.json" "$A/torch2_tp_pp-2.8.0.json" "$A/torch2_tp_pp.json" \
+      crash.target.-.-.run.exit.PipeliningShapeError-validate_tensor_metadata "$PY28" \
+      "$A/repro/pipelining_uneven_dtensor_output_stride.py"
     ;;
   warm_leaks_nothing)  # protocol 2: nothing one config does reaches the next (DDP and FSDP2)
     warm_leaks_nothing "$A/torch2_ddp.json" "$T/torch_accumulate_dp2.json" 8
