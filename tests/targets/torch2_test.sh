@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # End-to-end tests of the PyTorch 2.x target (adapters/torch2, docs/TORCH2.md): world-1 parity per
 # parallelism (DDP, FSDP2 flat and nested, pipelining, DTensor tensor and sequence parallelism, both in pipeline stages), a short clean
-# campaign per target file, the known torch bugs T2-1, T2-4 and T2-6 to T2-12 still reproducing, checkpoints resharded by torch.distributed.checkpoint,
+# campaign per target file, the known torch bugs T2-1, T2-4 and T2-6 to T2-13 still reproducing, checkpoints resharded by torch.distributed.checkpoint,
 # planted adapter bugs caught and minimized.
 # Every case needs the torch venv that scripts/setup-targets makes (work/venv/torch-2.15.0) and
 # exits 77 (skipped) without it.
@@ -267,7 +267,7 @@ c['optimizer']['schedule'] = {'kind': 'warmup_linear', 'warmup_steps': 3, 'total
       "$A/torch2_tp_sp.json" mismatch.numeric.grad_norm.-.reduction.consistency \
       "$SRC/work/venv/torch-2.6.0/bin/python" "$A/repro/sequence_parallel_partial_grad_norm.py"
     ;;
-  release_2_8_0)  # the middle release (docs/TORCH2.md "Releases"): FSDP2 on CPU, T2-10, T2-11, T2-12
+  release_2_8_0)  # the middle release (docs/TORCH2.md "Releases"): FSDP2 on CPU, T2-10 to T2-13
     PY28=$SRC/work/venv/torch-2.8.0/bin/python
     "$PY28" -c 'import torch' 2>/dev/null ||
       { echo "SKIP: the torch 2.8.0 venv is missing (scripts/setup-targets torch-2.8.0 makes it)"; exit 77; }
@@ -285,6 +285,11 @@ c['optimizer']['schedule'] = {'kind': 'warmup_linear', 'warmup_steps': 3, 'total
     old_release_bug "$T/torch2_tp_pp_uneven_vocab_min.json" "$A/torch2_tp_pp-2.8.0.json" "$A/torch2_tp_pp.json" \
       crash.target.-.-.run.exit.PipeliningShapeError-validate_tensor_metadata "$PY28" \
       "$A/repro/pipelining_uneven_dtensor_output_stride.py"
+    # T2-13: SGD with weight decay drops FSDP2 + TP's _StridedShard from the momentum state (the
+    # adapter's placement check fails); the minimized config passes on 2.15.0.
+    old_release_bug "$T/torch2_tp_fsdp2_strided_momentum_min.json" "$A/torch2_tp_fsdp2-2.8.0.json" \
+      "$A/torch2_tp_fsdp2.json" crash.target.-.-.run.exit.RuntimeError-add "$PY28" \
+      "$A/repro/fsdp2_tp_momentum_drops_strided_shard.py" "its placement says"
     ;;
   warm_leaks_nothing)  # protocol 2: nothing one config does reaches the next (DDP and FSDP2)
     warm_leaks_nothing "$A/torch2_ddp.json" "$T/torch_accumulate_dp2.json" 8
