@@ -1,5 +1,6 @@
 #include "targets/crash_state.h"
 
+#include <cctype>
 #include <regex>
 #include <sstream>
 

@@ -112,11 +112,12 @@ EngineOutcome RunOnce(const TargetSpec& t, WarmWorkers* warm, const Config& cfg,
                 std::string(e.what()) + " (run dir " + dir + " kept)");
   }
   const std::string worker = end.worker_failure.empty() ? "" : " (" + end.worker_failure + ")";
-  const std::string kept = worker + " (run dir " + dir + " kept)" + LogTail(log);
+  // The log is read only when the run failed.
+  auto kept = [&] { return worker + " (run dir " + dir + " kept)" + LogTail(log); };
   if (end.kind == LaunchEnd::kTimedOut)
     return fail(FailureKind::kHang, "timeout", -1,
                 "hang: still running after timeout_s=" + std::to_string(t.timeout_s) +
-                    " s; the watchdog killed its session" + kept);
+                    " s; the watchdog killed its session" + kept());
   // A crash's detail carries its state when the log names what it died of (see Note [Crash state]).
   auto crash = [&](const std::string& how) {
     std::ifstream f(log);
@@ -127,17 +128,17 @@ EngineOutcome RunOnce(const TargetSpec& t, WarmWorkers* warm, const Config& cfg,
   };
   if (end.kind == LaunchEnd::kSignaled)
     return fail(FailureKind::kCrash, crash("signal"), -1,
-                "crashed: killed by signal " + std::to_string(end.code) + kept);
+                "crashed: killed by signal " + std::to_string(end.code) + kept());
   if (end.code != 0)
     return fail(FailureKind::kCrash, crash("exit"), -1,
-                "crashed: exited with code " + std::to_string(end.code) + kept);
+                "crashed: exited with code " + std::to_string(end.code) + kept());
   EngineOutcome out;
   out.target = t.name;
   out.reporting = t.reporting;
   ObservationError err;
   if (!ReadObservations(cfg, dir, kinds, &out.obs, &err, phase))
     return fail(FailureKind::kCrash, err.detail, err.rank,
-                "exited 0 but its observations are unusable: " + err.message + kept);
+                "exited 0 but its observations are unusable: " + err.message + kept());
   return out;
 }
 
