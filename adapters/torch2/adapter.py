@@ -170,6 +170,9 @@ def train(rank, world, run_dir, a):
     zero_stage = cfg["zero"]["stage"]
     pipe = net = None
     tp = cfg["parallel"]["tp"]
+    partial_addend = None  # DTensor's unreduced state as this rank's addend: tensor parallelism only
+    if tp > 1:
+        from tp_model import partial_addend
     if a.parallel == "tp":
         from torch.distributed.device_mesh import init_device_mesh
         from tp_model import TpGpt
@@ -261,10 +264,7 @@ def train(rank, world, run_dir, a):
         def report_state(kind, n, value, part, row, p):
             """A gradient or optimizer state of p; under sp an unreduced one as this rank's
             addend (docs/TARGETS.md, partial pieces)."""
-            addend = None
-            if tp > 1:
-                from tp_model import partial_addend
-                addend = partial_addend(p, value)
+            addend = partial_addend(p, value) if partial_addend else None
             if addend is not None:
                 rep.add_partial(kind, n, addend)
             else:
