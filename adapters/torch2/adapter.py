@@ -69,6 +69,7 @@ import json
 import math
 import os
 import sys
+import time
 
 import torch
 import torch.distributed as dist
@@ -310,9 +311,22 @@ def train(rank, world, run_dir, a):
         extra["schedule_run"] = pipe.schedule_run
     with open(os.path.join(out_dir, "rank%d.json" % rank), "w") as f:
         json.dump(dict(steps=steps, **extra), f)
-    dist.destroy_process_group()
+    destroy_group()
     if rank == 0:
         serve.record_imports()
+
+
+def destroy_group():
+    """Ends the run's process group. torch before 2.8 joins gloo's worker threads holding the GIL
+    while a worker may still wait for it to free a finished collective's tensors (docs/TORCH2.md
+    T2-5, fixed upstream by PR 154976): there the ranks first pass a barrier, which gloo runs after
+    every earlier collective, and give the GIL up for 50 ms so that the workers drop their finished
+    work (repro/gloo_destroy_deadlock.py on 2.6.0: a hang within 11 iterations without this, none
+    in 300 with it). A teardown workaround: the run's outputs are already written."""
+    if tuple(int(x) for x in torch.__version__.split(".")[:2]) < (2, 8):
+        dist.barrier()
+        time.sleep(0.05)
+    dist.destroy_process_group()
 
 
 # Checkpoints (docs/TARGETS.md, two launches): torch.distributed.checkpoint, as torch's own

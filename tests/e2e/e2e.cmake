@@ -14,6 +14,9 @@ foreach(case clean injected_found_and_replayed crash_and_hang_recorded kill_and_
            COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/campaign_test.sh $<TARGET_FILE:paradiff> ${case})
   set_tests_properties(e2e.campaign.${case} PROPERTIES LABELS "e2e;campaign" TIMEOUT 300)
 endforeach()
+# Three 128-execution campaigns (about 130 s alone): give it ctest's full limit, not 300 s, so that
+# the two cores shared with the target tests under `ctest -j2` do not time it out.
+set_tests_properties(e2e.campaign.feedback_reproducible PROPERTIES TIMEOUT 600)
 
 # minimize / replay / gate / report / run --html (minimize_gate_test.sh).
 foreach(case minimize_cli replay_categories regression_corpus gate_exit_codes gate_with_campaign

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # End-to-end tests of the PyTorch 2.x target (adapters/torch2, docs/TORCH2.md): world-1 parity per
 # parallelism (DDP, FSDP2 flat and nested, pipelining, DTensor tensor and sequence parallelism, both in pipeline stages), a short clean
-# campaign per target file, the known torch bugs T2-1, T2-4 and T2-6 to T2-13 still reproducing, checkpoints resharded by torch.distributed.checkpoint,
+# campaign per target file, the known torch bugs T2-1, T2-4 and T2-6 to T2-14 still reproducing, checkpoints resharded by torch.distributed.checkpoint,
 # planted adapter bugs caught and minimized.
 # Every case needs the torch venv that scripts/setup-targets makes (work/venv/torch-2.15.0) and
 # exits 77 (skipped) without it.
@@ -266,6 +266,12 @@ c['optimizer']['schedule'] = {'kind': 'warmup_linear', 'warmup_steps': 3, 'total
     old_release_bug "$A/rediscovery/pr159856_2.6.0_minimized.json" "$A/torch2_tp_sp-2.6.0.json" \
       "$A/torch2_tp_sp.json" mismatch.numeric.grad_norm.-.reduction.consistency \
       "$SRC/work/venv/torch-2.6.0/bin/python" "$A/repro/sequence_parallel_partial_grad_norm.py"
+    # T2-14, rediscovered on 2.6.0: the interleaved schedule's p2p waits only the last gloo Work and
+    # hangs. A copy of the file with a 15 s watchdog reports the hang; 2.15.0 runs the config.
+    derive_target "$A/torch2_pp-2.6.0.json" "$TMP/pp26.json" "t['timeout_s'] = 15"
+    old_release_bug "$A/rediscovery/issue132644_2.6.0_minimized.json" "$TMP/pp26.json" \
+      "$A/torch2_pp.json" hang.target.-.-.run.timeout \
+      "$SRC/work/venv/torch-2.6.0/bin/python" "$A/repro/interleaved_gloo_batch_p2p_hang.py"
     ;;
   release_2_8_0)  # the middle release (docs/TORCH2.md "Releases"): FSDP2 on CPU, T2-10 to T2-13
     PY28=$SRC/work/venv/torch-2.8.0/bin/python

@@ -12,6 +12,7 @@ Usage: python colwise_width1_backward_view.py   (exits 1 when width 1 fails)
 import os
 import sys
 import tempfile
+import time
 
 import torch
 import torch.distributed as dist
@@ -35,6 +36,10 @@ def run(rank, world, store, out):
     if rank == 0:
         with open(out, "w") as f:
             f.write("\n".join(lines))
+    # Before torch 2.8 gloo's destructor can deadlock on the GIL (pytorch/pytorch issue 56297):
+    # let the group's threads finish their work first.
+    dist.barrier()
+    time.sleep(0.05)
     dist.destroy_process_group()
 
 

@@ -16,6 +16,7 @@ gradient is replicated)
 import os
 import sys
 import tempfile
+import time
 
 import torch
 import torch.distributed as dist
@@ -43,6 +44,10 @@ def run(rank, world, store, out):
                 w.placements, tuple(w.to_local().shape), g.placements, tuple(g.to_local().shape),
                 torch.equal(g.full_tensor(), reference.grad)))
             f.write("replicated" if g.to_local().numel() > w.to_local().numel() else "sharded")
+    # Before torch 2.8 gloo's destructor can deadlock on the GIL (pytorch/pytorch issue 56297):
+    # let the group's threads finish their work first.
+    dist.barrier()
+    time.sleep(0.05)
     dist.destroy_process_group()
 
 
