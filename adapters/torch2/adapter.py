@@ -321,11 +321,9 @@ def destroy_group():
     GIL while a worker waits for it to free a finished collective's tensors (docs/TORCH2.md T2-5:
     in `destroy_process_group` before PR 154976, and on 2.8.0 in DDP's reducer, which may hold the
     group's last reference): there the ranks first pass a barrier, which gloo runs after every
-    earlier collective, and give the GIL up for 50 ms so that the workers drop their finished work
-    (repro/gloo_destroy_deadlock.py on 2.6.0: a hang within 11 iterations without this, none in 300
-    with it; the 2.8.0 ddp campaign at seed 1: a hang at index 31 in 3 of 3 runs without it, 342
-    configs clean with it). A teardown workaround: the run's outputs are already written."""
-    if tuple(int(x) for x in torch.__version__.split(".")[:2]) < (2, 9):
+    earlier collective, and give the GIL up for 50 ms so that the workers drop their finished work.
+    A teardown workaround: the run's outputs are already written."""
+    if torch.__version__ < (2, 9):
         dist.barrier()
         time.sleep(0.05)
     dist.destroy_process_group()
