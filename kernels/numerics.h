@@ -8,7 +8,11 @@
 // fp16 (Numerics::Round), which reproduces that rounding, overflow to inf included.
 #pragma once
 
+#include <ATen/core/Generator.h>
 #include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <optional>
 
 #include "core/config.h"
 
@@ -20,7 +24,12 @@ at::ScalarType ToScalarType(DType d);
 struct Numerics {
   at::ScalarType exec = at::kFloat;  // dtype kernels run in
   bool emulate_fp16 = false;         // round each op's result to fp16 (exec is fp32 then)
-  // Round an op result to the storage precision (identity unless fp16 is emulated).
+  // Set: each op's result, and the gradient that flows back into it, is rounded to `rounded` at
+  // random (see Note [Random rounding]); exec is float32 then.
+  std::optional<at::Generator> random;
+  at::ScalarType rounded = at::kHalf;
+  // Round an op result to the storage precision (identity unless fp16 is emulated or rounding is
+  // random).
   at::Tensor Round(const at::Tensor& t) const;
   // Bring a stored tensor (parameter, activation) into the execution dtype.
   at::Tensor In(const at::Tensor& t) const;
@@ -29,5 +38,13 @@ struct Numerics {
 // Numerics for a compute dtype; kFp64 gives the float64 truth. The first call turns LibTorch's
 // oneDNN path off for the whole process (see Note [No oneDNN] in numerics.cpp).
 Numerics MakeNumerics(DType compute);
+
+// Numerics for a 16-bit compute dtype that run kernels in float32 and round every op result and
+// every gradient flowing into it to `compute` at random, from `seed` (see Note [Random rounding]).
+Numerics MakeRandomRoundingNumerics(DType compute, uint64_t seed);
+
+// `x` rounded to `to`, to one of its two neighbours there, the farther with probability its
+// distance over theirs (stochastic rounding); returned in x's dtype. Non-finite values stay.
+at::Tensor RoundAtRandom(const at::Tensor& x, at::ScalarType to, at::Generator gen);
 
 }  // namespace paradiff

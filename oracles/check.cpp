@@ -97,7 +97,9 @@ CheckResult CheckRun(const Config& cfg, const CheckOptions& opts) {
   // structure]), so the reference follows the run.
   phase("reference");
   const int64_t hits = opts.cache ? opts.cache->hits() : 0;
-  std::shared_ptr<const RefPair> ref = GetReference(cfg, eng.reporting.reduction, opts.cache);
+  std::shared_ptr<const RefPair> ref =
+      GetReference(cfg, eng.reporting.reduction, opts.cache,
+                   RandomTwinsFor(cfg, eng.reporting.same_model_arithmetic));
   res.reference_cached = opts.cache && opts.cache->hits() > hits;
   const auto t2 = Clock::now();
   res.timing.engine_s = Seconds(t0, t1);

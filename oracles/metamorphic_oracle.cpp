@@ -83,7 +83,9 @@ int64_t FirstDifferentDecision(const RefPair& a, const RefPair& b, const Observa
 Verdict WithinBounds(const OracleInput& in, const std::string& relation, const Config& variant,
                      const EngineOutcome& e) {
   const Assembly other = AssembleTensors(variant, e.obs, e.reporting);
-  const std::shared_ptr<const RefPair> ref = GetReference(variant, e.reporting.reduction, in.cache);
+  const std::shared_ptr<const RefPair> ref =
+      GetReference(variant, e.reporting.reduction, in.cache,
+                   RandomTwinsFor(variant, e.reporting.same_model_arithmetic));
   NumericResult own = CheckNumerics(variant, other, *ref);
   if (IsFinding(own.verdict.kind)) {
     Verdict v = own.verdict;

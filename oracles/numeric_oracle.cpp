@@ -73,20 +73,27 @@ double AdamStepBound(const OptimizerConfig& o, int64_t steps) {
 // compares hundreds of small tensors and a torch operator costs its dispatch. The error is the
 // 2-norm of d - t (a NaN / inf in the run where the truth is finite: infinite) relative to |t|;
 // the index is the first largest difference (the first non-finite element of d if any; a NaN
-// difference counts as the largest, as at::argmax counts it).
-Comparison CompareValues(const double* d, const double* r, const double* t, int64_t n,
-                         Tolerance tol, double kind_rms, int64_t step) {
+// difference counts as the largest, as at::argmax counts it). `rs`: the twin first, then the
+// random-rounding twins (see Note [Twin samples] in reference.h); the reference error is the
+// largest of theirs, a random twin counting only where it is finite (it follows the twin's
+// overflow decisions, and can overflow where the twin did not).
+Comparison CompareValues(const double* d, const std::vector<const double*>& rs, const double* t,
+                         int64_t n, Tolerance tol, double kind_rms, int64_t step) {
   Comparison c;
-  double tt = 0, dd = 0, rr = 0;
+  double tt = 0, dd = 0;
+  std::vector<double> rr(rs.size(), 0.0);
   bool finite = true;
   int64_t worst = 0, first_nonfinite = -1;
   double worst_diff = -INFINITY;
   bool worst_nan = false;
   for (int64_t i = 0; i < n; ++i) {
     tt += t[i] * t[i];
-    const double diff = std::fabs(d[i] - t[i]), rdiff = r[i] - t[i];
+    const double diff = std::fabs(d[i] - t[i]);
     dd += diff * diff;
-    rr += rdiff * rdiff;
+    for (size_t k = 0; k < rs.size(); ++k) {
+      const double rdiff = rs[k][i] - t[i];
+      rr[k] += rdiff * rdiff;
+    }
     if (!std::isfinite(d[i]) && first_nonfinite < 0) {
       finite = false;
       first_nonfinite = i;
@@ -103,7 +110,9 @@ Comparison CompareValues(const double* d, const double* r, const double* t, int6
   const double typical = kind_rms * std::sqrt(static_cast<double>(n));
   tol.floor *= static_cast<double>(step + 1) * std::max(1.0, typical / scale);
   c.error = finite ? std::sqrt(dd) / scale : INFINITY;
-  c.ref_error = std::sqrt(rr) / scale;
+  c.ref_error = std::sqrt(rr[0]) / scale;
+  for (size_t k = 1; k < rr.size(); ++k)
+    if (std::isfinite(rr[k])) c.ref_error = std::max(c.ref_error, std::sqrt(rr[k]) / scale);
   c.bound = tol.factor * c.ref_error + tol.floor;
   c.index = finite ? worst : first_nonfinite;
   c.expected = n > 0 ? t[c.index] : 0;
@@ -111,23 +120,31 @@ Comparison CompareValues(const double* d, const double* r, const double* t, int6
   return c;
 }
 
-Comparison CompareTensor(const at::Tensor& d, const at::Tensor& r, const at::Tensor& t,
-                         Tolerance tol, double kind_rms = 0, int64_t step = 0) {
+// `rs` as in CompareValues.
+Comparison CompareTensor(const at::Tensor& d, const std::vector<at::Tensor>& rs,
+                         const at::Tensor& t, Tolerance tol, double kind_rms = 0,
+                         int64_t step = 0) {
   const auto flat = [](const at::Tensor& x) {
     return (x.scalar_type() == at::kDouble ? x : x.to(at::kDouble)).contiguous();
   };
-  const at::Tensor fd = flat(d), fr = flat(r), ft = flat(t);
-  return CompareValues(fd.data_ptr<double>(), fr.data_ptr<double>(), ft.data_ptr<double>(),
-                       ft.numel(), tol, kind_rms, step);
+  const at::Tensor fd = flat(d), ft = flat(t);
+  std::vector<at::Tensor> fr;
+  std::vector<const double*> ptrs;
+  for (const auto& r : rs) ptrs.push_back(fr.emplace_back(flat(r)).data_ptr<double>());
+  return CompareValues(fd.data_ptr<double>(), ptrs, ft.data_ptr<double>(), ft.numel(), tol,
+                       kind_rms, step);
 }
 
-Comparison CompareScalar(double d, double r, double t, const Tolerance& tol) {
-  return CompareValues(&d, &r, &t, 1, tol, 0, 0);
+Comparison CompareScalar(double d, const std::vector<double>& rs, double t, const Tolerance& tol) {
+  std::vector<const double*> ptrs;
+  for (const double& r : rs) ptrs.push_back(&r);
+  return CompareValues(&d, ptrs, &t, 1, tol, 0, 0);
 }
 
-// Elementwise: where |t| is within kNoiseMultiple of the gradient noise of either run. A run that
-// does not report its gradients (docs/TARGETS.md "reports") passes `d` undefined: its noise is
-// then taken as the most the gradient comparison would allow it, `factor` times the reference's.
+// Elementwise: where |t| is within kNoiseMultiple of the gradient noise of the run or a twin (`rs`
+// as in CompareValues, each random twin where it is finite). A run that does not report its
+// gradients (docs/TARGETS.md "reports") passes `d` undefined: its noise is then taken as the most
+// the gradient comparison would allow it, `factor` times the twins'.
 //
 // Note [Adam eps sensitivity]: with `adam_eps` > 0 an element is also ill-conditioned where the
 // noise moves Adam's update by kEpsSensitivity of lr or more. The update g / (|g| + eps) (step 0;
@@ -140,10 +157,15 @@ Comparison CompareScalar(double d, double r, double t, const Tolerance& tol) {
 // update oracle checks their update from the run's own gradient to float32 rounding.
 // Evidence: docs/EVIDENCE.md.
 constexpr double kEpsSensitivity = 0.001;
-at::Tensor IllConditioned(const at::Tensor& d, const at::Tensor& r, const at::Tensor& t,
-                          double factor, double adam_eps) {
-  at::Tensor noise = d.defined() ? at::maximum((r - t).abs(), (d - t).abs())
-                                 : (r - t).abs() * std::max(1.0, factor);
+at::Tensor IllConditioned(const at::Tensor& d, const std::vector<at::Tensor>& rs,
+                          const at::Tensor& t, double factor, double adam_eps) {
+  at::Tensor twins = (rs[0] - t).abs();
+  for (size_t k = 1; k < rs.size(); ++k) {
+    const at::Tensor e = (rs[k] - t).abs();
+    twins = at::where(e.isfinite(), at::maximum(twins, e), twins);
+  }
+  at::Tensor noise =
+      d.defined() ? at::maximum(twins, (d - t).abs()) : twins * std::max(1.0, factor);
   at::Tensor ill = t.abs().le(noise * kNoiseMultiple);
   if (adam_eps > 0) {
     at::Tensor denom = t.abs() + adam_eps;
@@ -189,6 +211,14 @@ class EffectiveGradient {
   mutable at::Tensor initial_;  // step 0's parameters, the same for every run
 };
 
+// The twins' values with the truth's where `mask` holds.
+std::vector<at::Tensor> Outside(const at::Tensor& mask, const std::vector<at::Tensor>& rs,
+                                const at::Tensor& t) {
+  std::vector<at::Tensor> out;
+  for (const auto& r : rs) out.push_back(at::where(mask, t, r));
+  return out;
+}
+
 // Compares parameters of an Adam run outside the ill-conditioned elements, and checks those
 // against the per-step movement bound.
 // Note [Stored rounding of a flipped element]: the movement bound is about the update (lr per
@@ -198,10 +228,10 @@ class EffectiveGradient {
 // one ulp of `held` per step taken; `held` is the parameter dtype for master weights too, whose
 // initial values are the parameters' rounded initial values (the truth starts from the unrounded
 // ones). Evidence: docs/EVIDENCE.md.
-Comparison CompareAdamParam(const at::Tensor& d, const at::Tensor& r, const at::Tensor& t,
-                            const at::Tensor& ill, const Tolerance& tol, double max_move,
-                            DType held, double kind_rms, int64_t step) {
-  Comparison c = CompareTensor(at::where(ill, t, d), at::where(ill, t, r), t, tol, kind_rms, step);
+Comparison CompareAdamParam(const at::Tensor& d, const std::vector<at::Tensor>& rs,
+                            const at::Tensor& t, const at::Tensor& ill, const Tolerance& tol,
+                            double max_move, DType held, double kind_rms, int64_t step) {
+  Comparison c = CompareTensor(at::where(ill, t, d), Outside(ill, rs, t), t, tol, kind_rms, step);
   if (!ill.any().item<bool>()) return c;
   at::Tensor diff = at::where(ill, (d - t).abs(), at::zeros_like(t));
   const at::Tensor allowed =
@@ -455,6 +485,20 @@ std::optional<Verdict> StepComparer::Step(int64_t s, const RefPair& ref, int64_t
   const AssembledStep& d = dist.steps[s];
   const RefStep& t = ref.truth.steps[s];
   const RefStep& r = ref.same.steps[s];
+  // The twin, then the random twins (see Note [Twin samples] in reference.h): their values of a
+  // tensor or a scalar at step s.
+  std::vector<const RefRun*> runs{&ref.same};
+  for (const RefRun& run : ref.random) runs.push_back(&run);
+  auto twins = [&](const std::string& key) {
+    std::vector<at::Tensor> out;
+    for (const RefRun* run : runs) out.push_back(run->steps[s].tensors.at(key));
+    return out;
+  };
+  auto twin_scalars = [&](double RefStep::*field) {
+    std::vector<double> out;
+    for (const RefRun* run : runs) out.push_back(run->steps[s].*field);
+    return out;
+  };
   if (reported.loss_scale && d.loss_scale != r.loss_scale) {
     // Note [Loss scale sequence]: the scale a step uses is a function of the config and the
     // overflow decisions of the steps before it, computed by the same scaler arithmetic in both
@@ -494,13 +538,14 @@ std::optional<Verdict> StepComparer::Step(int64_t s, const RefPair& ref, int64_t
   Tolerance loss_tol = tol("loss"), norm_tol = tol("grad_norm");
   loss_tol.floor *= static_cast<double>(age + 1);
   norm_tol.floor *= static_cast<double>(age + 1);
-  add(CompareScalar(d.loss, r.loss, t.loss, loss_tol), s, Phase::kForward, "loss", "", "");
+  add(CompareScalar(d.loss, twin_scalars(&RefStep::loss), t.loss, loss_tol), s, Phase::kForward,
+      "loss", "", "");
   for (const auto& ps : spec.params) {
     // Overflowed gradients are not compared (the step changed nothing), nor unreported ones.
     if (r.skipped || !reported.grad) break;
     const std::string key = "grad:" + ps.name;
-    add(CompareTensor(d.tensors.at(key), r.tensors.at(key), t.tensors.at(key), tol("grad"),
-                      rms["grad"], age),
+    add(CompareTensor(d.tensors.at(key), twins(key), t.tensors.at(key), tol("grad"), rms["grad"],
+                      age),
         s, Phase::kGradient, "grad", ps.name, Name(ps.layer));
   }
   if (!r.skipped) {
@@ -508,19 +553,23 @@ std::optional<Verdict> StepComparer::Step(int64_t s, const RefPair& ref, int64_t
       add(NormConsistency(d, spec, ctx), s, Phase::kReduction, "grad_norm", "", "");
       out.back().detail = "consistency";
     }
-    add(CompareScalar(d.grad_norm, r.grad_norm, t.grad_norm, norm_tol), s, Phase::kReduction,
-        "grad_norm", "", "");
+    add(CompareScalar(d.grad_norm, twin_scalars(&RefStep::grad_norm), t.grad_norm, norm_tol), s,
+        Phase::kReduction, "grad_norm", "", "");
   }
   const bool adam = cfg.optimizer.kind != OptimizerKind::kSgd;
   for (const auto& ps : spec.params) {
     if (r.skipped) break;
     const std::string g = "grad:" + ps.name;
     const EffectiveGradient eff(cfg, ps);
+    std::vector<at::Tensor> twin_grads;
+    for (const RefRun* run : runs)
+      twin_grads.push_back(eff(run->steps[s].tensors.at(g), run->steps[s].grad_norm,
+                               s == 0 ? nullptr : &run->steps[s - 1].tensors));
     // The master weights a run keeps are reported with the optimizer state.
     at::Tensor now = IllConditioned(
         eff(reported.grad ? d.tensors.at(g) : at::Tensor(), d.grad_norm,
             s == 0 ? nullptr : &dist.steps[s - 1].tensors, reported.optimizer),
-        eff(r.tensors.at(g), r.grad_norm, s == 0 ? nullptr : &ref.same.steps[s - 1].tensors),
+        twin_grads,
         eff(t.tensors.at(g), t.grad_norm, s == 0 ? nullptr : &ref.truth.steps[s - 1].tensors),
         tol("grad").factor, adam ? cfg.optimizer.eps : 0.0);
     auto it = ill_.find(ps.name);
@@ -534,7 +583,8 @@ std::optional<Verdict> StepComparer::Step(int64_t s, const RefPair& ref, int64_t
     if (kind == "grad") continue;
     for (const auto& ps : spec.params) {
       const std::string key = kind + ":" + ps.name;
-      const at::Tensor &dv = d.tensors.at(key), &rv = r.tensors.at(key), &tv = t.tensors.at(key);
+      const at::Tensor &dv = d.tensors.at(key), &tv = t.tensors.at(key);
+      const std::vector<at::Tensor> rv = twins(key);
       auto found = ill_.find(ps.name);
       const at::Tensor mask =
           found != ill_.end() ? found->second : at::zeros({ps.numel()}, at::kBool);
@@ -546,8 +596,8 @@ std::optional<Verdict> StepComparer::Step(int64_t s, const RefPair& ref, int64_t
         // An ill-conditioned element's first moment is its gradient's noise, averaged: compared
         // it would compare two roundings (its sign and size decide nothing but its own step,
         // which CompareAdamParam bounds). The rest is compared as usual.
-        c = CompareTensor(at::where(mask, tv, dv), at::where(mask, tv, rv), tv, tol(kind),
-                          rms[kind], age);
+        c = CompareTensor(at::where(mask, tv, dv), Outside(mask, rv, tv), tv, tol(kind), rms[kind],
+                          age);
       } else {
         c = CompareTensor(dv, rv, tv, tol(kind), rms[kind], age);
       }

@@ -9,6 +9,7 @@
 #include "core/config_json.h"
 #include "core/lr_schedule.h"
 #include "core/model_spec.h"
+#include "core/rng.h"
 #include "kernels/data.h"
 #include "kernels/engine.h"
 #include "kernels/model.h"
@@ -124,6 +125,11 @@ std::vector<at::Tensor> CombinePasses(const std::vector<std::vector<at::Tensor>>
   return acc;
 }
 
+// The seed of random twin k started after step `first` - 1 (0: from the initial parameters).
+uint64_t RandomTwinSeed(const Config& cfg, int64_t first, size_t k) {
+  return CounterStream(cfg.seed, "random_twin", static_cast<uint64_t>(first)).Bits(k);
+}
+
 struct RefState {
   std::vector<at::Tensor> params;  // param dtype (truth: double), with shapes
   std::vector<at::Tensor> master;  // float32 copies, empty without master weights
@@ -133,10 +139,13 @@ struct RefState {
 }  // namespace
 
 RefRun RunReference(const Config& cfg, const GradReduction& red, bool truth,
-                    const std::vector<bool>* skips, const RefOrigin* origin) {
+                    const std::vector<bool>* skips, const RefOrigin* origin,
+                    std::optional<uint64_t> random_rounding) {
   const ModelSpec spec = BuildModelSpec(cfg.model);
   const std::vector<Unit> units = BuildUnits(spec, cfg.model);
-  const Numerics num = MakeNumerics(truth ? DType::kFp64 : cfg.precision.compute);
+  const Numerics num = random_rounding
+                           ? MakeRandomRoundingNumerics(cfg.precision.compute, *random_rounding)
+                           : MakeNumerics(truth ? DType::kFp64 : cfg.precision.compute);
   const auto pdt = truth ? at::kDouble : ToScalarType(cfg.precision.param);
   const auto adt = truth ? at::kDouble : ToScalarType(cfg.precision.accumulate);
   const auto rdt = truth ? at::kDouble : ToScalarType(cfg.precision.reduce);
@@ -278,7 +287,12 @@ RefRun RunReference(const Config& cfg, const GradReduction& red, bool truth,
   return run;
 }
 
-std::string ReferenceKey(const Config& cfg, const GradReduction& red) {
+int64_t RandomTwinsFor(const Config& cfg, bool same_model_arithmetic) {
+  const DType c = cfg.precision.compute;
+  return !same_model_arithmetic && (c == DType::kBf16 || c == DType::kFp16) ? kRandomTwins : 0;
+}
+
+std::string ReferenceKey(const Config& cfg, const GradReduction& red, int64_t random_twins) {
   nlohmann::json j = ConfigToJson(cfg);
   nlohmann::json key;
   for (const char* k : {"seed", "steps", "model", "precision", "optimizer", "clip_grad_norm"})
@@ -293,6 +307,7 @@ std::string ReferenceKey(const Config& cfg, const GradReduction& red) {
   key["stage_order"] = StageOrder(cfg);
   // ... and the declared reduction structure (see Note [Declared reduction structure]).
   key["reduction"] = {red.TwinReducesOncePerStep(cfg), Name(red.TwinAverage())};
+  key["random_twins"] = random_twins;
   if (cfg.checkpoint.save_at > 0) {  // from the save on, the reload layout's (LayoutAtStep)
     const Config reload = LayoutAtStep(cfg, cfg.checkpoint.save_at);
     key["reload"] = {cfg.checkpoint.save_at, reload.batch.accumulation_steps, StageOrder(reload),
@@ -321,6 +336,9 @@ RefPair RestartReferencePair(const Config& cfg, const RefPair& base, const RefOr
   skips.resize(static_cast<size_t>(origin.step) + 1);
   for (const bool s : SkippedSteps(pair.same)) skips.push_back(s);
   pair.truth = RunReference(cfg, pair.reduction, true, &skips, &origin);
+  for (size_t k = 0; k < base.random.size(); ++k)
+    pair.random.push_back(RunReference(cfg, pair.reduction, false, &skips, &origin,
+                                       RandomTwinSeed(cfg, origin.step + 1, k)));
   const bool master = cfg.precision.keeps_master();
   auto splice = [&](const RefRun& before, RefRun& after, bool truth) {
     std::vector<RefStep> steps(before.steps.begin(), before.steps.begin() + origin.step + 1);
@@ -336,6 +354,7 @@ RefPair RestartReferencePair(const Config& cfg, const RefPair& base, const RefOr
   };
   splice(base.same, pair.same, false);
   splice(base.truth, pair.truth, true);
+  for (size_t k = 0; k < base.random.size(); ++k) splice(base.random[k], pair.random[k], false);
   return pair;
 }
 
@@ -351,17 +370,21 @@ std::vector<bool> SkippedSteps(const RefRun& run) {
   return out;
 }
 
-RefPair RunReferencePair(const Config& cfg, const GradReduction& red) {
+RefPair RunReferencePair(const Config& cfg, const GradReduction& red, int64_t random_twins) {
   RefPair pair;
   pair.reduction = red;
   pair.same = RunReference(cfg, red, false);
   const std::vector<bool> skips = SkippedSteps(pair.same);
   pair.truth = RunReference(cfg, red, true, &skips);
+  for (int64_t k = 0; k < random_twins; ++k)
+    pair.random.push_back(
+        RunReference(cfg, red, false, &skips, nullptr, RandomTwinSeed(cfg, 0, k)));
   return pair;
 }
 
-std::shared_ptr<const RefPair> ReferenceCache::Get(const Config& cfg, const GradReduction& red) {
-  const std::string key = ReferenceKey(cfg, red);
+std::shared_ptr<const RefPair> ReferenceCache::Get(const Config& cfg, const GradReduction& red,
+                                                   int64_t random_twins) {
+  const std::string key = ReferenceKey(cfg, red, random_twins);
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = map_.find(key);
@@ -371,7 +394,7 @@ std::shared_ptr<const RefPair> ReferenceCache::Get(const Config& cfg, const Grad
     }
     ++misses_;
   }
-  auto pair = std::make_shared<RefPair>(RunReferencePair(cfg, red));
+  auto pair = std::make_shared<RefPair>(RunReferencePair(cfg, red, random_twins));
   std::lock_guard<std::mutex> lock(mu_);
   map_[key] = pair;
   order_.push_back(key);
@@ -383,9 +406,9 @@ std::shared_ptr<const RefPair> ReferenceCache::Get(const Config& cfg, const Grad
 }
 
 std::shared_ptr<const RefPair> GetReference(const Config& cfg, const GradReduction& red,
-                                            ReferenceCache* cache) {
-  if (cache != nullptr) return cache->Get(cfg, red);
-  return std::make_shared<RefPair>(RunReferencePair(cfg, red));
+                                            ReferenceCache* cache, int64_t random_twins) {
+  if (cache != nullptr) return cache->Get(cfg, red, random_twins);
+  return std::make_shared<RefPair>(RunReferencePair(cfg, red, random_twins));
 }
 
 }  // namespace paradiff

@@ -20,6 +20,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,10 +43,35 @@ struct RefRun {
   std::vector<RefStep> steps;
 };
 
+// Note [Twin samples]: the twin's error against the truth is one sample of the rounding noise of
+// the config's precision, and the numeric bounds scale with it. A run on the reference's own
+// kernels (the built-in engine, a target declaring "model_arithmetic": "paradiff") rounds each
+// micro-batch exactly as the twin does: its error is that sample plus what its reduction order
+// adds. A target with its own kernels draws an independent sample, and where the model amplifies
+// rounding (a layer norm over two nearly equal values turns every gradient upstream into
+// cancellation) the ratio of two independent noise norms has a heavy tail: for a 2-element tensor
+// whose noise is Gaussian, P(one exceeds 4 times the other) = 1/17. So for such a target with a
+// 16-bit compute dtype the reference draws kRandomTwins more samples, twins whose op results round
+// at random (see Note [Random rounding] in kernels/numerics.cpp), and the bound scales with the
+// largest of the kRandomTwins + 1 errors. For exchangeable samples, a run's error exceeds 4 times
+// the largest of k others with probability 1/C(16 + k, k) in that 2-element case (the minimum of
+// k Rayleigh tail probabilities is Beta(1, k) distributed, and E[X^16] of Beta(1, k) is
+// k! 16! / (16 + k)!): 1/4845 for k = 4, against 1/17 for the twin alone; random rounding's
+// samples are larger than round-to-nearest's (kernels/numerics.cpp), which only lowers it. A
+// float32 compute dtype gets none: its kernels' error is their accumulation's, which rounding the
+// result does not sample. Evidence: docs/EVIDENCE.md.
+inline constexpr int64_t kRandomTwins = 3;
+
+// How many random-rounding twins a run needs (see Note [Twin samples]).
+int64_t RandomTwinsFor(const Config& cfg, bool same_model_arithmetic);
+
 struct RefPair {
   RefRun truth;             // float64 everywhere
   RefRun same;              // the config's precision
   GradReduction reduction;  // the declared structure both mirror (restarts keep it)
+  // Further same-precision twins with random rounding (see Note [Twin samples]), following the
+  // twin's overflow decisions; empty for a run on the reference's own kernels.
+  std::vector<RefRun> random;
 };
 
 // A run's own state after one of its steps, from which the reference can restart
@@ -63,11 +89,14 @@ struct RefOrigin {
 // Runs the reference in float64 (truth = true) or in the config's precision, from the initial
 // parameters, or from `origin` (then its steps are origin->step + 1 .. cfg.steps - 1 only).
 // `skips` (truth only): the steps to skip as overflowed, taken from the same-precision twin.
-// `red`: the run's declared reduction structure, mirrored.
+// `red`: the run's declared reduction structure, mirrored. `random_rounding` (not the truth): the
+// seed of a twin whose op results round at random (see Note [Random rounding]).
 RefRun RunReference(const Config& cfg, const GradReduction& red, bool truth,
-                    const std::vector<bool>* skips = nullptr, const RefOrigin* origin = nullptr);
-// The twin, then the truth following the twin's overflow decisions.
-RefPair RunReferencePair(const Config& cfg, const GradReduction& red);
+                    const std::vector<bool>* skips = nullptr, const RefOrigin* origin = nullptr,
+                    std::optional<uint64_t> random_rounding = std::nullopt);
+// The twin, then the truth and `random_twins` random-rounding twins following the twin's overflow
+// decisions.
+RefPair RunReferencePair(const Config& cfg, const GradReduction& red, int64_t random_twins = 0);
 // `base` up to origin.step, whose state there is replaced by the run's (both twin and truth), then
 // the pair restarted from that state (see Note [Local restart]).
 RefPair RestartReferencePair(const Config& cfg, const RefPair& base, const RefOrigin& origin);
@@ -81,14 +110,15 @@ std::vector<bool> SkippedSteps(const RefRun& run);
 // number and size of micro-batches, how they split into accumulation steps, with pipelining the
 // schedule's backward order, and the reduction structure the twin mirrors) and nothing else of the
 // layout; equal keys share one reference.
-std::string ReferenceKey(const Config& cfg, const GradReduction& red);
+std::string ReferenceKey(const Config& cfg, const GradReduction& red, int64_t random_twins = 0);
 
 // Thread-safe cache of reference pairs by ReferenceKey, bounded to `capacity` entries (oldest
 // evicted first).
 class ReferenceCache {
  public:
   explicit ReferenceCache(size_t capacity = 64) : capacity_(capacity) {}
-  std::shared_ptr<const RefPair> Get(const Config& cfg, const GradReduction& red);
+  std::shared_ptr<const RefPair> Get(const Config& cfg, const GradReduction& red,
+                                     int64_t random_twins);
   int64_t hits() const { return hits_; }
   int64_t misses() const { return misses_; }
 
@@ -100,9 +130,9 @@ class ReferenceCache {
   int64_t hits_ = 0, misses_ = 0;
 };
 
-// The pair for cfg under the declared reduction `red`: from `cache` when there is one, else
-// computed now.
+// The pair for cfg under the declared reduction `red`, with `random_twins` random-rounding twins:
+// from `cache` when there is one, else computed now.
 std::shared_ptr<const RefPair> GetReference(const Config& cfg, const GradReduction& red,
-                                            ReferenceCache* cache);
+                                            ReferenceCache* cache, int64_t random_twins);
 
 }  // namespace paradiff

@@ -92,7 +92,7 @@ std::string RunCase(const Case& c, const std::vector<std::string>& extra) {
       ran = other.backend == Backend::kMpi;
       return RunEngineMpi(other, o);
     });
-    const auto ref = GetReference(cfg, BuiltInReduction(), nullptr);
+    const auto ref = GetReference(cfg, BuiltInReduction(), nullptr, 0);
     const Assembly assembly = AssembleTensors(cfg, local.obs);
     OracleInput in(cfg, local);
     in.ref = ref.get();

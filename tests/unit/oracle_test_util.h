@@ -67,7 +67,8 @@ inline Harness MakeHarness(const Config& c, EngineOutcome e, EngineRunner runner
   Harness h;
   h.cfg = c;
   h.outcome = std::move(e);
-  h.ref = GetReference(c, h.outcome.reporting.reduction, cache);
+  h.ref = GetReference(c, h.outcome.reporting.reduction, cache,
+                       RandomTwinsFor(c, h.outcome.reporting.same_model_arithmetic));
   h.cache = cache;
   h.runner = runner ? runner : [](const Config& x) { return RunEngine(x, kTestTimeout); };
   if (h.outcome.ok) {

@@ -18,6 +18,7 @@ paradiff_test(unit_oracles
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/restart_test.cpp
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/overflow_decision_test.cpp
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/mirror_oracle_test.cpp
+    ${CMAKE_CURRENT_SOURCE_DIR}/unit/twin_samples_test.cpp
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/edge_regime_test.cpp
   LIBS paradiff_oracles
   LABELS unit oracles)
