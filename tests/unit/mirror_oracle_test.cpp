@@ -18,6 +18,7 @@ using testing::ExpectLocalized;
 using testing::FindPiece;
 using testing::MakeHarness;
 using testing::NudgeOneUlp;
+using testing::ReportRun;
 using testing::RunClean;
 using testing::SmallConfig;
 
@@ -149,16 +150,6 @@ GradReduction DdpReduction() {
   return r;
 }
 
-// Replaces everything every rank reported by `twin`'s values: a run with another structure.
-void ReportTwin(EngineOutcome& e, const RefRun& twin) {
-  for (auto& r : e.obs.ranks)
-    for (size_t s = 0; s < r.steps.size(); ++s)
-      for (auto& p : r.steps[s].pieces) {
-        const at::Tensor full = twin.steps[s].tensors.at(p.kind + ":" + p.tensor);
-        p.values.copy_(full.narrow(0, p.offset, p.values.numel()).to(p.values.scalar_type()));
-      }
-}
-
 // Regression (torch target, dp 2, accumulation 2: 60 false findings in a 6-minute campaign): a run
 // that accumulates before it reduces rounds its float32 sums otherwise than one that reduces each
 // micro-step. Judged against its declared structure it passes; judged as if it had the built-in
@@ -171,7 +162,7 @@ TEST(MirrorOracle, TheTwinMirrorsTheDeclaredStructure) {
       const Config c = Layout(dp, 0, DType::kFp32, accumulation, false);
       const RefRun ddp_twin = RunReference(c, DdpReduction(), false);
       EngineOutcome e = RunClean(c);
-      ReportTwin(e, ddp_twin);
+      ReportRun(e, ddp_twin);
       e.reporting.reduction = DdpReduction();
       const Verdict declared = Mirror(c, e);
       EXPECT_EQ(declared.kind, VerdictKind::kPass) << declared.message;
@@ -203,7 +194,7 @@ TEST(MirrorOracle, TheTwinDividesWhereTheRunDeclaresADivision) {
     Config c = Layout(3, 0, DType::kFp32, accumulation, false);
     c.precision.reduce = DType::kBf16;
     EngineOutcome e = RunClean(c);
-    ReportTwin(e, RunReference(c, divide, false));
+    ReportRun(e, RunReference(c, divide, false));
     e.reporting.reduction = divide;
     const Verdict declared = Mirror(c, e);
     EXPECT_EQ(declared.kind, VerdictKind::kPass) << declared.message;

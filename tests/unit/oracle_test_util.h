@@ -87,6 +87,22 @@ inline CheckResult CheckWith(const Config& c, std::vector<std::string> oracles,
   return CheckRun(c, opts);
 }
 
+// Replaces what every rank reported (its pieces, and with one rank its loss and norm) by `run`'s
+// values: a run with another reduction structure, or kernels that round otherwise.
+inline void ReportRun(EngineOutcome& e, const RefRun& run) {
+  for (auto& r : e.obs.ranks)
+    for (size_t s = 0; s < r.steps.size(); ++s) {
+      if (e.obs.ranks.size() == 1) {
+        r.steps[s].loss_sum = run.steps[s].loss * static_cast<double>(r.steps[s].loss_count);
+        r.steps[s].grad_norm = run.steps[s].grad_norm;
+      }
+      for (auto& p : r.steps[s].pieces) {
+        const at::Tensor full = run.steps[s].tensors.at(p.kind + ":" + p.tensor);
+        p.values.copy_(full.narrow(0, p.offset, p.values.numel()).to(p.values.scalar_type()));
+      }
+    }
+}
+
 // The first piece of `kind:tensor` reported by `rank` at `step` (nullptr if none).
 inline TensorPiece* FindPiece(EngineOutcome& e, int rank, int64_t step, const std::string& kind,
                               const std::string& tensor = "") {

@@ -19,6 +19,7 @@
 namespace paradiff {
 namespace {
 
+using testing::ReportRun;
 using testing::RunClean;
 using testing::ScalePieces;
 using testing::SmallConfig;
@@ -80,20 +81,6 @@ NumericResult OwnKernels(const Config& c, EngineOutcome& e, int64_t random_twins
   return CheckNumerics(c, AssembleTensors(c, e.obs, e.reporting), ref);
 }
 
-// Replaces every rank's reported values (tensors, loss, norm) by `run`'s: a run whose kernels
-// round otherwise.
-void Report(EngineOutcome& e, const RefRun& run) {
-  for (auto& r : e.obs.ranks)
-    for (size_t s = 0; s < r.steps.size(); ++s) {
-      r.steps[s].loss_sum = run.steps[s].loss * static_cast<double>(r.steps[s].loss_count);
-      r.steps[s].grad_norm = run.steps[s].grad_norm;
-      for (auto& p : r.steps[s].pieces) {
-        const at::Tensor full = run.steps[s].tensors.at(p.kind + ":" + p.tensor);
-        p.values.copy_(full.narrow(0, p.offset, p.values.numel()).to(p.values.scalar_type()));
-      }
-    }
-}
-
 // Regression (docs/FINDINGS.md, the torch2_pp campaign at seed 902: 4 configs of a world-1 bf16
 // model of hidden 2 were numeric findings against torch 2.15, whose kernels round otherwise): runs
 // rounded at random from seeds the reference does not use stand for such kernels. Against the
@@ -110,8 +97,8 @@ TEST(TwinSamples, AnIndependentlyRoundedRunPassesWhereOneSampleFailed) {
     ASSERT_EQ(RandomTwinsFor(c, true), 0);
     EngineOutcome e = RunClean(c);
     const std::vector<bool> skips = SkippedSteps(RunReference(c, e.reporting.reduction, false));
-    for (uint64_t seed = 1000; seed < 1006; ++seed) {  // world 1: one rank reports all
-      Report(e, RunReference(c, e.reporting.reduction, false, &skips, nullptr, seed));
+    for (uint64_t seed = 1000; seed < 1006; ++seed) {
+      ReportRun(e, RunReference(c, e.reporting.reduction, false, &skips, nullptr, seed));
       ++runs;
       const NumericResult samples = OwnKernels(c, e, kRandomTwins);
       EXPECT_EQ(samples.verdict.kind, VerdictKind::kPass)
