@@ -80,14 +80,11 @@ at::Tensor RoundAtRandom(const at::Tensor& x, at::ScalarType to, at::Generator g
     case at::kHalf:
       mantissa = 10;
       break;
-    case at::kFloat:
-      mantissa = 23;
-      break;
     default:
       throw std::logic_error("RoundAtRandom: no random rounding to this dtype");
   }
   const int64_t drop = 52 - mantissa;
-  const at::Tensor wide = x.detach().to(at::kDouble);
+  const at::Tensor wide = x.detach().to(at::kDouble).contiguous();
   const at::Tensor noise =
       at::randint(0, int64_t{1} << drop, wide.sizes(), gen, at::TensorOptions().dtype(at::kLong));
   const at::Tensor bits = wide.view(at::kLong).add(noise).bitwise_and(~((int64_t{1} << drop) - 1));

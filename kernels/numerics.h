@@ -43,8 +43,9 @@ Numerics MakeNumerics(DType compute);
 // every gradient flowing into it to `compute` at random, from `seed` (see Note [Random rounding]).
 Numerics MakeRandomRoundingNumerics(DType compute, uint64_t seed);
 
-// `x` rounded to `to`, to one of its two neighbours there, the farther with probability its
-// distance over theirs (stochastic rounding); returned in x's dtype. Non-finite values stay.
+// `x` rounded stochastically to `to` (bf16 or fp16): to the neighbour of larger magnitude with
+// probability |x - smaller| / |larger - smaller|, else to the smaller; returned in x's dtype.
+// Non-finite values stay.
 at::Tensor RoundAtRandom(const at::Tensor& x, at::ScalarType to, at::Generator gen);
 
 }  // namespace paradiff
