@@ -111,16 +111,26 @@ TEST(TwinSamples, AnIndependentlyRoundedRunPassesWhereOneSampleFailed) {
 }
 
 // A run with its own kernels (here the engine's, declared otherwise) passes, and a gradient off by
-// a quarter is still found, localized to its tensor.
+// a quarter is still found, localized to its tensor: in bf16, and in fp16 under a dynamic loss
+// scale (the random twins follow the twin's overflow decisions).
 TEST(TwinSamples, APlantedBugInARunWithItsOwnKernelsIsFound) {
-  Config c = SmallConfig(2, 0);
-  c.precision.compute = DType::kBf16;
-  EngineOutcome e = RunClean(c);
-  EXPECT_EQ(OwnKernels(c, e, kRandomTwins).verdict.kind, VerdictKind::kPass);
-  ScalePieces(e, 0, "grad", 1.25, "blocks.0.mlp.fc1.weight");
-  const Verdict v = OwnKernels(c, e, kRandomTwins).verdict;
-  ASSERT_EQ(v.kind, VerdictKind::kMismatch) << v.message;
-  EXPECT_EQ(v.where.tensor, "blocks.0.mlp.fc1.weight") << v.message;
+  for (const DType compute : {DType::kBf16, DType::kFp16}) {
+    Config c = SmallConfig(2, 0);
+    c.precision.compute = compute;
+    if (compute == DType::kFp16) {
+      c.precision.loss_scale.mode = LossScaleMode::kDynamic;
+      c.precision.loss_scale.init = 1024;
+    }
+    const Status valid = CheckConfig(c, ResourceBudget{});
+    ASSERT_TRUE(valid.ok()) << valid.ToString();
+    EngineOutcome e = RunClean(c);
+    const NumericResult clean = OwnKernels(c, e, kRandomTwins);
+    EXPECT_EQ(clean.verdict.kind, VerdictKind::kPass) << clean.verdict.message;
+    ScalePieces(e, 0, "grad", 1.25, "blocks.0.mlp.fc1.weight");
+    const Verdict v = OwnKernels(c, e, kRandomTwins).verdict;
+    ASSERT_EQ(v.kind, VerdictKind::kMismatch) << v.message;
+    EXPECT_EQ(v.where.tensor, "blocks.0.mlp.fc1.weight") << v.message;
+  }
 }
 
 }  // namespace
