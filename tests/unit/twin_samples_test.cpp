@@ -112,21 +112,31 @@ TEST(TwinSamples, AnIndependentlyRoundedRunPassesWhereOneSampleFailed) {
 
 // A run with its own kernels (here the engine's, declared otherwise) passes, and a gradient off by
 // a quarter is still found, localized to its tensor: in bf16, and in fp16 under a dynamic loss
-// scale (the random twins follow the twin's overflow decisions).
+// scale that overflows at step 0 (the random twins follow the twin's decision and skip it too).
 TEST(TwinSamples, APlantedBugInARunWithItsOwnKernelsIsFound) {
   for (const DType compute : {DType::kBf16, DType::kFp16}) {
     Config c = SmallConfig(2, 0);
     c.precision.compute = compute;
+    int64_t step = 0;  // the first step taken
     if (compute == DType::kFp16) {
+      c.steps = 3;
       c.precision.loss_scale.mode = LossScaleMode::kDynamic;
-      c.precision.loss_scale.init = 1024;
+      c.precision.loss_scale.hysteresis = 1;
+      // The smallest power-of-two scale that overflows at step 0 backs off to one that does not.
+      std::vector<bool> skips;
+      for (double init = 0x1p10; init <= 0x1p40 && (skips.empty() || !skips[0]); init *= 2) {
+        c.precision.loss_scale.init = init;
+        skips = SkippedSteps(RunReference(c, BuiltInReduction(), false));
+      }
+      ASSERT_TRUE(skips[0] && !skips[1]) << "the test wants an overflow at step 0 only";
+      step = 1;
     }
     const Status valid = CheckConfig(c, ResourceBudget{});
     ASSERT_TRUE(valid.ok()) << valid.ToString();
     EngineOutcome e = RunClean(c);
     const NumericResult clean = OwnKernels(c, e, kRandomTwins);
     EXPECT_EQ(clean.verdict.kind, VerdictKind::kPass) << clean.verdict.message;
-    ScalePieces(e, 0, "grad", 1.25, "blocks.0.mlp.fc1.weight");
+    ScalePieces(e, step, "grad", 1.25, "blocks.0.mlp.fc1.weight");
     const Verdict v = OwnKernels(c, e, kRandomTwins).verdict;
     ASSERT_EQ(v.kind, VerdictKind::kMismatch) << v.message;
     EXPECT_EQ(v.where.tensor, "blocks.0.mlp.fc1.weight") << v.message;
