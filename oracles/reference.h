@@ -88,7 +88,8 @@ struct RefOrigin {
 
 // Runs the reference in float64 (truth = true) or in the config's precision, from the initial
 // parameters, or from `origin` (then its steps are origin->step + 1 .. cfg.steps - 1 only).
-// `skips` (truth only): the steps to skip as overflowed, taken from the same-precision twin.
+// `skips` (the truth and the random twins): the steps to skip as overflowed, taken from the
+// same-precision twin.
 // `red`: the run's declared reduction structure, mirrored. `random_rounding` (not the truth): the
 // seed of a twin whose op results round at random (see Note [Random rounding]).
 RefRun RunReference(const Config& cfg, const GradReduction& red, bool truth,
@@ -97,8 +98,8 @@ RefRun RunReference(const Config& cfg, const GradReduction& red, bool truth,
 // The twin, then the truth and `random_twins` random-rounding twins following the twin's overflow
 // decisions.
 RefPair RunReferencePair(const Config& cfg, const GradReduction& red, int64_t random_twins = 0);
-// `base` up to origin.step, whose state there is replaced by the run's (both twin and truth), then
-// the pair restarted from that state (see Note [Local restart]).
+// `base` up to origin.step, whose state there is replaced by the run's (in the twin, the truth and
+// each random twin), then the pair restarted from that state (see Note [Local restart]).
 RefPair RestartReferencePair(const Config& cfg, const RefPair& base, const RefOrigin& origin);
 // Whether the same-precision twin overflows in the one step after `origin` (its loss scale times
 // origin.scale_factor); see Note [Overflow margin] in numeric_oracle.cpp.
