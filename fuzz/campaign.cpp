@@ -317,6 +317,14 @@ StatusOr<CampaignSummary> RunCampaign(const CampaignOptions& opts, std::ostream&
       if (it == in_flight.end()) continue;
       const Config cfg = it->second;
       in_flight.erase(it);
+      if (e.kind == PoolEvent::kInterrupted) {
+        // Not a finding (see PoolEvent::kInterrupted): the index stays incomplete, a resume runs
+        // it.
+        log << "INFO: index " << e.index << " not checked: its " << e.detail
+            << "; the campaign stops (rerun the same command to resume)" << std::endl;
+        g_interrupted = 1;
+        continue;
+      }
       nlohmann::json verdict = e.kind == PoolEvent::kResult
                                    ? e.result.value("verdict", nlohmann::json::object())
                                : e.kind == PoolEvent::kCrash ? WorkerVerdict("crash", e.detail, cfg)

@@ -13,10 +13,15 @@
 namespace paradiff {
 
 struct PoolEvent {
-  enum Kind { kResult, kCrash, kTimeout } kind = kResult;
+  // kInterrupted: the worker ended by SIGINT, SIGTERM or SIGHUP, signals someone sends (a Ctrl-C
+  // or a `timeout` reaches the whole process group), never one a checked config raises: the task
+  // was not checked, and the campaign stops as interrupted. (Appended: MpiTaskPool sends kinds as
+  // numbers.)
+  enum Kind { kResult, kCrash, kTimeout, kInterrupted } kind = kResult;
   int64_t index = -1;
   nlohmann::json result;  // kResult: the worker's line
-  std::string detail;     // kCrash: how the worker ended (signal / exit code); kTimeout: the limit
+  std::string detail;     // kCrash, kInterrupted: how the worker ended (signal / exit code);
+                          // kTimeout: the limit
   int host = 0;           // the MPI rank whose worker ran the task (0 without MPI)
 };
 

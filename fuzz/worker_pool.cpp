@@ -52,11 +52,13 @@ void WorkerPool::Start(Worker& w) {
   w.from = from[0];
 }
 
-std::string WorkerPool::Reap(Worker& w) {
+std::string WorkerPool::Reap(Worker& w, int* signal) {
   int status = 0;
   std::string how = "ended";
+  if (signal != nullptr) *signal = 0;
   if (::waitpid(w.pid, &status, 0) == w.pid) {
     if (WIFSIGNALED(status)) {
+      if (signal != nullptr) *signal = WTERMSIG(status);
       how = std::string("killed by signal ") + std::to_string(WTERMSIG(status)) + " (" +
             strsignal(WTERMSIG(status)) + ")";
     } else if (WIFEXITED(status)) {
@@ -132,11 +134,15 @@ std::vector<PoolEvent> WorkerPool::Poll(std::chrono::milliseconds wait) {
     if (dead) {
       const int64_t task = w.task;
       w.task = -1;
-      const std::string how = Reap(w);
+      int signal = 0;
+      const std::string how = Reap(w, &signal);
       ::close(w.to);
       ::close(w.from);
       w = Worker();
-      if (task >= 0) events.push_back({PoolEvent::kCrash, task, {}, "worker " + how});
+      const bool outside = signal == SIGINT || signal == SIGTERM || signal == SIGHUP;
+      if (task >= 0)
+        events.push_back(
+            {outside ? PoolEvent::kInterrupted : PoolEvent::kCrash, task, {}, "worker " + how});
       Start(w);
       ++restarts_;
     } else if (w.task >= 0 && now - w.started > task_timeout_) {

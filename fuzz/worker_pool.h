@@ -41,7 +41,8 @@ class WorkerPool : public TaskPool {
   };
   void Start(Worker& w);
   void Stop(Worker& w, bool kill);
-  std::string Reap(Worker& w);
+  // Waits for `w` to end; how it ended, in words, and the signal that ended it (0 if none).
+  std::string Reap(Worker& w, int* signal = nullptr);
 
   std::string exe_;
   int64_t mem_mb_;

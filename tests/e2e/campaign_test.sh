@@ -80,6 +80,26 @@ case $CASE in
     [ "$(findings_of "$TMP/w")" = "$(findings_of "$TMP/ref")" ] ||
       fail "resumed findings '$(findings_of "$TMP/w")' != uninterrupted '$(findings_of "$TMP/ref")'"
     ;;
+  group_signal_resumes)
+    # A SIGTERM to the campaign's whole process group (what `timeout` and a Ctrl-C do) ends its
+    # workers too: their tasks are not findings, the campaign stops as interrupted, and a resume
+    # checks what was left.
+    args=(campaign --workdir "$TMP/w" --runs 40 --jobs 2 --seed 7)
+    setsid "$P" "${args[@]}" >"$TMP/first" 2>&1 &
+    pid=$!
+    for _ in $(seq 1 300); do  # until both workers run tasks, then the group's SIGTERM
+      [ -f "$TMP/w/stats.json" ] && [ "$(stat_of "$TMP/w" execs)" -ge 2 ] && break
+      sleep 0.1
+    done
+    kill -TERM -- "-$pid"; wait "$pid"
+    grep -q "campaign CLEAN .*(interrupted; rerun the same command to resume)" "$TMP/first" ||
+      fail "no interrupted CLEAN summary: $(tail -3 "$TMP/first")"
+    [ -d "$TMP/w/findings" ] && [ -n "$(ls "$TMP/w/findings")" ] &&
+      fail "a worker ended by the group's SIGTERM was recorded: $(ls "$TMP/w/findings")"
+    [ "$(stat_of "$TMP/w" done_below)" -lt 40 ] || fail "the campaign finished before the signal"
+    expect 0 "$P" "${args[@]}"
+    has "SUMMARY: paradiff: campaign CLEAN seed=7 execs=40 findings=0"
+    ;;
   inconclusive_kept)
     # A seed corpus of one config whose training diverges (SGD at lr 1e30): its checks are
     # inconclusive, never findings, and each reason is kept like a finding and replays the same.

@@ -9,7 +9,7 @@ foreach(case help usage_errors domain validate_examples validate_invalid run_pas
 endforeach()
 
 foreach(case clean injected_found_and_replayed crash_and_hang_recorded kill_and_resume workdir_locked
-        bad_options inconclusive_kept feedback_reproducible known_baseline)
+        bad_options inconclusive_kept feedback_reproducible known_baseline group_signal_resumes)
   add_test(NAME e2e.campaign.${case}
            COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/e2e/campaign_test.sh $<TARGET_FILE:paradiff> ${case})
   set_tests_properties(e2e.campaign.${case} PROPERTIES LABELS "e2e;campaign" TIMEOUT 300)
