@@ -362,10 +362,9 @@ def train(rank, world, run_dir, a, extra):
         save_checkpoint(engine, run["save_checkpoint"], cfg, rank)
     with open(os.path.join(out_dir, "rank%d.json" % rank), "w") as f:
         json.dump({"steps": steps}, f)
-    tdist.barrier()
-    tdist.destroy_process_group()
+    import serve
+    serve.end_group(tdist)
     if rank == 0:
-        import serve
         serve.record_imports()
 
 

@@ -128,7 +128,7 @@ def train(rank, world, run_dir, plant):
     with open(os.path.join(out_dir, "rank%d.json" % rank), "w") as f:
         json.dump({"steps": steps}, f)
     if world > 1:
-        dist.destroy_process_group()
+        serve.end_group(dist)
     if rank == 0:
         serve.record_imports()
 

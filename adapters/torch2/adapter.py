@@ -311,20 +311,19 @@ def train(rank, world, run_dir, a):
         extra["schedule_run"] = pipe.schedule_run
     with open(os.path.join(out_dir, "rank%d.json" % rank), "w") as f:
         json.dump(dict(steps=steps, **extra), f)
-    destroy_group()
+    serve.end_group(dist, destroy_group)
     if rank == 0:
         serve.record_imports()
 
 
 def destroy_group():
-    """Ends the run's process group. torch 2.6 and 2.8 can join gloo's worker threads holding the
-    GIL while a worker waits for it to free a finished collective's tensors (docs/TORCH2.md T2-5:
-    in `destroy_process_group` before PR 154976, and on 2.8.0 in DDP's reducer, which may hold the
-    group's last reference): there the ranks first pass a barrier, which gloo runs after every
-    earlier collective, and give the GIL up for 50 ms so that the workers drop their finished work.
-    A teardown workaround: the run's outputs are already written."""
+    """Destroys the run's process group, past serve.end_group's barrier (which gloo runs after
+    every earlier collective). torch 2.6 and 2.8 can join gloo's worker threads holding the GIL
+    while a worker waits for it to free a finished collective's tensors (docs/TORCH2.md T2-5: in
+    `destroy_process_group` before PR 154976, and on 2.8.0 in DDP's reducer, which may hold the
+    group's last reference): there the rank first gives the GIL up for 50 ms so that the workers
+    drop their finished work. A teardown workaround: the run's outputs are already written."""
     if torch.__version__ < (2, 9):
-        dist.barrier()
         time.sleep(0.05)
     dist.destroy_process_group()
 
