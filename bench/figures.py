@@ -152,7 +152,9 @@ for name in (n for n in names if n != "spawn"):
     figure(f"warm / cold target runs per second, {t['target']}", round(t["warm_over_cold"], 1), "x",
            ">= 10x", t["warm_over_cold"] >= 10, cmd_tg.replace("TARGET", f"adapters/.../{name}.json").replace("NAME", name),
            f"warm {t['warm_runs_per_s']:.2f} runs/s, cold {t['cold_runs_per_s']:.2f} runs/s, {t['configs']} configs x "
-           f"{t['rounds']} rounds; whole checks on warm workers {t['warm_checks_per_s']:.2f}/s; "
+           f"{t['rounds']} rounds (after the first round, the worker long started: "
+           f"{t.get('warm_over_cold_after_first_round', float('nan')):.1f}x); "
+           f"whole checks on warm workers {t['warm_checks_per_s']:.2f}/s; "
            f"failed {t['failed']}, observations differing warm vs cold {t['mismatches']}; load {t['load_average_1m']}")
     spawn = load("target-spawn.json") if name == "torch" else None
     if spawn and spawn["checked_per_s"] > 0:
