@@ -69,7 +69,7 @@ PY
     ;;
   deepspeed_warm_leaks_nothing)  # protocol 2: nothing one config does reaches the next
     need_deepspeed
-    warm_leaks_nothing "$DS/deepspeed.json" "$T/deepspeed_dp2.json" 6
+    warm_leaks_nothing "$DS/deepspeed.json" "$T/deepspeed_dp2.json" 100
     ;;
   deepspeed_pipe_parity)
     need_deepspeed

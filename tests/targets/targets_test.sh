@@ -164,7 +164,7 @@ PY
   torch_warm_leaks_nothing)
     # Protocol 2 (docs/TARGETS.md "Warm workers"): nothing one config does reaches the next.
     need_torch
-    warm_leaks_nothing "$SRC/adapters/torch/torch.json" "$T/torch_accumulate_dp2.json" 20
+    warm_leaks_nothing "$SRC/adapters/torch/torch.json" "$T/torch_accumulate_dp2.json" 100
     ;;
   torch_accumulate_dp2)
     # Regression (issue 32): DDP accumulates under no_sync and reduces once per step; the twin

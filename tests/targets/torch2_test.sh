@@ -312,8 +312,8 @@ c['optimizer']['schedule'] = {'kind': 'warmup_linear', 'warmup_steps': 3, 'total
       "$A/repro/fsdp2_tp_momentum_drops_strided_shard.py" "its placement says"
     ;;
   warm_leaks_nothing)  # protocol 2: nothing one config does reaches the next (DDP and FSDP2)
-    warm_leaks_nothing "$A/torch2_ddp.json" "$T/torch_accumulate_dp2.json" 8
-    warm_leaks_nothing "$A/torch2_fsdp2.json" "$T/torch2_dp2_zero3.json" 8
+    warm_leaks_nothing "$A/torch2_ddp.json" "$T/torch_accumulate_dp2.json" 100
+    warm_leaks_nothing "$A/torch2_fsdp2.json" "$T/torch2_dp2_zero3.json" 100
     ;;
   ddp_campaign) campaign "$A/torch2_ddp.json" 21 4 ;;
   ddp_static_campaign) campaign "$A/torch2_ddp_static_sync.json" 22 2 ;;
