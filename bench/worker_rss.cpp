@@ -107,7 +107,9 @@ int main(int argc, char** argv) {
           ++lost;
           lost_tasks.push_back(
               {{"index", ev.index},
-               {"kind", ev.kind == paradiff::PoolEvent::kCrash ? "crash" : "timeout"},
+               {"kind", ev.kind == paradiff::PoolEvent::kCrash     ? "crash"
+                        : ev.kind == paradiff::PoolEvent::kTimeout ? "timeout"
+                                                                   : "interrupted"},
                {"detail", ev.detail},
                {"config", paradiff::ConfigToJson(configs[ev.index])}});
           std::fprintf(stderr,
