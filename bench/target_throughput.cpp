@@ -24,6 +24,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <nlohmann/json.hpp>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -110,7 +111,6 @@ int main(int argc, char** argv) {
   std::vector<Config> configs;
   for (int i = 0; i < n; ++i) configs.push_back(paradiff::GenerateConfig(rng, domain));
 
-  double cold_s = 0, warm_s = 0;
   std::vector<double> cold_by_round, warm_by_round;
   int64_t failed = 0, mismatches = 0;
   paradiff::WarmWorkers warm(warm_spec, "");
@@ -126,7 +126,6 @@ int main(int argc, char** argv) {
       cold_each.push_back(std::chrono::duration<double>(Clock::now() - t).count());
     }
     cold_by_round.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
-    cold_s += cold_by_round.back();
     t0 = Clock::now();
     for (size_t i = 0; i < configs.size(); ++i) {
       const auto t = Clock::now();
@@ -143,8 +142,9 @@ int main(int argc, char** argv) {
       }
     }
     warm_by_round.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
-    warm_s += warm_by_round.back();
   }
+  const double cold_s = std::accumulate(cold_by_round.begin(), cold_by_round.end(), 0.0);
+  const double warm_s = std::accumulate(warm_by_round.begin(), warm_by_round.end(), 0.0);
   const int64_t warm_started = warm.started();
   paradiff::CheckOptions check;
   check.run_engine = [&](const Config& c) { return paradiff::RunTarget(warm_spec, c, {}, &warm); };
