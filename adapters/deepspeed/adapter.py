@@ -196,6 +196,7 @@ def train(rank, world, run_dir, a, extra):
     from deepspeed.utils import safe_get_local_fp32_param, safe_get_local_grad, safe_get_local_optimizer_state
     sys.path.insert(0, TORCH_ADAPTER)
     import safetensors_io
+    import serve
     from model import Gpt
 
     plant = a.plant
@@ -362,7 +363,6 @@ def train(rank, world, run_dir, a, extra):
         save_checkpoint(engine, run["save_checkpoint"], cfg, rank)
     with open(os.path.join(out_dir, "rank%d.json" % rank), "w") as f:
         json.dump({"steps": steps}, f)
-    import serve
     serve.end_group(tdist)
     if rank == 0:
         serve.record_imports()
