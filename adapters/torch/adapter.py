@@ -8,10 +8,11 @@ Reads RUN_DIR/{config.json, run.json, init.safetensors, data/step<S>.safetensors
 config's GPT (model.py) on dp ranks, and writes RUN_DIR/out/rank<R>.json and
 rank<R>.step<S>.safetensors with the tensor kinds run.json asks for ("kinds": the target file's
 "reports"). Ranks come from torchrun's environment (RANK, WORLD_SIZE) when set, otherwise this
-process forks them (serve.py: also for --serve, a warm worker). ZeRO stage 0: DDP + the torch optimizer; stage 1: DDP +
-ZeroRedundancyOptimizer. DDP's bucket size is zero.bucket_elems elements; accumulation runs the
-first micro-steps under no_sync. grad_norm is torch's own: the float32 total norm returned by
-clip_grad_norm_ (the target file declares "grad_norm_dtype": "fp32").
+process forks them (serve.py); --serve is a warm worker whose ranks outlive configs (crew.py).
+ZeRO stage 0: DDP + the torch optimizer; stage 1: DDP + ZeroRedundancyOptimizer. DDP's bucket
+size is zero.bucket_elems elements; accumulation runs the first micro-steps under no_sync.
+grad_norm is torch's own: the float32 total norm returned by clip_grad_norm_ (the target file
+declares "grad_norm_dtype": "fp32").
 
 Planted bugs for paradiff's self-test (never on by default):
 --plant sum_not_average: a DDP comm hook that all-reduces gradients without dividing by the world
@@ -33,6 +34,7 @@ from torch.distributed.optim import ZeroRedundancyOptimizer
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import crew  # noqa: E402
 import lr_schedule  # noqa: E402
 import safetensors_io  # noqa: E402
 import serve  # noqa: E402
@@ -64,8 +66,7 @@ def train(rank, world, run_dir, plant):
     cfg = json.load(open(os.path.join(run_dir, "config.json")))
     run = json.load(open(os.path.join(run_dir, "run.json")))
     if world > 1:
-        dist.init_process_group("gloo", init_method="file://" + os.path.join(run_dir, "store"),
-                                rank=rank, world_size=world)
+        crew.join_group(dist, rank, world, run_dir)
     prec, opt_cfg = cfg["precision"], cfg["optimizer"]
     init, _ = safetensors_io.read(os.path.join(run_dir, "init.safetensors"))
     model = Gpt(cfg["model"], run["params"], init, DTYPES[prec["compute"]])
@@ -140,7 +141,7 @@ def main():
     ap.add_argument("--plant", default="", choices=["", "sum_not_average", "lr_scaled_by_world"])
     a = ap.parse_args()
     if a.serve:
-        serve.serve(lambda run_dir: serve.fork_ranks(train, run_dir, a.plant))
+        serve.serve(crews=crew.Crews(train, (a.plant,)))
     elif a.run_dir is None:
         ap.error("a run dir, or --serve")
     elif "RANK" in os.environ:  # under torchrun

@@ -7,7 +7,9 @@ forks a leader, a fresh copy of the warm process (so nothing one config does rea
 in its own process group, with stdout and stderr in RUN/target.log and its cwd in RUN, that runs
 the config exactly as a protocol-1 launch does (forking the ranks itself). When the leader is gone
 its group is killed (ranks it left behind) and the worker replies one JSON line: {"run_dir": RUN,
-"exit": CODE} or {"run_dir": RUN, "signal": SIGNAL}. The end of stdin ends the worker.
+"exit": CODE} or {"run_dir": RUN, "signal": SIGNAL}. The end of stdin ends the worker. An adapter
+whose framework keeps no config's state in a process may run its configs on ranks that outlive
+them instead (crew.py).
 
 Frameworks import much of themselves lazily, inside the calls a rank makes (DeepSpeed's ZeRO
 optimizer check imports torch.compile's machinery: 2.6 s of every run). A rank that calls
@@ -69,9 +71,13 @@ def end_group(dist, destroy=None):
         (destroy or dist.destroy_process_group)()
 
 
-def _rank(index, train, *args):
+def mark_exits_hard():
     global _exits_hard
     _exits_hard = True
+
+
+def _rank(index, train, *args):
+    mark_exits_hard()
     die_with_parent()
     train(index, *args)
 
@@ -117,8 +123,9 @@ def _import(names):
                 pass
 
 
-def serve(run):
-    """Serves run dirs until stdin ends; run(run_dir) runs one config in the calling process."""
+def serve(run=None, crews=None):
+    """Serves run dirs until stdin ends: run(run_dir) runs one config in a forked leader, or, where
+    the adapter opts in, crews (crew.Crews) runs it on ranks that outlive a config."""
     reply = os.fdopen(REPLY_FD, "w", buffering=1)
     for line in sys.stdin:
         run_dir = line.strip()
@@ -127,6 +134,10 @@ def serve(run):
         # In the run dir, which paradiff owns, and read (and removed) before the reply: a worker
         # killed at any point leaves nothing behind, and the run dir ends as a protocol-1 one.
         modules = os.path.join(run_dir, MODULES_FILE)
+        if crews is not None:
+            reply.write(json.dumps(crews.run(run_dir)) + "\n")
+            _import(_read_recorded(modules))
+            continue
         os.environ[MODULES_ENV] = modules
         sys.stdout.flush()
         sys.stderr.flush()
@@ -151,33 +162,53 @@ def serve(run):
         names = _read_recorded(modules)
         reply.write(json.dumps(answer) + "\n")
         _import(names)
+    if crews is not None:
+        crews.dismiss()
+
+
+def run_for_code(fn, *args):
+    """fn(*args)'s exit code as a process's: 0, SystemExit's code, or 1 with the traceback printed."""
+    try:
+        fn(*args)
+        return 0
+    except SystemExit as e:
+        return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    except BaseException:
+        traceback.print_exc()
+        return 1
+
+
+def exit_now(code):
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    finally:
+        os._exit(code)
+
+
+def null_stdin():
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+
+
+def output_to(path, flags):
+    """Points stdout and stderr at path, opened write-only with flags."""
+    log = os.open(path, os.O_WRONLY | flags, 0o644)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    os.close(log)
 
 
 def _lead(run, run_dir):
-    global _exits_hard
-    _exits_hard = True
-    code = 1
-    try:
+    def lead():
         die_with_parent()
         os.setpgid(0, 0)
         os.close(REPLY_FD)
-        null = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(null, 0)
-        os.close(null)
-        log = os.open(os.path.join(run_dir, "target.log"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        os.dup2(log, 1)
-        os.dup2(log, 2)
-        os.close(log)
+        null_stdin()
+        output_to(os.path.join(run_dir, "target.log"), os.O_CREAT | os.O_TRUNC)
         os.chdir(run_dir)
         run(run_dir)
-        code = 0
-    except SystemExit as e:
-        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-    except BaseException:
-        traceback.print_exc()
-    finally:
-        try:
-            sys.stdout.flush()
-            sys.stderr.flush()
-        finally:
-            os._exit(code)
+
+    mark_exits_hard()
+    exit_now(run_for_code(lead))

@@ -55,13 +55,14 @@ json.dump(t, open(sys.argv[2], "w"))
 PY
 }
 planted_target() { derive_target "$1" "$2" "t['command'] += ['--plant', '$3']"; }
-# warm_leaks_nothing TARGET CONFIG N: on one warm worker (protocol 2), CONFIG checked first and
-# CONFIG checked again after N other configs (CONFIG with other data and learning rates) write
-# byte-identical outputs (every file under out/ of their run dirs).
+# warm_leaks_nothing TARGET CONFIG N [VARY]: on one warm worker (protocol 2), CONFIG checked first
+# and CONFIG checked again after N other configs (CONFIG with other data and learning rates, and
+# VARY, Python run on the other config `c` and its index `i`) write byte-identical outputs (every
+# file under out/ of their run dirs).
 warm_leaks_nothing() {
-  local target=$1 cfg=$2 n=$3 list=("$2") i
+  local target=$1 cfg=$2 n=$3 vary=${4:-pass} list=("$2") i
   for i in $(seq 1 "$n"); do
-    derive_json "$cfg" "$TMP/other$i.json" "c['seed'] = c.get('seed', 1) + $i; c['optimizer']['lr'] = c['optimizer'].get('lr', 0.01) * (1 + $i / 8)"
+    derive_json "$cfg" "$TMP/other$i.json" "i = $i; c['seed'] = c.get('seed', 1) + i; c['optimizer']['lr'] = c['optimizer'].get('lr', 0.01) * (1 + i / 8); $vary"
     list+=("$TMP/other$i.json")
   done
   cp "$cfg" "$TMP/again.json"

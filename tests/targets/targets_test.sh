@@ -162,9 +162,35 @@ sys.exit(1 if bad or len(s0) < 10 or not cons or not all(c["ok"] and c["bound"] 
 PY
     ;;
   torch_warm_leaks_nothing)
-    # Protocol 2 (docs/TARGETS.md "Warm workers"): nothing one config does reaches the next.
+    # Protocol 2 (docs/TARGETS.md "Warm workers"): nothing one config does reaches the next, though
+    # the ranks of each world size outlive their configs (adapters/torch/crew.py): the others run
+    # at world 1 to 4, ZeRO 0 and 1, with each optimizer.
     need_torch
-    warm_leaks_nothing "$SRC/adapters/torch/torch.json" "$T/torch_accumulate_dp2.json" 100
+    warm_leaks_nothing "$SRC/adapters/torch/torch.json" "$T/torch_accumulate_dp2.json" 100 \
+      "c['parallel'] = {'world': 1 + i % 4, 'dp': 1 + i % 4}; c['zero'] = {'stage': i // 4 % 2}; c['optimizer']['kind'] = ['adam', 'sgd', 'adamw'][i % 3]"
+    ;;
+  torch_crew_faults)
+    # A rank of a crew that raises, dies of a signal or exits is the crash a forked rank's would
+    # be (its state named), and the configs after it run as on a new worker (tests/targets/crew_faults.py).
+    need_torch
+    derive_target "$SRC/adapters/torch/torch.json" "$TMP/faults.json" "t['command'] = ['/usr/bin/python3', '$T/crew_faults.py']"
+    for s in 42 901 42 902 42 903 42; do derive_json "$T/torch_accumulate_dp2.json" "$TMP/c$s.json" "c['seed'] = $s"; done
+    expect 3 "$P" replay "$TMP"/c{42,901,42,902,42,903,42}.json --target "$TMP/faults.json" --oracles numeric --keep-run-dirs "$TMP/keep"
+    has "c901.json +crash.target.-.-.run.exit.RuntimeError-faulty"
+    has "paradiff crew: rank 1 terminated with signal SIGSEGV"
+    has "paradiff crew: rank 1 exited with code 4"
+    has "fails=3 pass=4"
+    /usr/bin/python3 - "$TMP/keep" <<'PY' || fail "a config after a crew's fault differs from its first run"
+import filecmp, glob, json, os, sys
+runs = [d for d in glob.glob(os.path.join(sys.argv[1], "paradiff-target-*"))
+        if json.load(open(os.path.join(d, "config.json")))["seed"] == 42]
+assert len(runs) == 4, runs
+outs = sorted(os.listdir(os.path.join(runs[0], "out")))
+for d in runs[1:]:
+    _, diff, errors = filecmp.cmpfiles(os.path.join(runs[0], "out"), os.path.join(d, "out"), outs, shallow=False)
+    assert outs and not diff and not errors, (d, diff, errors)
+print("4 runs of seed 42 around 3 faults: %d output files identical" % len(outs))
+PY
     ;;
   torch_accumulate_dp2)
     # Regression (issue 32): DDP accumulates under no_sync and reduces once per step; the twin
