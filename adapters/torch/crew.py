@@ -3,15 +3,17 @@
 A crew is `world` rank processes forked from the warm worker, with one gloo process group formed
 when the crew starts. Each takes run dirs over its own pipe, runs train(rank, world, run_dir,
 *args) with stdout and stderr appended to RUN/target.log and its cwd in RUN, and answers its exit
-code. The worker keeps the crew while configs come at its world size and forms a new one when the
-size changes; a crew in which a rank failed, died or outlived the worker's patience is killed and
-the next config gets a fresh one. A config's own objects (model, DDP, optimizer) die with its
-train call; what a crew carries from one config to the next is the process group and what the
-framework keeps per process, which is why an adapter opts in only where its framework keeps no
-config's state in that group (adapters/torch/adapter.py: DDP and ZeroRedundancyOptimizer build
-everything per call). warm_leaks_nothing (tests/e2e/lib.sh) checks it byte for byte.
+code. The worker keeps one crew per world size, formed at the first config of that size; a crew in
+which a rank failed or died is killed, and the next config of its size gets a fresh one (a hung
+crew dies with its worker, which paradiff's watchdog kills). A config's own objects (model, DDP,
+optimizer) die with its train call; what a crew carries from one config to the next is the process
+group and what the framework keeps per process, which is why an adapter opts in only where its
+framework keeps no config's state in that group (adapters/torch/adapter.py: DDP and
+ZeroRedundancyOptimizer build everything per call). warm_leaks_nothing (tests/e2e/lib.sh) checks it
+byte for byte.
 
-The group comes from a file store in a directory beside the run dirs, removed with the crew.
+The group comes from a file store in a directory beside the run dirs, removed once the group is
+formed. At world 1 a crew is one process without a group.
 """
 import json
 import os
@@ -38,33 +40,40 @@ def _say(fd, text):
     os.write(fd, (text + "\n").encode())
 
 
-def _rank(index, world, store, train, args, requests, replies):
-    """A crew's rank: forms the group, then runs the run dirs it is sent until its pipe ends."""
+def _rank(index, world, store, train, args, requests, replies, first_log):
+    """A crew's rank: forms the group, then runs the run dirs it is sent until its pipe ends. Its
+    output goes to the log of the run it works for (the first run's while it forms the group), to
+    the worker's log in between."""
     global _in_crew
     _in_crew = True
     serve.mark_exits_hard()
-    serve.exit_now(serve.run_for_code(_serve_rank, index, world, store, train, args, requests, replies))
-
-
-def _serve_rank(index, world, store, train, args, requests, replies):
     serve.die_with_parent()
     serve.null_stdin()  # the worker's stdin holds paradiff's requests
+    worker_log = os.dup(1), os.dup(2)
+    serve.output_to(first_log, os.O_APPEND)
+    serve.exit_now(serve.run_for_code(_serve_rank, index, world, store, train, args, requests, replies,
+                                      worker_log))
+
+
+def _serve_rank(index, world, store, train, args, requests, replies, worker_log):
+    def answer(text):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(worker_log[0], 1)
+        os.dup2(worker_log[1], 2)
+        _say(replies, text)
+
     if world > 1:
         import torch.distributed as dist
         dist.init_process_group("gloo", init_method="file://" + store, rank=index, world_size=world)
-    _say(replies, "ready")
-    saved = os.dup(1), os.dup(2)
+    answer("ready")
     for line in os.fdopen(requests):
         run_dir = line.strip()
         os.environ[serve.MODULES_ENV] = os.path.join(run_dir, serve.MODULES_FILE)
         serve.output_to(os.path.join(run_dir, "target.log"), os.O_APPEND)
         os.chdir(run_dir)
         code = serve.run_for_code(train, index, world, run_dir, *args)
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os.dup2(saved[0], 1)
-        os.dup2(saved[1], 2)
-        _say(replies, str(code))
+        answer(str(code))
         if code:
             sys.exit(code)
 
@@ -72,9 +81,9 @@ def _serve_rank(index, world, store, train, args, requests, replies):
 class Crew:
     """One crew, on the worker's side: its ranks' pids, the pipes to them, its store."""
 
-    def __init__(self, world, train, args, beside, inherited):
+    def __init__(self, world, train, args, run_dir, inherited):
         self.pids, self.requests, self.replies = [], [], []
-        self.store_dir = tempfile.mkdtemp(prefix="paradiff-crew-", dir=beside)
+        self.store_dir = tempfile.mkdtemp(prefix="paradiff-crew-", dir=os.path.dirname(run_dir))
         store = os.path.join(self.store_dir, "store")
         sys.stdout.flush()
         sys.stderr.flush()
@@ -86,7 +95,7 @@ class Crew:
             if pid == 0:
                 for fd in inherited + self.requests + self.replies + [req_w, rep_r, serve.REPLY_FD]:
                     os.close(fd)
-                _rank(index, world, store, train, args, req_r, rep_w)
+                _rank(index, world, store, train, args, req_r, rep_w, os.path.join(run_dir, "target.log"))
             os.close(req_r)
             os.close(rep_w)
             self.pids.append(pid)
@@ -133,9 +142,8 @@ class Crew:
 
 
 class Crews:
-    """The worker's side: runs each config of world > 1 on the crew of that size, formed at the
-    first such config and kept while it succeeds (at most one crew per world size, idle ranks
-    blocked on their pipes)."""
+    """The worker's side: runs each config on the crew of its world size, formed at the first
+    such config and kept while it succeeds (idle ranks block on their pipes)."""
 
     def __init__(self, train, args):
         self.train, self.args = train, args
@@ -149,7 +157,7 @@ class Crews:
         crew = self.crews.get(world)
         if crew is None:
             inherited = [fd for c in self.crews.values() for fd in c.fds()]
-            crew = self.crews[world] = Crew(world, self.train, self.args, os.path.dirname(run_dir), inherited)
+            crew = self.crews[world] = Crew(world, self.train, self.args, run_dir, inherited)
             failure = crew.collect(lambda answer: answer == "ready")
             if failure:
                 return self._fail(world, run_dir, failure)

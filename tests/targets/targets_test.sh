@@ -170,16 +170,20 @@ PY
       "c['parallel'] = {'world': 1 + i % 4, 'dp': 1 + i % 4}; c['zero'] = {'stage': i // 4 % 2}; c['optimizer']['kind'] = ['adam', 'sgd', 'adamw'][i % 3]"
     ;;
   torch_crew_faults)
-    # A rank of a crew that raises, dies of a signal or exits is the crash a forked rank's would
-    # be (its state named), and the configs after it run as on a new worker (tests/targets/crew_faults.py).
+    # A rank of a crew that raises, dies of a signal or exits, or fails to form the crew's group,
+    # is the crash a forked rank's would be (its state named, from the run's own log), and the
+    # configs after it run as on a new worker (tests/targets/crew_faults.py).
     need_torch
     derive_target "$SRC/adapters/torch/torch.json" "$TMP/faults.json" "t['command'] = ['/usr/bin/python3', '$T/crew_faults.py']"
     for s in 42 901 42 902 42 903 42; do derive_json "$T/torch_accumulate_dp2.json" "$TMP/c$s.json" "c['seed'] = $s"; done
-    expect 3 "$P" replay "$TMP"/c{42,901,42,902,42,903,42}.json --target "$TMP/faults.json" --oracles numeric --keep-run-dirs "$TMP/keep"
+    derive_json "$T/torch_accumulate_dp2.json" "$TMP/w3.json" "c['seed'] = 77; c['parallel'] = {'world': 3, 'dp': 3}"
+    expect 3 "$P" replay "$TMP"/c{42,901,42,902,42,903,42}.json "$TMP/w3.json" --target "$TMP/faults.json" \
+      --oracles numeric --keep-run-dirs "$TMP/keep"
     has "c901.json +crash.target.-.-.run.exit.RuntimeError-faulty"
     has "paradiff crew: rank 1 terminated with signal SIGSEGV"
     has "paradiff crew: rank 1 exited with code 4"
-    has "fails=3 pass=4"
+    has "w3.json +crash.target.-.-.run.exit.RuntimeError-init_process_group"
+    has "fails=4 pass=4"
     /usr/bin/python3 - "$TMP/keep" <<'PY' || fail "a config after a crew's fault differs from its first run"
 import filecmp, glob, json, os, sys
 runs = [d for d in glob.glob(os.path.join(sys.argv[1], "paradiff-target-*"))
