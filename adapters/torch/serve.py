@@ -63,10 +63,10 @@ _exits_hard = False
 def end_group(dist, destroy=None):
     """Ends a rank's process group after its last collective. A barrier first: gloo's barrier
     waits for its own sends, so a rank past it owes no peer a byte. Then, in a process that ends
-    with os._exit or a crew's rank, nothing more: destroying the group (gloo closes its pairs and joins its threads;
-    DDP's reducer may hold the group's last reference) cost 15-40 ms of a 0.15 s warm torch 1.13
-    run and only delays the exit. Elsewhere (a launch at world 1, torchrun) destroy(), by default
-    dist.destroy_process_group."""
+    with os._exit or a crew's rank, nothing more: destroying the group (gloo closes its pairs and
+    joins its threads; DDP's reducer may hold the group's last reference) cost 15-40 ms of a 0.15 s
+    warm torch 1.13 run and only delays the exit. Elsewhere (a launch at world 1, torchrun)
+    destroy(), by default dist.destroy_process_group."""
     dist.barrier()
     if not _exits_hard:
         (destroy or dist.destroy_process_group)()
