@@ -2,7 +2,7 @@
 """Test double for crews (adapters/torch/crew.py): the torch adapter's warm worker, with faults
 planted by the config's seed in rank 1: 901 raises, 902 kills itself with SIGSEGV, 903 exits with
 code 4; any other seed trains as adapters/torch/adapter.py does. A crew of world 3 fails to form
-its group (RuntimeError in init_process_group). Usage: crew_faults.py (serves run dirs, protocol
+its group (RuntimeError in init_process_group). Each rank prints its pid to the run's log. Usage: crew_faults.py (serves run dirs, protocol
 2)."""
 import json
 import os
@@ -32,6 +32,7 @@ def faulty(rank, world, run_dir, plant):
         os.kill(os.getpid(), signal.SIGSEGV)
     if rank == 1 and seed == 903:
         sys.exit(4)
+    print("crew rank %d pid %d" % (rank, os.getpid()), flush=True)
     adapter.train(rank, world, run_dir, plant)
 
 

@@ -172,28 +172,32 @@ PY
   torch_crew_faults)
     # A rank of a crew that raises, dies of a signal or exits, or fails to form the crew's group,
     # is the crash a forked rank's would be (its state named, from the run's own log), and the
-    # configs after it run as on a new worker (tests/targets/crew_faults.py).
+    # configs after it run as on a new worker; two good configs in a row run on the same ranks
+    # (tests/targets/crew_faults.py).
     need_torch
     derive_target "$SRC/adapters/torch/torch.json" "$TMP/faults.json" "t['command'] = ['/usr/bin/python3', '$T/crew_faults.py']"
     for s in 42 901 42 902 42 903 42; do derive_json "$T/torch_accumulate_dp2.json" "$TMP/c$s.json" "c['seed'] = $s"; done
     derive_json "$T/torch_accumulate_dp2.json" "$TMP/w3.json" "c['seed'] = 77; c['parallel'] = {'world': 3, 'dp': 3}"
-    expect 3 "$P" replay "$TMP"/c{42,901,42,902,42,903,42}.json "$TMP/w3.json" --target "$TMP/faults.json" \
+    expect 3 "$P" replay "$TMP"/c{42,42,901,42,902,42,903,42}.json "$TMP/w3.json" --target "$TMP/faults.json" \
       --oracles numeric --keep-run-dirs "$TMP/keep"
     has "c901.json +crash.target.-.-.run.exit.RuntimeError-faulty"
     has "paradiff crew: rank 1 terminated with signal SIGSEGV"
     has "paradiff crew: rank 1 exited with code 4"
     has "w3.json +crash.target.-.-.run.exit.RuntimeError-init_process_group"
-    has "fails=4 pass=4"
-    /usr/bin/python3 - "$TMP/keep" <<'PY' || fail "a config after a crew's fault differs from its first run"
+    has "fails=4 pass=5"
+    /usr/bin/python3 - "$TMP/keep" <<'PY' || fail "a crew did not outlive its config, or a config after a fault differs"
 import filecmp, glob, json, os, sys
-runs = [d for d in glob.glob(os.path.join(sys.argv[1], "paradiff-target-*"))
-        if json.load(open(os.path.join(d, "config.json")))["seed"] == 42]
-assert len(runs) == 4, runs
+runs = sorted((d for d in glob.glob(os.path.join(sys.argv[1], "paradiff-target-*"))
+               if json.load(open(os.path.join(d, "config.json")))["seed"] == 42),
+              key=lambda d: os.stat(os.path.join(d, "config.json")).st_mtime_ns)
+assert len(runs) == 5, runs
+pids = [sorted(l for l in open(os.path.join(d, "target.log")) if l.startswith("crew rank")) for d in runs]
+assert len(pids[0]) == 2 and pids[0] == pids[1], ("the second config ran on other ranks", pids[:2])
 outs = sorted(os.listdir(os.path.join(runs[0], "out")))
 for d in runs[1:]:
     _, diff, errors = filecmp.cmpfiles(os.path.join(runs[0], "out"), os.path.join(d, "out"), outs, shallow=False)
     assert outs and not diff and not errors, (d, diff, errors)
-print("4 runs of seed 42 around 3 faults: %d output files identical" % len(outs))
+print("the second run on the first one's ranks; 5 runs of seed 42 around 3 faults: %d output files identical" % len(outs))
 PY
     ;;
   torch_accumulate_dp2)
