@@ -8,12 +8,12 @@ which a rank failed or died is killed, and the next config of its size gets a fr
 crew dies with its worker, which paradiff's watchdog kills). A config's own objects (model, DDP,
 optimizer) die with its train call; what a crew carries from one config to the next is the process
 group and what the framework keeps per process, which is why an adapter opts in only where its
-framework keeps no config's state in that group (adapters/torch/adapter.py: DDP and
-ZeroRedundancyOptimizer build everything per call). warm_leaks_nothing (tests/e2e/lib.sh) checks it
-byte for byte.
+framework keeps no config's state in that group (DDP and ZeroRedundancyOptimizer build everything
+per call: adapters/torch/adapter.py, and adapters/torch2/adapter.py's ddp). warm_leaks_nothing
+(tests/e2e/lib.sh) checks it byte for byte.
 
 The group comes from a file store in a directory beside the run dirs, removed once the group is
-formed. At world 1 a crew is one process without a group.
+formed.
 """
 import json
 import os
@@ -63,9 +63,8 @@ def _serve_rank(index, world, store, train, args, requests, replies, worker_log)
         os.dup2(worker_log[1], 2)
         _say(replies, text)
 
-    if world > 1:
-        import torch.distributed as dist
-        dist.init_process_group("gloo", init_method="file://" + store, rank=index, world_size=world)
+    import torch.distributed as dist
+    dist.init_process_group("gloo", init_method="file://" + store, rank=index, world_size=world)
     answer("ready")
     for line in os.fdopen(requests):
         run_dir = line.strip()

@@ -4,7 +4,8 @@ Usage: adapter.py RUN_DIR | --serve  --parallel ddp|fsdp2|pp|tp [--static-graph]
                   [--sync-every-micro-step] [--no-reshard] [--nested] [--sync-last-micro-step]
                   [--plant NAME]
 (RUN_DIR: protocol 1, --serve: protocol 2, docs/TARGETS.md; target files:
-adapters/torch2/torch2_*.json, one per variant)
+adapters/torch2/torch2_*.json, one per variant. A --serve worker runs ddp's configs on ranks that
+outlive them, adapters/torch/crew.py, and forks the others' ranks per config.)
 
 Reads RUN_DIR/{config.json, run.json, init.safetensors, data/step<S>.safetensors}, trains the
 config's GPT (adapters/torch/model.py, imported unchanged) on dp ranks and writes
@@ -77,6 +78,7 @@ import torch.distributed as dist
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "torch"))
 sys.path.insert(0, HERE)
+import crew  # noqa: E402
 import lr_schedule  # noqa: E402
 import safetensors_io  # noqa: E402
 import serve  # noqa: E402
@@ -162,8 +164,7 @@ def train(rank, world, run_dir, a):
     torch.backends.mkldnn.enabled = False
     cfg = json.load(open(os.path.join(run_dir, "config.json")))
     run = json.load(open(os.path.join(run_dir, "run.json")))
-    dist.init_process_group("gloo", init_method="file://" + os.path.join(run_dir, "store"),
-                            rank=rank, world_size=world)
+    crew.join_group(dist, rank, world, run_dir)
     prec, opt_cfg = cfg["precision"], cfg["optimizer"]
     compute = DTYPES[prec["compute"]]
     init, _ = safetensors_io.read(os.path.join(run_dir, "init.safetensors"))
@@ -382,7 +383,12 @@ def main():
     ap.add_argument("--plant", default="", choices=PLANTS)
     a = ap.parse_args()
     if a.serve:
-        serve.serve(lambda run_dir: serve.fork_ranks(train, run_dir, a))
+        # DDP builds everything per call on the default group: its ranks may outlive a config
+        # (crew.py). FSDP2, tensor and pipeline parallelism form device meshes per config.
+        if a.parallel == "ddp":
+            serve.serve(crews=crew.Crews(train, (a,)))
+        else:
+            serve.serve(lambda run_dir: serve.fork_ranks(train, run_dir, a))
     elif a.run_dir is None:
         ap.error("a run dir, or --serve")
     elif "RANK" in os.environ:  # under torchrun

@@ -72,7 +72,10 @@ warm_leaks_nothing() {
   /usr/bin/python3 - "$TMP/keep" "$n" <<'PY' || fail "$(basename "$cfg") after $n others differs from its first run"
 import filecmp, glob, os, sys
 keep, n = sys.argv[1], int(sys.argv[2])
-runs = sorted(glob.glob(os.path.join(keep, "paradiff-target-*")), key=lambda d: os.stat(os.path.join(d, "config.json")).st_mtime_ns)
+# A checkpointed config's run dir holds its two phases, save/ and reload/.
+runs = sorted(glob.glob(os.path.join(keep, "paradiff-target-*")),
+              key=lambda d: os.stat(os.path.join(d, "config.json") if os.path.exists(os.path.join(d, "config.json"))
+                                    else os.path.join(d, "save", "config.json")).st_mtime_ns)
 assert len(runs) == n + 2, "expected %d run dirs, found %d" % (n + 2, len(runs))
 first, last = runs[0], runs[-1]
 assert open(os.path.join(first, "config.json")).read() == open(os.path.join(last, "config.json")).read()

@@ -312,7 +312,10 @@ c['optimizer']['schedule'] = {'kind': 'warmup_linear', 'warmup_steps': 3, 'total
       "$A/repro/fsdp2_tp_momentum_drops_strided_shard.py" "its placement says"
     ;;
   warm_leaks_nothing)  # protocol 2: nothing one config does reaches the next (DDP and FSDP2)
-    warm_leaks_nothing "$A/torch2_ddp.json" "$T/torch_accumulate_dp2.json" 100
+    # DDP's ranks outlive their configs (crews): the others at world 1-4, ZeRO 0 and 1, each
+    # optimizer, some saving at step 1 and reloading into another dp.
+    warm_leaks_nothing "$A/torch2_ddp.json" "$T/torch_accumulate_dp2.json" 100 \
+      "w = 1 + i % 4; z = i // 4 % 2; c['parallel'] = {'world': w, 'dp': w}; c['zero'] = {'stage': z}; c['optimizer']['kind'] = ['adam', 'sgd', 'adamw'][i % 3]; c.update({'checkpoint': {'save_at': 1, 'reload': {'dp': 1 + 2 * (i // 5 % 2), 'zero_stage': 0}}} if z == 0 and i % 5 == 0 else {})"
     warm_leaks_nothing "$A/torch2_fsdp2.json" "$T/torch2_dp2_zero3.json" 100
     ;;
   ddp_campaign) campaign "$A/torch2_ddp.json" 21 4 ;;
