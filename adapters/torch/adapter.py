@@ -23,6 +23,7 @@ their norm stay right, only the parameter update is wrong.
 """
 import argparse
 import contextlib
+import ctypes
 import json
 import math
 import os
@@ -58,11 +59,26 @@ def sum_not_average(state, bucket):  # the planted bug: no division by the world
     return fut.then(lambda f: f.value()[0])
 
 
+def single_threaded_blas():
+    """Runs OpenBLAS's gemm in the calling thread, as paradiff's reference does (kernels/numerics.cpp,
+    see Note [Single-threaded BLAS]). torch.set_num_threads does not reach Debian's OpenBLAS (its
+    pthreads build keeps a pool of one thread per core), which splits a large enough gemm over its
+    pool, and a split gemm rounds some elements differently from one thread's: the adapter then
+    no longer computes what the twin computes (a vocab of 401, hidden 52 and 48 tokens, at world
+    1: 1024 ulp in the embedding's gradient). Looked up at run time: another BLAS is left alone."""
+    try:
+        ctypes.CDLL("libopenblas.so.0").openblas_set_num_threads(1)
+    except (OSError, AttributeError):
+        pass
+
+
 def train(rank, world, run_dir, plant):
     torch.set_num_threads(1)
-    # paradiff's reference runs without oneDNN (kernels/numerics.cpp, see Note [No oneDNN]); the
-    # adapter does too, so that at world 1 it computes exactly what the reference twin computes.
+    # paradiff's reference runs without oneDNN (kernels/numerics.cpp, see Note [No oneDNN]) and
+    # with a single-threaded BLAS; the adapter does too, so that at world 1 it computes exactly
+    # what the reference twin computes.
     torch.backends.mkldnn.enabled = False
+    single_threaded_blas()
     cfg = json.load(open(os.path.join(run_dir, "config.json")))
     run = json.load(open(os.path.join(run_dir, "run.json")))
     if world > 1:

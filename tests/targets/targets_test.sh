@@ -210,6 +210,14 @@ PY
     mirror_passes "$T/torch_accumulate_dp2.json"
     mirror_passes "$TMP/bf16.json"
     ;;
+  torch_single_threaded_blas)
+    # Regression (campaign seed 6162, minimized to world 1): Debian's OpenBLAS split the lm head's
+    # backward gemm (vocab 401, hidden 52, 48 tokens) over its pool in the adapter and not in the
+    # twin, 1024 ulp apart in the embedding's gradient; the adapter now runs OpenBLAS in one
+    # thread, as paradiff does, and the mirror oracle judges the run bit for bit and passes.
+    need_torch
+    mirror_passes "$T/torch_blas_split_min.json"
+    ;;
   torch_lr_schedule)
     # optimizer.schedule as a LambdaLR stepped after each update: warmup + linear decay and warmup +
     # cosine past their ends, dp 2 with accumulation; the mirror oracle judges every update bit for
