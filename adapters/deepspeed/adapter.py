@@ -195,6 +195,7 @@ def train(rank, world, run_dir, a, extra):
     import deepspeed
     from deepspeed.utils import safe_get_local_fp32_param, safe_get_local_grad, safe_get_local_optimizer_state
     sys.path.insert(0, TORCH_ADAPTER)
+    import crew
     import safetensors_io
     import serve
     from model import Gpt
@@ -206,8 +207,7 @@ def train(rank, world, run_dir, a, extra):
     os.environ.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(world), LOCAL_SIZE=str(world))
     cfg = json.load(open(os.path.join(run_dir, "config.json")))
     run = json.load(open(os.path.join(run_dir, "run.json")))
-    tdist.init_process_group("gloo", init_method="file://" + os.path.join(os.path.abspath(run_dir), "store"),
-                             rank=rank, world_size=world)
+    crew.join_group(tdist, rank, world, run_dir)
     deepspeed.init_distributed(dist_backend="gloo")
     dtypes = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
     prec, o = cfg["precision"], cfg["optimizer"]

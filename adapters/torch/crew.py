@@ -29,10 +29,10 @@ _in_crew = False  # True in a crew's rank: its group outlives the config (join_g
 
 
 def join_group(dist, rank, world, run_dir):
-    """Forms the config's gloo group from a file store in the run dir, except in a crew's rank,
-    whose group is already formed at this world size."""
+    """Forms the config's gloo group from a file store in the run dir (every adapter's way), except
+    in a crew's rank, whose group is already formed at this world size."""
     if not _in_crew:
-        dist.init_process_group("gloo", init_method="file://" + os.path.join(run_dir, "store"),
+        dist.init_process_group("gloo", init_method="file://" + os.path.join(os.path.abspath(run_dir), "store"),
                                 rank=rank, world_size=world)
 
 

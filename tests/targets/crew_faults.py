@@ -2,8 +2,8 @@
 """Test double for crews (adapters/torch/crew.py): the torch adapter's warm worker, with faults
 planted by the config's seed in rank 1: 901 raises, 902 kills itself with SIGSEGV, 903 exits with
 code 4; any other seed trains as adapters/torch/adapter.py does. A crew of world 3 fails to form
-its group (RuntimeError in init_process_group). Each rank prints its pid to the run's log. Usage: crew_faults.py (serves run dirs, protocol
-2)."""
+its group (RuntimeError in init_process_group). Each rank prints its pid to the run's log.
+Usage: crew_faults.py (serves run dirs, protocol 2)."""
 import json
 import os
 import signal
