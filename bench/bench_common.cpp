@@ -1,10 +1,15 @@
 #include "bench/bench_common.h"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
 
+#include "core/child_process.h"
 #include "core/config_json.h"
 #include "core/rng.h"
 #include "core/self_exe.h"
@@ -79,6 +84,27 @@ int64_t ProcStatusKiB(pid_t pid, const std::string& field) {
     return kib;
   }
   return -1;
+}
+
+double DescendantsCpuS() {
+  rusage ru;
+  getrusage(RUSAGE_CHILDREN, &ru);
+  double s = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+             1e-6 * static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+  // Live processes whose parent chain reaches us.
+  std::map<pid_t, ProcessInfo> procs;
+  for (const ProcessInfo& p : ListProcesses()) procs[p.pid] = p;
+  const pid_t self = ::getpid();
+  for (const auto& [pid, info] : procs) {
+    if (pid == self) continue;
+    pid_t up = info.ppid;
+    for (int hops = 0; up > 1 && up != self && hops < 64; ++hops) {
+      const auto it = procs.find(up);
+      up = it == procs.end() ? 0 : it->second.ppid;
+    }
+    if (up == self) s += info.cpu_s;
+  }
+  return s;
 }
 
 double LoadAverage1() {

@@ -60,14 +60,28 @@ if sp:
                       for k in ("reference_ms", "engine_ms", "assemble_and_numeric_ms", "oracles_ms", "rest_ms"))
     orc = ", ".join(f"{k} {v:.1f}" for k, v in sorted(t["by_oracle_ms"].items(), key=lambda kv: -kv[1]) if v >= 0.05)
     figure("wall time per checked config (small list, uncached)", round(wall, 1), "ms", "-", None, cmd_sp,
-           f"{parts}; oracles: {orc}; process cpu {t['process_cpu_ms']:.1f} ms per check (all threads: "
-           f"{2e3 / t['process_cpu_ms']:.1f} checks/s if 2 cores did nothing else); "
+           f"{parts}; oracles: {orc}; cpu {t['process_cpu_ms']:.1f} ms per check in the process (all threads) + "
+           f"{t.get('children_cpu_ms', 0):.1f} ms in child processes (mpi ranks): "
+           f"{2e3 / (t['process_cpu_ms'] + t.get('children_cpu_ms', 0)):.1f} checks/s if 2 cores did nothing else; "
            f"slowest engine: " + "; ".join(f"#{x['index']} {x['engine_ms']:.0f} ms {x['config']}" for x in sp['slowest_engine_configs'][:3]) +
            f"; {sp['outermost_torch_ops_per_check']:.0f} outermost torch ops "
            f"({sp['torch_ops_per_check']:.0f} in all) and {sp['pieces_per_check']:.0f} reported pieces per check; "
            f"load {sp['load_average_1m']}")
 else:
     missing("wall time per checked config", "-", cmd_sp)
+# Configs on the mpi backend: a fresh mpirun job per config vs persistent jobs, side by side.
+mj = load("mpijobs.json")
+cmd_mj = f"{build}/bench/bench_mpi_jobs 6 3"
+if mj and "speedup_runs_per_s" in mj:
+    f, p = mj["fresh_job_per_run"], mj["persistent_job_after_first_round"]
+    figure("mpi-backend runs/s, persistent job vs fresh job per config", round(mj["speedup_runs_per_s"], 1),
+           "x", "-", None, cmd_mj,
+           f"{p['runs_per_s']:.2f} vs {f['runs_per_s']:.2f} runs/s; cpu per run (with mpirun and ranks) "
+           f"{p['cpu_ms_per_run']:.0f} vs {f['cpu_ms_per_run']:.0f} ms; first round of the persistent job "
+           f"(its start) {mj['persistent_job_first_round']['runs_per_s']:.2f} runs/s; worlds {mj['worlds']}; "
+           f"observations bitwise equal: {mj['observations_bitwise_equal']}; load {mj['load_average_1m']}")
+else:
+    missing("mpi-backend runs/s, persistent job vs fresh job per config", "-", cmd_mj)
 cg = load("callgrind.json")
 cmd_cg = "scripts/bench callgrind  (valgrind --tool=callgrind ... bench_check_throughput; bench/callgrind_split.py)"
 if cg:

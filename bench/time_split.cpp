@@ -16,7 +16,8 @@
 // timing every operator with a thread CPU clock costs two system calls per operator and would
 // measure mostly itself.
 //
-// Usage: bench_time_split [repetitions=3]
+// Usage: bench_time_split [repetitions=3] [--op-names N]   (N: also the N most called outermost
+//        operators of each phase, on stderr)
 //        bench_time_split --write-list FILE   (regenerates the frozen small list,
 //        bench/bench_common.h)
 #include <ATen/Parallel.h>
@@ -30,6 +31,7 @@
 #include <cstdlib>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -60,6 +62,10 @@ void EnterPhase(const std::string& name) {
   g_phase = static_cast<int>(it - g_phase_names.begin());
 }
 thread_local int t_depth = 0;
+// Outermost calls by (phase, operator name); filled only with --op-names.
+bool g_count_names = false;
+std::mutex g_names_mu;
+std::map<std::pair<int, std::string>, int64_t> g_outer_by_name;
 
 double ProcessCpuS() {
   rusage ru;
@@ -68,12 +74,16 @@ double ProcessCpuS() {
          1e-6 * static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
 }
 
-std::unique_ptr<at::ObserverContext> OnOpStart(const at::RecordFunction&) {
+std::unique_ptr<at::ObserverContext> OnOpStart(const at::RecordFunction& fn) {
   g_ops.fetch_add(1, std::memory_order_relaxed);
   if (t_depth++ == 0) {
     g_outer_ops.fetch_add(1, std::memory_order_relaxed);
-    g_outer_by_phase[g_phase.load(std::memory_order_relaxed)].fetch_add(1,
-                                                                        std::memory_order_relaxed);
+    const int phase = g_phase.load(std::memory_order_relaxed);
+    g_outer_by_phase[phase].fetch_add(1, std::memory_order_relaxed);
+    if (g_count_names) {
+      std::lock_guard<std::mutex> lock(g_names_mu);
+      ++g_outer_by_name[{phase, fn.name()}];
+    }
   }
   return nullptr;
 }
@@ -81,7 +91,8 @@ std::unique_ptr<at::ObserverContext> OnOpStart(const at::RecordFunction&) {
 void OnOpEnd(const at::RecordFunction&, at::ObserverContext*) { --t_depth; }
 
 struct PlainSplit {
-  double wall_s = 0, cpu_s = 0, reference_s = 0, engine_s = 0, assemble_numeric_s = 0;
+  double wall_s = 0, cpu_s = 0, children_cpu_s = 0, reference_s = 0, engine_s = 0,
+         assemble_numeric_s = 0;
   std::map<std::string, double> oracle_s;
   std::vector<double> engine_by_config_s;  // per list index, summed over repetitions
   int64_t n = 0, passes = 0;
@@ -95,6 +106,7 @@ struct PlainSplit {
     return {
         {"wall_ms", 1e3 * wall_s / n},
         {"process_cpu_ms", 1e3 * cpu_s / n},
+        {"children_cpu_ms", 1e3 * children_cpu_s / n},
         {"reference_ms", 1e3 * reference_s / n},
         {"engine_ms", 1e3 * engine_s / n},
         {"assemble_and_numeric_ms", 1e3 * assemble_numeric_s / n},
@@ -108,7 +120,7 @@ PlainSplit CheckPlain(const std::vector<paradiff::Config>& list, int reps) {
   PlainSplit p;
   paradiff::CheckOptions opts;
   const auto t0 = Clock::now();
-  const double c0 = ProcessCpuS();
+  const double c0 = ProcessCpuS(), k0 = paradiff::bench::DescendantsCpuS();
   p.engine_by_config_s.assign(list.size(), 0.0);
   for (int r = 0; r < reps; ++r)
     for (size_t i = 0; i < list.size(); ++i) {
@@ -127,6 +139,7 @@ PlainSplit CheckPlain(const std::vector<paradiff::Config>& list, int reps) {
     }
   p.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
   p.cpu_s = ProcessCpuS() - c0;
+  p.children_cpu_s = paradiff::bench::DescendantsCpuS() - k0;
   return p;
 }
 
@@ -138,6 +151,8 @@ int main(int argc, char** argv) {
     return 0;
   }
   const int reps = argc > 1 ? std::max(1, std::atoi(argv[1])) : 3;
+  const int top_names = argc > 3 && std::string(argv[2]) == "--op-names" ? std::atoi(argv[3]) : 0;
+  g_count_names = top_names > 0;
   at::set_num_threads(1);
   const auto list = paradiff::bench::SmallList();
   CheckPlain(list, 1);  // warm-up: first-touch allocations, lazy torch initialisation
@@ -214,10 +229,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "  oracle %-17s %9.2f %5.1f%%\n", name.c_str(), ms.get<double>(),
                  100 * ms.get<double>() / wall);
   std::fprintf(stderr, "%-26s %9.2f\n", "total", wall);
+  const double cpu = split["process_cpu_ms"].get<double>();
+  const double children = split["children_cpu_ms"].get<double>();
   std::fprintf(stderr,
-               "%-26s %9.2f  (all threads; 2 cores busy with it would give %.1f checks/s)\n",
-               "process cpu", split["process_cpu_ms"].get<double>(),
-               2e3 / split["process_cpu_ms"].get<double>());
+               "%-26s %9.2f  (all threads) + %.2f (child processes: mpi ranks); 2 cores busy "
+               "with both would give %.1f checks/s\n",
+               "process cpu", cpu, children, 2e3 / (cpu + children));
   for (const auto& sl : slowest)
     std::fprintf(stderr, "slow engine: config %d %.1f ms: %s\n", sl["index"].get<int>(),
                  sl["engine_ms"].get<double>(), sl["config"].get<std::string>().c_str());
@@ -229,5 +246,16 @@ int main(int argc, char** argv) {
   for (const auto& [phase, ops] : by_phase.items())
     std::fprintf(stderr, " %s %.0f", phase.c_str(), ops.get<double>());
   std::fprintf(stderr, "\n");
+  for (size_t ph = 0; top_names > 0 && ph < g_phase_names.size(); ++ph) {
+    std::vector<std::pair<int64_t, std::string>> ops;
+    for (const auto& [key, count] : g_outer_by_name)
+      if (key.first == static_cast<int>(ph)) ops.emplace_back(count, key.second);
+    std::sort(ops.rbegin(), ops.rend());
+    std::fprintf(stderr, "most called in %s:", g_phase_names[ph].c_str());
+    for (size_t k = 0; k < ops.size() && k < static_cast<size_t>(top_names); ++k)
+      std::fprintf(stderr, " %s %.0f", ops[k].second.c_str(),
+                   static_cast<double>(ops[k].first) / n);
+    std::fprintf(stderr, "\n");
+  }
   return 0;
 }

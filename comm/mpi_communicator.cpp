@@ -490,6 +490,24 @@ std::unique_ptr<Communicator> MpiRuntime::World(const MpiOptions& options) {
   return std::make_unique<MpiCommunicator>(context_, dup, "world", options);
 }
 
+std::unique_ptr<Communicator> MpiRuntime::World(const MpiOptions& options, int size) {
+  if (size <= 0 || size > world_size_ || world_rank_ >= size)
+    throw std::invalid_argument("MpiRuntime::World: world rank " + std::to_string(world_rank_) +
+                                " cannot join a world of the first " + std::to_string(size) +
+                                " of " + std::to_string(world_size_) + " ranks");
+  MPI_Group all = MPI_GROUP_NULL, first = MPI_GROUP_NULL;
+  PARADIFF_MPI_CHECK(MPI_Comm_group(MPI_COMM_WORLD, &all));
+  int range[1][3] = {{0, size - 1, 1}};
+  PARADIFF_MPI_CHECK(MPI_Group_range_incl(all, 1, range, &first));
+  MPI_Comm comm = MPI_COMM_NULL;
+  const int made = MPI_Comm_create_group(MPI_COMM_WORLD, first, /*tag=*/0, &comm);
+  MPI_Group_free(&first);
+  MPI_Group_free(&all);
+  PARADIFF_MPI_CHECK(made);
+  PARADIFF_MPI_CHECK(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN));
+  return std::make_unique<MpiCommunicator>(context_, comm, "world", options);
+}
+
 void MpiRuntime::Abort(int code) {
   MPI_Abort(MPI_COMM_WORLD, code);
   std::_Exit(code);

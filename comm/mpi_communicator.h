@@ -79,6 +79,11 @@ class MpiRuntime {
 
   // A communicator named "world" on a duplicate of MPI_COMM_WORLD. Collective over the world.
   std::unique_ptr<Communicator> World(const MpiOptions& options);
+  // A communicator named "world" over world ranks [0, size) only (MPI_Comm_create_group):
+  // collective over those ranks, the others take no part. A persistent job's ranks run a config
+  // of `size` ranks this way (kernels/mpi_job.h). Throws std::invalid_argument unless
+  // 0 < size <= world_size() and this rank is below `size`.
+  std::unique_ptr<Communicator> World(const MpiOptions& options, int size);
 
   // MPI_Abort on MPI_COMM_WORLD: every rank of the job ends with `code`. For errors after which the
   // other ranks cannot be expected to reach MPI_Finalize.

@@ -105,27 +105,45 @@ bool WriteAll(int fd, const std::string& s) {
   return true;
 }
 
+std::vector<ProcessInfo> ListProcesses() {
+  std::vector<ProcessInfo> out;
+  const double tick = static_cast<double>(::sysconf(_SC_CLK_TCK));
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator("/proc", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.empty() || !std::all_of(name.begin(), name.end(), ::isdigit)) continue;
+    std::ifstream f(e.path() / "stat");
+    std::string stat;
+    std::getline(f, stat);
+    const size_t close = stat.rfind(')');
+    if (close == std::string::npos || close + 2 > stat.size()) continue;
+    // After the command: state(3) ppid pgrp session tty_nr tpgid flags minflt cminflt majflt
+    // cmajflt utime(14) stime(15) ...
+    std::istringstream fields(stat.substr(close + 2));
+    ProcessInfo p;
+    p.pid = static_cast<pid_t>(std::stol(name));
+    long ppid = 0, pgrp = 0, session = 0;
+    if (!(fields >> p.state >> ppid >> pgrp >> session)) continue;
+    p.ppid = static_cast<pid_t>(ppid);
+    p.pgrp = static_cast<pid_t>(pgrp);
+    p.session = static_cast<pid_t>(session);
+    std::string skip;
+    for (int i = 7; i <= 13; ++i) fields >> skip;
+    double utime = 0, stime = 0;
+    if (fields >> utime >> stime) p.cpu_s = (utime + stime) / tick;
+    out.push_back(p);
+  }
+  return out;
+}
+
 void KillSession(pid_t sid, std::chrono::milliseconds wait) {
   ::kill(-sid, SIGKILL);
   const auto give_up = Clock::now() + wait;
   for (;;) {
     bool alive = false;
-    std::error_code ec;
-    for (const auto& e : fs::directory_iterator("/proc", ec)) {
-      const std::string name = e.path().filename().string();
-      if (name.empty() || !std::all_of(name.begin(), name.end(), ::isdigit)) continue;
-      std::ifstream f(e.path() / "stat");
-      std::string stat;
-      std::getline(f, stat);
-      const size_t close = stat.rfind(')');
-      if (close == std::string::npos || close + 2 > stat.size()) continue;
-      std::istringstream fields(stat.substr(close + 2));  // state ppid pgrp session ...
-      char state = 0;
-      long ppid = 0, pgrp = 0, session = 0;
-      if (!(fields >> state >> ppid >> pgrp >> session) || session != sid || state == 'Z') continue;
-      const pid_t pid = static_cast<pid_t>(std::stol(name));
-      if (pid == ::getpid()) continue;
-      ::kill(pid, SIGKILL);
+    for (const ProcessInfo& p : ListProcesses()) {
+      if (p.session != sid || p.state == 'Z' || p.pid == ::getpid()) continue;
+      ::kill(p.pid, SIGKILL);
       alive = true;
     }
     if (!alive || Clock::now() > give_up) return;

@@ -34,6 +34,14 @@ pid_t SpawnSession(const std::vector<std::string>& args, const std::string& log_
 // when the reader is gone.
 bool WriteAll(int fd, const std::string& s);
 
+// One line of /proc/<pid>/stat: every process of the machine (as far as /proc shows them).
+struct ProcessInfo {
+  pid_t pid = 0, ppid = 0, pgrp = 0, session = 0;
+  char state = 0;    // 'R', 'S', 'Z', ...
+  double cpu_s = 0;  // utime + stime, in seconds
+};
+std::vector<ProcessInfo> ListProcesses();
+
 // SIGKILLs the process group `sid` and every process of session `sid` (children may leave the
 // group, not the session), and waits up to `wait` until none of them is alive.
 void KillSession(pid_t sid, std::chrono::milliseconds wait);

@@ -64,8 +64,10 @@ bool RunPhase(const Phase& ph, const FaultSet& faults, std::chrono::milliseconds
               Observations& obs, EngineOutcome& out) {
 #ifdef PARADIFF_HAVE_MPI
   // Ranks as processes under mpirun, watched (engine_mpi.h); each loads the checkpoint itself.
+  // They outlive the config: a persistent job of this process's pool runs it (mpi_job.h).
   if (ph.cfg->backend == Backend::kMpi) {
     MpiRunOptions mpi;
+    mpi.reuse_job = true;
     mpi.timeout = timeout;
     mpi.first_step = ph.first;
     mpi.last_step = ph.last;

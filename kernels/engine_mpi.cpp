@@ -23,6 +23,7 @@
 #include "core/config_json.h"
 #include "core/json_text.h"
 #include "core/self_exe.h"
+#include "kernels/mpi_job.h"
 #include "kernels/observations_io.h"
 #include "kernels/rank_phase.h"
 
@@ -139,17 +140,22 @@ LogState Logs(const std::string& dir, int world) {
   return s;
 }
 
-// See Note [MPI watchdog] in engine_mpi.h.
-JobEnd Watch(pid_t pid, const std::string& dir, int world, const MpiRunOptions& o) {
-  JobGuard guard(pid);
+// See Note [MPI watchdog] in engine_mpi.h. With a persistent job (mpi_job.h), the task ends when
+// every rank of its world has answered, and the job stays; a job that ends or is killed is marked
+// ended. Otherwise the task is the whole job.
+JobEnd Watch(pid_t pid, const std::string& dir, int world, const MpiRunOptions& o,
+             MpiJob* job = nullptr) {
+  JobGuard guard(job != nullptr ? -1 : pid);  // a job's processes are the pool's to end
   const auto start = Clock::now();
   auto last_progress = start;
   int64_t seen = -1;
   for (;;) {
     JobEnd end;
+    if (job != nullptr && job->Answers(kPollInterval) == world) return end;
     const pid_t r = ::waitpid(pid, &end.status, WNOHANG);
     if (r == pid) {
       guard.Reaped();
+      if (job != nullptr) job->Ended();
       return end;
     }
     if (r < 0 && errno != EINTR) EnvError(std::string("waitpid: ") + std::strerror(errno));
@@ -173,9 +179,10 @@ JobEnd Watch(pid_t pid, const std::string& dir, int world, const MpiRunOptions& 
       KillSession(pid);
       ::waitpid(pid, &end.status, 0);
       guard.Reaped();
+      if (job != nullptr) job->Ended();
       return end;
     }
-    std::this_thread::sleep_for(kPollInterval);
+    if (job == nullptr) std::this_thread::sleep_for(kPollInterval);
   }
 }
 
@@ -369,6 +376,60 @@ void WriteManifest(const Config& cfg, const MpiRunOptions& o, const std::string&
   WritePhaseManifest(o.save_checkpoint, cfg, o.last_step < 0 ? cfg.steps : o.last_step, saved);
 }
 
+// mpirun's command line in front of `np` ranks of `program`.
+std::vector<std::string> MpirunCommand(const MpiRunOptions& o, int np,
+                                       const std::vector<std::string>& program) {
+  std::vector<std::string> args = {o.mpirun};
+  if (::geteuid() == 0) args.push_back("--allow-run-as-root");
+  for (const char* a : {"--oversubscribe", "--bind-to", "none"}) args.push_back(a);
+  args.insert(args.end(), o.mpirun_args.begin(), o.mpirun_args.end());
+  args.insert(args.end(), {"-np", std::to_string(np)});
+  args.insert(args.end(), program.begin(), program.end());
+  return args;
+}
+
+// The `paradiff rank` options of this run (after `rank`).
+std::vector<std::string> RankOptions(const MpiRunOptions& o, const std::string& config_path,
+                                     const std::string& dir) {
+  std::vector<std::string> args = {config_path, "--obs-dir", dir};
+  if (o.native_reduction) args.push_back("--native-reduction");
+  if (o.first_step > 0) args.insert(args.end(), {"--first-step", std::to_string(o.first_step)});
+  if (o.last_step >= 0) args.insert(args.end(), {"--last-step", std::to_string(o.last_step)});
+  if (!o.load_checkpoint.empty())
+    args.insert(args.end(), {"--load-checkpoint", fs::absolute(o.load_checkpoint).string()});
+  if (!o.save_checkpoint.empty())
+    args.insert(args.end(), {"--save-checkpoint", fs::absolute(o.save_checkpoint).string()});
+  if (o.debug_hang_rank >= 0)
+    args.insert(args.end(), {"--debug-hang-rank", std::to_string(o.debug_hang_rank)});
+  if (o.debug_crash_rank >= 0)
+    args.insert(args.end(), {"--debug-crash-rank", std::to_string(o.debug_crash_rank)});
+  return args;
+}
+
+// What the job wrote to its log since the task began, as the task's DIR/mpirun.log (where a fresh
+// job's mpirun writes it), so that Interpret reads and the kept work dir holds this task's part.
+void CopyJobLog(const MpiJob& job, const std::string& dir) {
+  std::ifstream in(job.log_path(), std::ios::binary);
+  in.seekg(job.log_offset());
+  std::ofstream out(dir + "/mpirun.log", std::ios::binary | std::ios::trunc);
+  out << in.rdbuf();
+}
+
+// The run as a task of a persistent job from the pool (see Note [Persistent mpi jobs]).
+JobEnd RunOnJob(const std::string& exe, int world, const std::vector<std::string>& rank_options,
+                const std::string& dir, const MpiRunOptions& o) {
+  const MpiSpawn spawn = [&o](int np, const std::vector<std::string>& program,
+                              const std::string& log) {
+    return Spawn(MpirunCommand(o, np, program), log);
+  };
+  std::unique_ptr<MpiJob> job = AcquireMpiJob({exe, o.mpirun, o.mpirun_args}, world, spawn);
+  job->Send(rank_options, world);
+  const JobEnd end = Watch(job->pid(), dir, world, o, job.get());
+  if (!job->alive()) CopyJobLog(*job, dir);
+  ReleaseMpiJob(std::move(job));
+  return end;
+}
+
 }  // namespace
 
 EngineOutcome RunEngineMpi(const Config& cfg, const MpiRunOptions& o) {
@@ -390,27 +451,16 @@ EngineOutcome RunEngineMpi(const Config& cfg, const MpiRunOptions& o) {
         "the mpi backend starts `paradiff rank` under mpirun, and this program does not know where "
         "paradiff is: set MpiRunOptions.exe, SetParadiffExecutable() or PARADIFF_EXE");
   }
-  std::vector<std::string> args = {o.mpirun};
-  if (::geteuid() == 0) args.push_back("--allow-run-as-root");
-  for (const char* a : {"--oversubscribe", "--bind-to", "none"}) args.push_back(a);
-  args.insert(args.end(), o.mpirun_args.begin(), o.mpirun_args.end());
-  for (const std::string& a : {std::string("-np"), std::to_string(world), exe, std::string("rank"),
-                               config_path, std::string("--obs-dir"), dir})
-    args.push_back(a);
-  if (o.native_reduction) args.push_back("--native-reduction");
-  if (o.first_step > 0) args.insert(args.end(), {"--first-step", std::to_string(o.first_step)});
-  if (o.last_step >= 0) args.insert(args.end(), {"--last-step", std::to_string(o.last_step)});
-  if (!o.load_checkpoint.empty())
-    args.insert(args.end(), {"--load-checkpoint", fs::absolute(o.load_checkpoint).string()});
-  if (!o.save_checkpoint.empty())
-    args.insert(args.end(), {"--save-checkpoint", fs::absolute(o.save_checkpoint).string()});
-  if (o.debug_hang_rank >= 0)
-    args.insert(args.end(), {"--debug-hang-rank", std::to_string(o.debug_hang_rank)});
-  if (o.debug_crash_rank >= 0)
-    args.insert(args.end(), {"--debug-crash-rank", std::to_string(o.debug_crash_rank)});
+  std::vector<std::string> rank_options = RankOptions(o, config_path, dir);
   std::error_code ec;
   try {
-    const JobEnd end = Watch(Spawn(args, dir + "/mpirun.log"), dir, world, o);
+    JobEnd end;
+    if (o.reuse_job) {
+      end = RunOnJob(exe, world, rank_options, dir, o);
+    } else {
+      rank_options.insert(rank_options.begin(), {exe, "rank"});
+      end = Watch(Spawn(MpirunCommand(o, world, rank_options), dir + "/mpirun.log"), dir, world, o);
+    }
     EngineOutcome out = Interpret(end, dir, world);
     if (out.ok && !o.save_checkpoint.empty()) WriteManifest(cfg, o, dir, out);
     if (out.ok && temporary) fs::remove_all(dir, ec);

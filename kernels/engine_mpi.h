@@ -1,8 +1,10 @@
 // The mpirun executor: runs a config on the `mpi` backend as a child job
 //   mpirun [--allow-run-as-root] --oversubscribe --bind-to none [mpirun_args] -np WORLD
 //          EXE rank DIR/config.json --obs-dir DIR [--debug-...]
-// in its own session and process group (setsid), under a watchdog, and turns what the job left
-// in DIR into an EngineOutcome. A hang or crash of the job is a value, never a crash of the caller.
+// in its own session and process group (setsid), or (reuse_job) as a task of a persistent job
+// whose ranks outlive it (kernels/mpi_job.h, see Note [Persistent mpi jobs]), under a watchdog, and
+// turns what the job left in DIR into an EngineOutcome. A hang or crash of the job is a value,
+// never a crash of the caller.
 //
 // DIR (the work dir) holds config.json, one progress log per rank (rank<r>.log, written by
 // `paradiff rank`, tools/cmd_rank.cpp: "start", "enter <fingerprint>" / "done <fingerprint>" per
@@ -51,6 +53,9 @@ struct MpiRunOptions {
   // after a failure; a given one is always kept.
   std::string work_dir;
   bool native_reduction = false;  // MpiReduction::kNative (comm/mpi_communicator.h)
+  // Run as a task of a persistent job from this process's pool (kernels/mpi_job.h) instead of a
+  // job of its own: the same files, logs, watchdog and outcome; a crash or hang ends that job.
+  bool reuse_job = false;
   // One phase of a checkpointed run (kernels/engine.cpp): steps [first_step, last_step) (-1: the
   // config's steps), each rank's state loaded from `load_checkpoint` first, and saved to
   // `save_checkpoint` after (the ranks write their shards, the executor the manifest).

@@ -32,7 +32,7 @@ const std::vector<Subcommand>& Subcommands() {
       {"worker", "paradiff worker", "internal: the campaign's worker process (tasks on stdin)",
        CmdWorker},
 #ifdef PARADIFF_HAVE_MPI
-      {"rank", "paradiff rank CONFIG --obs-dir DIR",
+      {"rank", "paradiff rank CONFIG --obs-dir DIR | paradiff rank --serve DIR",
        "internal: one rank of an mpi job, started by mpirun (kernels/engine_mpi.h)", CmdRank},
 #endif
       {"minimize", "paradiff minimize CONFIG [--inject NAME]... --out MIN.json",
@@ -105,7 +105,10 @@ po::options_description Options(const std::string& sub, Args& a) {
         "load-checkpoint", po::value<std::string>(&a.load_checkpoint),
         "load this rank's state from this checkpoint before the first step")(
         "save-checkpoint", po::value<std::string>(&a.save_checkpoint),
-        "save this rank's shard here after the last step (the caller writes the manifest)");
+        "save this rank's shard here after the last step (the caller writes the manifest)")(
+        "serve", po::value<std::string>(&a.serve_dir),
+        "a persistent job's rank: take tasks (the options above, one JSON array a line) from "
+        "DIR/in<r> and answer on DIR/out (kernels/mpi_job.h)");
   if (sub == "run") {
     d.add_options()("inject", po::value<std::vector<std::string>>(&a.inject)->composing(),
                     "turn on a bug-zoo fault switch (repeatable; see docs/BUGZOO.md)")(

@@ -54,6 +54,7 @@ struct Args {
   int64_t last_step = -1;          // rank --last-step N (-1: the config's steps)
   std::string load_checkpoint;     // rank --load-checkpoint DIR
   std::string save_checkpoint;     // rank --save-checkpoint DIR
+  std::string serve_dir;           // rank --serve DIR (a persistent job's rank)
   // oracle selection, external targets, backends
   std::vector<std::string> oracles;  // --oracles NAME[,NAME] (repeatable; names or sets)
   std::string target;                // --target FILE (an external target, docs/TARGETS.md)

@@ -1,8 +1,9 @@
 # mpi-labelled tests: the mpi communicator against the local backend (np 2 and 4), `paradiff run
 # --backend mpi`, the cross-backend oracle (bitwise; data, tensor and pipeline parallel; a checkpoint
 # reloaded into another layout), and a
-# planted hang, crash and collective mismatch under the mpirun executor, and a slow mpirun
-# start-up that is not a hang. Each test is skipped
+# planted hang, crash and collective mismatch under the mpirun executor, a slow mpirun
+# start-up that is not a hang, and persistent jobs (kernels/mpi_job.h) that give a fresh job's
+# observations and recover from a crash and a hang. Each test is skipped
 # (exit 77, with its reason) when MPI was not found at configure time or mpirun is not on PATH when
 # the test runs. The environment lets mpirun run as root, oversubscribe 2 cores and stay on
 # loopback / shared memory (TOOLCHAIN.md).
@@ -12,7 +13,7 @@ set(_mpi_tests mpi.comm.np2 mpi.comm.np4 mpi.cli.run_np2 mpi.cli.run_np4 mpi.cli
     mpi.cross_backend.np2 mpi.cross_backend.np3 mpi.cross_backend.np4
     mpi.cross_backend.tp2_pp2
     mpi.executor.hang mpi.executor.crash mpi.executor.mismatch mpi.executor.slow_start
-    mpi.executor.no_start)
+    mpi.executor.no_start mpi.executor.job mpi.executor.job_crash mpi.executor.job_hang)
 if(MPI_CXX_FOUND)
   add_executable(mpi_comm_test ${CMAKE_CURRENT_SOURCE_DIR}/mpi/mpi_comm_test.cpp)
   target_link_libraries(mpi_comm_test PRIVATE paradiff_comm_mpi paradiff_flags)
@@ -37,7 +38,7 @@ if(MPI_CXX_FOUND)
   # Tensor and pipeline parallel groups, point-to-point activations (Send / Recv) between stages.
   add_test(NAME mpi.cross_backend.tp2_pp2
            COMMAND ${_engine} cross ${CMAKE_CURRENT_SOURCE_DIR}/mpi/configs/tp2_pp2.json)
-  foreach(case hang crash mismatch slow_start no_start)
+  foreach(case hang crash mismatch slow_start no_start job job_crash job_hang)
     add_test(NAME mpi.executor.${case} COMMAND ${_engine} ${case})
   endforeach()
 else()

@@ -16,6 +16,13 @@
 //                         collective timeout: the run ends ok; start-up is bounded by
 //                         start_timeout, not by the collective timeout (see Note [MPI watchdog]).
 //   no_start              the same with a 2 s start_timeout: a hang saying the ranks did not start.
+//   job                   persistent jobs (kernels/mpi_job.h): a world-2 config, then a world-4
+//                         one (a larger job), then the world-2 one again on the world-4 job (two
+//                         idle ranks): its observations equal a fresh job's bit for bit every
+//                         time, so nothing of a config crosses into the next.
+//   job_crash, job_hang   a rank of a persistent job aborts / hangs: the same outcome as a fresh
+//                         job's (kind, rank, mpirun's report in the kept work dir), and the next
+//                         config runs on a new job with the same observations as a fresh job.
 // Prints "PASS: CASE" or "FAIL: CASE: why"; exits 0 / 1.
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -32,6 +39,7 @@
 #include "core/config_json.h"
 #include "kernels/engine.h"
 #include "kernels/engine_mpi.h"
+#include "kernels/observations_io.h"
 #include "oracles/assemble.h"
 #include "oracles/cross_backend_oracle.h"
 #include "oracles/reference.h"
@@ -167,6 +175,50 @@ std::string RunCase(const Case& c, const std::vector<std::string>& extra) {
     const std::string why = Contains(mpi.failure, "collective mismatch in group 'world/c0/c0.1'");
     if (why.empty()) fs::remove_all(o.work_dir);
     return why;
+  }
+  if (c.name == "job" || c.name == "job_crash" || c.name == "job_hang") {
+    const Config two = LoadExample(c.src, "dp2_bf16_accum.json");
+    const Config four = LoadExample(c.src, "dp4_zero2.json");
+    const MpiRunOptions fresh = Options(c, std::chrono::seconds(60));
+    MpiRunOptions pooled = fresh;
+    pooled.reuse_job = true;
+    // Every rank's observations as bytes (kernels/observations_io.h), or why the run failed.
+    auto run = [](const Config& cfg, const MpiRunOptions& o) {
+      const EngineOutcome out = RunEngineMpi(cfg, o);
+      if (!out.ok) return "FAILED: " + out.failure;
+      std::string bytes;
+      for (const auto& r : out.obs.ranks) bytes += SerializeObservations(r);
+      return bytes;
+    };
+    const std::string want_two = run(two, fresh), want_four = run(four, fresh);
+    for (const std::string* w : {&want_two, &want_four})
+      if (w->rfind("FAILED", 0) == 0) return "fresh job: " + *w;
+    std::vector<std::pair<const Config*, const std::string*>> order = {
+        {&two, &want_two}, {&four, &want_four}, {&two, &want_two}};
+    if (c.name != "job") {
+      MpiRunOptions faulty = pooled;
+      (c.name == "job_hang" ? faulty.debug_hang_rank : faulty.debug_crash_rank) = 1;
+      faulty.timeout = std::chrono::milliseconds(3000);
+      if (run(two, pooled) != want_two) return "the job's first run differs from a fresh job's";
+      const EngineOutcome out = RunEngineMpi(two, faulty);
+      std::cout << "INFO: " << c.name << ":\n" << out.failure << "\n";
+      const std::string kind = c.name == "job_hang" ? "hang" : "crash";
+      if (out.ok || Name(out.failure_kind) != kind || out.failure_rank != 1)
+        return "expected a " + kind + " of rank 1, got '" + Name(out.failure_kind) + "' of rank " +
+               std::to_string(out.failure_rank);
+      const std::string why =
+          Contains(out.failure, kind == "hang" ? "no rank made progress for 3000 ms"
+                                               : "rank 1: killed by signal 6");
+      if (!why.empty()) return why;
+      if (!fs::exists(fresh.work_dir + "/mpirun.log")) return "the task's mpirun.log was not kept";
+      order = {{&four, &want_four}, {&two, &want_two}};
+    }
+    for (size_t i = 0; i < order.size(); ++i)
+      if (run(*order[i].first, pooled) != *order[i].second)
+        return "run " + std::to_string(i) + " on a persistent job (world " +
+               std::to_string(order[i].first->parallel.world) + ") differs from a fresh job's";
+    fs::remove_all(fresh.work_dir);
+    return "";
   }
   return "unknown case " + c.name;
 }
