@@ -211,8 +211,8 @@ std::unique_ptr<MpiJob> AcquireMpiJob(const MpiJobKey& key, int world, const Mpi
         idle.erase(it);
         return job;
       }
-    size = std::max(world, pool.largest);
-    pool.largest = size;
+    size = world > MpiJob::kMaxKeptRanks ? world : std::max(world, pool.largest);
+    pool.largest = std::max(pool.largest, std::min(size, MpiJob::kMaxKeptRanks));
     auto smaller = std::find_if(idle.begin(), idle.end(),
                                 [&](const std::unique_ptr<MpiJob>& j) { return j->key() == key; });
     if (smaller != idle.end()) {
@@ -225,7 +225,7 @@ std::unique_ptr<MpiJob> AcquireMpiJob(const MpiJobKey& key, int world, const Mpi
 }
 
 void ReleaseMpiJob(std::unique_ptr<MpiJob> job) {
-  if (!job || !job->alive()) return;
+  if (!job || !job->alive() || job->size() > MpiJob::kMaxKeptRanks) return;  // ~MpiJob ends it
   Pool& pool = ThePool();
   std::lock_guard<std::mutex> lock(pool.mu);
   pool.idle.push_back(std::move(job));

@@ -14,12 +14,15 @@
 // what a fresh job's would have been, and the next config starts a new job.
 //
 // The pool keeps idle jobs per process, keyed by (rank program, mpirun, mpirun arguments); a config
-// takes an idle job with at least `world` ranks, or starts one of max(world, the largest size
-// started so far) ranks and drops a smaller idle one. Jobs are spawned by one pool thread that
-// lives as long as the process, so PR_SET_PDEATHSIG (core/child_process.h) ties them to the
-// process, not to the calling thread. At exit the pool closes every in<r> (the ranks finalize MPI
-// and exit) and kills what is left after a grace period; a process killed outright takes its jobs
-// along (mpirun dies with the pool thread, the ranks with mpirun).
+// takes an idle job with at least `world` ranks, or starts one of max(world, the largest kept size
+// so far) ranks and drops a smaller idle one. An idle rank holds about 100 MB of private memory
+// (LibTorch and MPI initialized), so only jobs of at most kMaxKeptRanks ranks are kept: a larger
+// config gets a job of exactly its world that ends with its task, as a fresh job would. Jobs are
+// spawned by one pool thread that lives as long as the process, so PR_SET_PDEATHSIG
+// (core/child_process.h) ties them to the process, not to the calling thread. At exit the pool
+// closes every in<r> (the ranks finalize MPI and exit) and kills what is left after a grace period;
+// a process killed outright takes its jobs along (mpirun dies with the pool thread, the ranks with
+// mpirun).
 //
 // What crosses configs in a job: the processes, MPI's state and the communicators' context ids;
 // nothing of the engine (a task builds everything from its config, as a thread of the local
@@ -87,6 +90,7 @@ class MpiJob {
   void CloseInputs();
 
   static constexpr std::chrono::milliseconds kGrace{3000};
+  static constexpr int kMaxKeptRanks = 8;
 
  private:
   MpiJobKey key_;

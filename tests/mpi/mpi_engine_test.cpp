@@ -19,7 +19,8 @@
 //   job                   persistent jobs (kernels/mpi_job.h): a world-2 config, then a world-4
 //                         one (a larger job), then the world-2 one again on the world-4 job (two
 //                         idle ranks): its observations equal a fresh job's bit for bit every
-//                         time, so nothing of a config crosses into the next.
+//                         time, so nothing of a config crosses into the next; then a world
+//                         above MpiJob::kMaxKeptRanks, whose job is not kept.
 //   job_crash, job_hang   a rank of a persistent job aborts / hangs: the same outcome as a fresh
 //                         job's (kind, rank, mpirun's report in the kept work dir), and the next
 //                         config runs on a new job with the same observations as a fresh job.
@@ -39,6 +40,7 @@
 #include "core/config_json.h"
 #include "kernels/engine.h"
 #include "kernels/engine_mpi.h"
+#include "kernels/mpi_job.h"
 #include "kernels/observations_io.h"
 #include "oracles/assemble.h"
 #include "oracles/cross_backend_oracle.h"
@@ -217,6 +219,16 @@ std::string RunCase(const Case& c, const std::vector<std::string>& extra) {
       if (run(*order[i].first, pooled) != *order[i].second)
         return "run " + std::to_string(i) + " on a persistent job (world " +
                std::to_string(order[i].first->parallel.world) + ") differs from a fresh job's";
+    if (c.name == "job") {  // a world above kMaxKeptRanks: a job of its own, not kept
+      Config big = four;
+      big.parallel.world = big.parallel.dp = MpiJob::kMaxKeptRanks + 1;
+      if (run(big, pooled) != run(big, fresh))
+        return "a world-" + std::to_string(big.parallel.world) + " run differs from a fresh job's";
+      const int left = ProcessesMentioning("paradiff-mpijob-" + std::to_string(::getpid()) + "-");
+      if (left > MpiJob::kMaxKeptRanks + 1)
+        return std::to_string(left) + " processes of persistent jobs are left, more than " +
+               std::to_string(MpiJob::kMaxKeptRanks) + " kept ranks and their mpirun";
+    }
     fs::remove_all(fresh.work_dir);
     return "";
   }
