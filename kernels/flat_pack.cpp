@@ -3,8 +3,42 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <cstring>
 
 namespace paradiff {
+
+namespace {
+
+// dst[dst_at, dst_at + n) = src[src_at, src_at + n). Within one dtype a copy is bytes (no tensor
+// operator per entry); a conversion goes through copy_, which rounds as the engine always has.
+void CopyRange(const at::Tensor& dst, int64_t dst_at, const at::Tensor& src, int64_t src_at,
+               int64_t n) {
+  if (n == 0) return;
+  if (dst.scalar_type() == src.scalar_type() && dst.is_contiguous() && src.is_contiguous()) {
+    const int64_t size = static_cast<int64_t>(dst.element_size());
+    std::memcpy(static_cast<char*>(dst.data_ptr()) + dst_at * size,
+                static_cast<const char*>(src.data_ptr()) + src_at * size,
+                static_cast<size_t>(n * size));
+    return;
+  }
+  dst.narrow(0, dst_at, n).copy_(src.narrow(0, src_at, n));
+}
+
+// dst[dst_at, dst_at + n) += src[src_at, src_at + n), float32 in a loop, else add_ as before.
+void AddRange(const at::Tensor& dst, int64_t dst_at, const at::Tensor& src, int64_t src_at,
+              int64_t n) {
+  if (n == 0) return;
+  if (dst.scalar_type() == at::kFloat && src.scalar_type() == at::kFloat && dst.is_contiguous() &&
+      src.is_contiguous()) {
+    float* d = dst.data_ptr<float>() + dst_at;
+    const float* x = src.data_ptr<float>() + src_at;
+    for (int64_t i = 0; i < n; ++i) d[i] += x[i];
+    return;
+  }
+  dst.narrow(0, dst_at, n).add_(src.narrow(0, src_at, n).to(dst.scalar_type()));
+}
+
+}  // namespace
 
 int64_t PackPlan::RankBegin(int r) const {
   int64_t b = 0;
@@ -32,7 +66,7 @@ void PackFull(const FlatLayout& layout, const PackPlan& plan, const at::Tensor& 
   int64_t pos = 0;
   for (int e : plan.entries) {
     const FlatEntry& fe = layout.entries()[e];
-    pack.narrow(0, pos, fe.numel).copy_(full.narrow(0, fe.offset, fe.numel));
+    CopyRange(pack, pos, full, fe.offset, fe.numel);
     pos += fe.numel;
   }
 }
@@ -42,7 +76,7 @@ void UnpackFull(const FlatLayout& layout, const PackPlan& plan, const at::Tensor
   int64_t pos = 0;
   for (int e : plan.entries) {
     const FlatEntry& fe = layout.entries()[e];
-    full.narrow(0, fe.offset, fe.numel).copy_(pack.narrow(0, pos, fe.numel));
+    CopyRange(full, fe.offset, pack, pos, fe.numel);
     pos += fe.numel;
   }
 }
@@ -52,7 +86,7 @@ void PackShard(const FlatLayout& layout, const PackPlan& plan, int r, const at::
   const int64_t b = layout.ShardBegin(r);
   int64_t pos = 0;
   for (const auto& p : layout.Pieces(plan.entries, b, b + layout.ShardSize(r))) {
-    run.narrow(0, pos, p.count).copy_(shard.narrow(0, p.flat_offset - b, p.count));
+    CopyRange(run, pos, shard, p.flat_offset - b, p.count);
     pos += p.count;
   }
 }
@@ -62,12 +96,10 @@ void UnpackShard(const FlatLayout& layout, const PackPlan& plan, int r, const at
   const int64_t b = layout.ShardBegin(r);
   int64_t pos = 0;
   for (const auto& p : layout.Pieces(plan.entries, b, b + layout.ShardSize(r))) {
-    at::Tensor dst = shard.narrow(0, p.flat_offset - b, p.count);
-    at::Tensor src = run.narrow(0, pos, p.count);
     if (copy) {
-      dst.copy_(src);
+      CopyRange(shard, p.flat_offset - b, run, pos, p.count);
     } else {
-      dst.add_(src.to(dst.scalar_type()));
+      AddRange(shard, p.flat_offset - b, run, pos, p.count);
     }
     pos += p.count;
   }

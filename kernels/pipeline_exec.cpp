@@ -58,8 +58,8 @@ void RankEngine::PipelineStep(int64_t step, RankStep& rs) {
   const int64_t seq_local = tp_->sp() ? cfg_.model.seq_len / tp_->size() : cfg_.model.seq_len;
   const std::vector<int64_t> act_shape = {cfg_.batch.micro_batch, seq_local, cfg_.model.hidden};
   grad_micro_.zero_();
-  std::map<std::pair<int64_t, int64_t>, std::vector<at::Tensor>> saved;  // (chunk, micro) -> inputs
-  std::map<std::pair<int64_t, int64_t>, int> runs;                       // exactly-once check
+  std::map<std::pair<int64_t, int64_t>, std::vector<UnitTape>> saved;  // (chunk, micro) -> tapes
+  std::map<std::pair<int64_t, int64_t>, int> runs;                     // exactly-once check
   double loss_sum = 0;
   for (const PipelineOp& op : PipelineSchedule(cfg_, pp_rank_)) {
     const int64_t g = op.chunk * pp + pp_rank_;  // global chunk

@@ -25,6 +25,29 @@ int64_t Bytes(const at::Tensor& t) {
   return t.defined() ? t.numel() * static_cast<int64_t>(t.element_size()) : 0;
 }
 
+template <typename T>
+void AddAs(float* dst, const at::Tensor& src, int64_t n) {
+  const T* x = src.data_ptr<T>();
+  for (int64_t i = 0; i < n; ++i) dst[i] += static_cast<float>(x[i]);
+}
+
+// dst[i] += float(src[i]) for a contiguous src of n elements; false for a dtype it does not take.
+bool AddInto(float* dst, const at::Tensor& src, int64_t n) {
+  switch (src.scalar_type()) {
+    case at::kFloat:
+      AddAs<float>(dst, src, n);
+      return true;
+    case at::kBFloat16:
+      AddAs<at::BFloat16>(dst, src, n);
+      return true;
+    case at::kHalf:
+      AddAs<at::Half>(dst, src, n);
+      return true;
+    default:
+      return false;
+  }
+}
+
 }  // namespace
 
 namespace {
@@ -100,6 +123,7 @@ RankEngine::RankEngine(const Config& cfg, const FaultSet& faults, Communicator& 
       layout_(local_spec_, cfg.zero.align_elems, cfg.parallel.dp, faults),
       num_(MakeNumerics(cfg.precision.compute)),
       stage_(cfg.zero.stage),
+      keep_graphs_(stage_ <= 2 && cfg.parallel.pp == 1),
       dp_rank_(dp_group_->rank()),
       tp_rank_(tp_group_->rank()),
       pp_rank_(PpRankOf(cfg, world.rank())),
@@ -164,24 +188,33 @@ void RankEngine::InitState() {
 }
 
 ParamMap RankEngine::Materialize(size_t unit, bool requires_grad) {
-  ParamMap map;
   const PackPlan& plan = gather_plans_[unit];
-  at::Tensor gathered;
-  if (stage_ == 3) {
-    at::Tensor run = at::empty({plan.counts[dp_rank_]}, params_.options());
-    PackShard(layout_, plan, dp_rank_, params_, run);
-    gathered = at::zeros({plan.numel}, params_.options());
-    at::Tensor owned = gathered.narrow(0, 0, plan.owned);
-    dp_group_->AllGather(run, owned, plan.counts);
-    gathered_peak_ = std::max(gathered_peak_, Bytes(gathered));
+  if (stage_ <= 2) {
+    // params_ is never reallocated and a leaf only aliases it, so one set of leaves per unit
+    // serves every pass; without autograd (NoGradGuard) a leaf is read as a plain tensor.
+    if (leaves_.empty()) leaves_.resize(units_.size());
+    ParamMap& map = leaves_[unit];
+    if (map.empty()) {
+      for (int e : plan.entries) {
+        const FlatEntry& fe = layout_.entries()[e];
+        map[fe.name] =
+            params_.narrow(0, fe.offset, fe.numel).view(fe.shape).detach().requires_grad_(true);
+      }
+    }
+    return map;
   }
+  ParamMap map;
+  at::Tensor run = at::empty({plan.counts[dp_rank_]}, params_.options());
+  PackShard(layout_, plan, dp_rank_, params_, run);
+  at::Tensor gathered = at::zeros({plan.numel}, params_.options());
+  at::Tensor owned = gathered.narrow(0, 0, plan.owned);
+  dp_group_->AllGather(run, owned, plan.counts);
+  gathered_peak_ = std::max(gathered_peak_, Bytes(gathered));
   int64_t pos = 0;
   for (int e : plan.entries) {
     const FlatEntry& fe = layout_.entries()[e];
-    at::Tensor t =
-        stage_ == 3 ? gathered.narrow(0, pos, fe.numel) : params_.narrow(0, fe.offset, fe.numel);
+    at::Tensor t = gathered.narrow(0, pos, fe.numel).view(fe.shape);
     pos += fe.numel;
-    t = t.view(fe.shape);
     map[fe.name] = requires_grad ? t.detach().requires_grad_(true) : t;
   }
   return map;
@@ -189,15 +222,32 @@ ParamMap RankEngine::Materialize(size_t unit, bool requires_grad) {
 
 void RankEngine::SinkGrads(size_t unit, const ParamMap& leaves, int64_t micro_step) {
   const auto adt = AccumulateDType();
+  auto take_grad = [&](const FlatEntry& fe) {
+    at::Tensor& g = leaves.at(fe.name).mutable_grad();
+    at::Tensor grad = std::move(g);
+    g = at::Tensor();
+    return grad;
+  };
   auto grad_of = [&](const FlatEntry& fe) {
-    const at::Tensor& g = leaves.at(fe.name).grad();
+    const at::Tensor g = take_grad(fe);
     at::Tensor flat = g.defined() ? g.reshape({-1}).to(adt) : Zeros(fe.numel, adt);
     return TpSyncGrad(layout_.EntryIndex(fe.name), flat);
   };
   if (stage_ <= 2) {
+    // float32 accumulation of a gradient no collective touches: a loop (an element converted to
+    // float32 exactly, then one float32 addition, as to() and add_() compute it).
+    const bool loop = adt == at::kFloat && grad_micro_.is_contiguous();
     for (int e : gather_plans_[unit].entries) {
       const FlatEntry& fe = layout_.entries()[e];
-      grad_micro_.narrow(0, fe.offset, fe.numel).add_(grad_of(fe));
+      if (!loop || TpSyncs(e)) {
+        grad_micro_.narrow(0, fe.offset, fe.numel).add_(grad_of(fe));
+        continue;
+      }
+      const at::Tensor g = take_grad(fe);
+      if (!g.defined()) continue;
+      const at::Tensor src = g.contiguous();
+      if (!AddInto(grad_micro_.data_ptr<float>() + fe.offset, src, fe.numel))
+        grad_micro_.narrow(0, fe.offset, fe.numel).add_(src.reshape({-1}).to(adt));
     }
     return;
   }
@@ -222,15 +272,17 @@ void RankEngine::SinkGrads(size_t unit, const ParamMap& leaves, int64_t micro_st
   reducer_->ReduceScatterPack(plan, pack, grad_acc_, /*copy=*/micro_step == 0);
 }
 
+bool RankEngine::TpSyncs(int entry) const {
+  const TpReplication rep = shards_[entry].rep;
+  return rep == TpReplication::kShared || (rep == TpReplication::kReplicated && tp_->sp());
+}
+
 at::Tensor RankEngine::TpSyncGrad(int entry, at::Tensor grad) {
   // Under sequence parallelism a replicated parameter saw only this rank's positions; a kv head
   // shared by several tp ranks saw only their query heads: sum the partial gradients.
-  const TpReplication rep = shards_[entry].rep;
-  if (rep == TpReplication::kShared) {
-    kv_group_->AllReduce(grad, ReduceOp::kSum);
-  } else if (rep == TpReplication::kReplicated && tp_->sp()) {
-    tp_group_->AllReduce(grad, ReduceOp::kSum);
-  }
+  if (!TpSyncs(entry)) return grad;
+  Communicator& group = shards_[entry].rep == TpReplication::kShared ? *kv_group_ : *tp_group_;
+  group.AllReduce(grad, ReduceOp::kSum);
   return grad;
 }
 
@@ -262,26 +314,45 @@ bool RankEngine::CountsInNorm(int entry) const {
 }
 
 at::Tensor RankEngine::ForwardUnits(const std::vector<size_t>& units, at::Tensor x,
-                                    const MicroBatch& mb, std::vector<at::Tensor>& inputs) {
-  at::NoGradGuard no_grad;
-  inputs.clear();
+                                    const MicroBatch& mb, std::vector<UnitTape>& tapes) {
+  tapes.clear();
+  if (!keep_graphs_) {
+    at::NoGradGuard no_grad;
+    for (size_t u : units) {
+      tapes.push_back({x, at::Tensor(), {}});
+      x = UnitForward(units_[u], cfg_.model, num_, Materialize(u, false), x, mb, tp_.get());
+    }
+    return x;
+  }
   for (size_t u : units) {
-    inputs.push_back(x);
-    x = UnitForward(units_[u], cfg_.model, num_, Materialize(u, false), x, mb, tp_.get());
+    UnitTape t;
+    t.leaves = Materialize(u, true);
+    if (units_[u].kind != UnitKind::kEmbed) t.input = x.detach().requires_grad_(true);
+    t.output = UnitForward(units_[u], cfg_.model, num_, t.leaves, t.input, mb, tp_.get());
+    x = t.output.detach();
+    tapes.push_back(std::move(t));
   }
   return x;
 }
 
 at::Tensor RankEngine::BackwardUnits(const std::vector<size_t>& units,
-                                     const std::vector<at::Tensor>& inputs, at::Tensor grad_out,
+                                     const std::vector<UnitTape>& tapes, at::Tensor grad_out,
                                      const MicroBatch& mb, int64_t micro_step) {
   const double loss_mult = scaler_.scale() / static_cast<double>(cfg_.batch.accumulation_steps);
   for (size_t k = units.size(); k-- > 0;) {
     const size_t u = units[k];
-    ParamMap leaves = Materialize(u, true);
     const bool embed = units_[u].kind == UnitKind::kEmbed;
-    at::Tensor xin = embed ? at::Tensor() : inputs[k].detach().requires_grad_(true);
-    at::Tensor out = UnitForward(units_[u], cfg_.model, num_, leaves, xin, mb, tp_.get());
+    ParamMap leaves;
+    at::Tensor xin, out;
+    if (keep_graphs_) {
+      leaves = tapes[k].leaves;
+      xin = tapes[k].input;
+      out = tapes[k].output;
+    } else {
+      leaves = Materialize(u, true);
+      if (!embed) xin = tapes[k].input.detach().requires_grad_(true);
+      out = UnitForward(units_[u], cfg_.model, num_, leaves, xin, mb, tp_.get());
+    }
     if (units_[u].kind == UnitKind::kHead) {
       (out * loss_mult).backward();
     } else {
@@ -307,10 +378,10 @@ void RankEngine::ReduceMicroStep(int64_t micro_step, bool boundary) {
 }
 
 double RankEngine::ForwardBackward(const MicroBatch& mb, int64_t micro_step, bool boundary) {
-  std::vector<at::Tensor> inputs;
-  const double loss = ForwardUnits(chunks_[0], at::Tensor(), mb, inputs).item<double>();
+  std::vector<UnitTape> tapes;
+  const double loss = ForwardUnits(chunks_[0], at::Tensor(), mb, tapes).item<double>();
   if (stage_ <= 2) grad_micro_.zero_();
-  BackwardUnits(chunks_[0], inputs, at::Tensor(), mb, micro_step);
+  BackwardUnits(chunks_[0], tapes, at::Tensor(), mb, micro_step);
   ReduceMicroStep(micro_step, boundary);
   return loss;
 }

@@ -5,11 +5,15 @@
 // model unit by unit (see Note [Layer-wise execution]), reduces gradients through GradReducer,
 // updates its shard, and reports observations (sut/observations.h).
 //
-// Note [Layer-wise execution]: forward runs unit by unit without autograd, keeping each unit's
-// input; backward walks the units in reverse, re-materializes each unit's parameters (ZeRO-3
-// gathers them again), recomputes the unit's forward with autograd and back-propagates the
-// incoming gradient. This is activation checkpointing per layer, the way ZeRO-3 frees parameters
-// between uses; all stages share the path, so stage k and stage 0 compute bitwise the same values.
+// Note [Layer-wise execution]: the model runs unit by unit, each unit's input a leaf of its own, so
+// backward walks the units in reverse, back-propagating the incoming gradient through one unit at
+// a time. ZeRO 3 and pipeline stages run forward without autograd, keeping each unit's input, and
+// in backward re-materialize each unit's parameters (ZeRO 3 gathers them again) and recompute the
+// unit's forward with autograd: activation checkpointing per layer, the way ZeRO 3 frees
+// parameters between uses and a pipeline stage holds micro-batches in flight. Without either, a
+// rank holds one micro-batch at a time, as the reference does (see Note [Bytes per rank]), keeping
+// each unit's graph from forward: no second forward. The two paths run the same kernels on the
+// same values, so stage k and stage 0 compute bitwise the same values.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -54,12 +58,18 @@ class RankEngine {
  private:
   void InitState();
   double ForwardBackward(const MicroBatch& mb, int64_t micro_step, bool boundary);
-  // Forward of `units` from x without autograd, keeping each unit's input.
+  // What backward needs of one unit's forward (see Note [Layer-wise execution]): its input, and
+  // when the graph is kept, the input as the leaf it was, the unit's output and parameter leaves.
+  struct UnitTape {
+    at::Tensor input, output;
+    ParamMap leaves;
+  };
+  // Forward of `units` from x, one tape per unit; returns the output without its graph.
   at::Tensor ForwardUnits(const std::vector<size_t>& units, at::Tensor x, const MicroBatch& mb,
-                          std::vector<at::Tensor>& inputs);
-  // Backward of `units` by recomputation (see Note [Layer-wise execution]); returns the gradient of
-  // their input (undefined when they start with the embedding).
-  at::Tensor BackwardUnits(const std::vector<size_t>& units, const std::vector<at::Tensor>& inputs,
+                          std::vector<UnitTape>& tapes);
+  // Backward of `units` from their tapes; returns the gradient of their input (undefined when
+  // they start with the embedding).
+  at::Tensor BackwardUnits(const std::vector<size_t>& units, const std::vector<UnitTape>& tapes,
                            at::Tensor grad_out, const MicroBatch& mb, int64_t micro_step);
   // Reduces the local gradients of a micro-step across dp into grad_acc_ (per stage).
   void ReduceMicroStep(int64_t micro_step, bool boundary);
@@ -71,7 +81,10 @@ class RankEngine {
   double PaddingMaxAbs(const at::Tensor& buf, int64_t buf_begin) const;
   // The overflow decision every rank of the model agrees on (max over dp, tp and pp).
   bool AgreeOverflow(bool local);
+  // A unit's parameters with their local shapes. Stages 0-2: the same leaves, views of params_,
+  // for every pass (their gradients are taken and cleared by SinkGrads); stage 3: gathered anew.
   ParamMap Materialize(size_t unit, bool requires_grad);
+  // Adds the unit's parameter gradients to this micro-step's local gradients and clears them.
   void SinkGrads(size_t unit, const ParamMap& leaves, int64_t micro_step);
   double GlobalGradNorm(const at::Tensor& grads);
   // `update`: applied updates before this one (Adam's count); `schedule_at`: the count the
@@ -96,14 +109,17 @@ class RankEngine {
   std::vector<PackPlan>
       ready_plans_;  // stage 3: per unit, parameters whose gradient completes there
   std::vector<int64_t>
-      last_use_;      // per entry: the unit where its gradient completes (lowest index)
-  ParamMap pending_;  // stage 3: partial gradients of parameters used again below
+      last_use_;                  // per entry: the unit where its gradient completes (lowest index)
+  ParamMap pending_;              // stage 3: partial gradients of parameters used again below
+  std::vector<ParamMap> leaves_;  // stages 0-2: per unit, its parameter leaves (Materialize)
   Numerics num_;
   std::unique_ptr<GradReducer> reducer_;
   int64_t stage_;
+  bool keep_graphs_;  // forward keeps each unit's graph (no recomputation in backward)
   int dp_rank_, tp_rank_;
   int64_t pp_rank_;
   at::Tensor TpSyncGrad(int entry, at::Tensor grad);
+  bool TpSyncs(int entry) const;  // whether TpSyncGrad sums the entry's gradient over a group
   bool CountsInNorm(int entry) const;
   at::ScalarType AccumulateDType() const;
   int64_t shard_begin_, shard_size_;
