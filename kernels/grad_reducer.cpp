@@ -32,7 +32,7 @@ void GradReducer::AllReduceBuckets(at::Tensor& full) {
     NoteBuffer(pack);
     PackFull(layout_, plan, full, pack);
     dp_.AllReduce(pack, ReduceOp::kSum);
-    at::Tensor avg = pack.to(full.scalar_type()).mul_(AverageFactor());
+    at::Tensor avg = AsDType(pack, full.scalar_type()).mul_(AverageFactor());
     UnpackFull(layout_, plan, avg, full);
   }
 }

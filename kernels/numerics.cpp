@@ -109,7 +109,7 @@ at::Tensor Numerics::Round(const at::Tensor& t) const {
 at::Tensor Numerics::In(const at::Tensor& t) const {
   if (random) return t.to(rounded).to(exec);
   if (emulate_fp16) return Round(t.to(at::kFloat));
-  return t.scalar_type() == exec ? t : t.to(exec);
+  return AsDType(t, exec);
 }
 
 Numerics MakeNumerics(DType compute) {

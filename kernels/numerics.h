@@ -20,6 +20,12 @@ namespace paradiff {
 
 at::ScalarType ToScalarType(DType d);
 
+// t.to(d) (t itself when it already has dtype d) without a call through the dispatcher when
+// nothing converts: the engine and the references cast many tensors of the right dtype already.
+inline at::Tensor AsDType(const at::Tensor& t, at::ScalarType d) {
+  return t.scalar_type() == d ? t : t.to(d);
+}
+
 // The arithmetic of one forward/backward pass.
 struct Numerics {
   at::ScalarType exec = at::kFloat;  // dtype kernels run in

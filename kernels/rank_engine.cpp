@@ -230,7 +230,7 @@ void RankEngine::SinkGrads(size_t unit, const ParamMap& leaves, int64_t micro_st
   };
   auto grad_of = [&](const FlatEntry& fe) {
     const at::Tensor g = take_grad(fe);
-    at::Tensor flat = g.defined() ? g.reshape({-1}).to(adt) : Zeros(fe.numel, adt);
+    at::Tensor flat = g.defined() ? AsDType(g.reshape({-1}), adt) : Zeros(fe.numel, adt);
     return TpSyncGrad(layout_.EntryIndex(fe.name), flat);
   };
   if (stage_ <= 2) {
@@ -547,7 +547,7 @@ void RankEngine::RunSteps(int64_t first, int64_t last, RankObservations& obs,
     rs.grad_norm = rs.skipped ? INFINITY : norm_scaled / unscale_by;
     // Unscaling and clipping happen on an fp32 copy (as fp16 optimizers do): in a 16-bit
     // accumulate dtype they would underflow.
-    at::Tensor grads32 = grad_acc_.to(at::kFloat);
+    at::Tensor grads32 = AsDType(grad_acc_, at::kFloat);
     if (old_scale != 1.0) grads32.mul_(1.0 / old_scale);
     if (stage_ <= 1) {
       AddPieces(rs.pieces, "grad", grads32, 0, 0, layout_.padded());

@@ -96,14 +96,14 @@ std::vector<at::Tensor> CombinePasses(const std::vector<std::vector<at::Tensor>>
   // Sum over ranks of part(r) in the reduce dtype, back in the accumulate dtype, averaged.
   auto reduce = [&](const std::function<at::Tensor(int64_t)>& part) {
     auto term = [&](int64_t r) {
-      at::Tensor t = part(r).to(rdt);
+      at::Tensor t = AsDType(part(r), rdt);
       if (how == GradReduction::Average::kBeforeSum) return t.mul(average);
       if (how == GradReduction::Average::kDivideBeforeSum) return t.div(dp);
       return t;
     };
     at::Tensor sum = term(0);
     for (int64_t r = 1; r < dp; ++r) sum = sum.add(term(r));
-    return before ? sum.to(adt) : sum.to(adt).mul_(average);
+    return before ? AsDType(sum, adt) : AsDType(sum, adt).mul_(average);
   };
   const bool reverse = std::string(StageOrder(cfg)) == "last_first";
   std::vector<at::Tensor> acc(passes[0].size());
@@ -188,6 +188,11 @@ RefRun RunReference(const Config& cfg, const GradReduction& red, bool truth,
     scaler.After(skipped);
     if (!skipped) ++updates;
   }
+  // The parameters as autograd leaves, once: they alias st.params, which the updates below change
+  // in place only.
+  ParamMap leaves;
+  for (size_t i = 0; i < spec.params.size(); ++i)
+    leaves[spec.params[i].name] = st.params[i].detach().requires_grad_(true);
   RefRun run;
   for (int64_t step = first; step < last; ++step) {
     RefStep rs;
@@ -228,16 +233,15 @@ RefRun RunReference(const Config& cfg, const GradReduction& red, bool truth,
         mb.inputs = at::cat(inputs, 0);
         mb.targets = at::cat(targets, 0);
       }
-      ParamMap leaves;
-      for (size_t i = 0; i < spec.params.size(); ++i)
-        leaves[spec.params[i].name] = st.params[i].detach().requires_grad_(true);
       at::Tensor x;
       for (const auto& u : units) x = UnitForward(u, cfg.model, num, leaves, x, mb);
       loss_sum += x.item<double>();
       (x * (scale * loss_mult)).backward();
       for (size_t i = 0; i < spec.params.size(); ++i) {
-        at::Tensor gi = leaves[spec.params[i].name].grad();
-        pass_grads[g].push_back(gi.defined() ? gi.to(adt) : at::zeros_like(st.params[i]).to(adt));
+        at::Tensor& grad = leaves[spec.params[i].name].mutable_grad();
+        at::Tensor gi = grad.defined() ? std::move(grad) : at::zeros_like(st.params[i]);
+        grad = at::Tensor();  // the next pass starts from no gradient
+        pass_grads[g].push_back(AsDType(gi, adt));
       }
     }
     rs.loss = loss_sum / static_cast<double>(passes);
@@ -254,19 +258,19 @@ RefRun RunReference(const Config& cfg, const GradReduction& red, bool truth,
     rs.skipped = overflow;
     rs.loss_scale = scale;
     double sq = 0;
-    for (const auto& a : acc) sq += a.to(at::kDouble).pow(2).sum().item<double>();
+    for (const auto& a : acc) sq += AsDType(a, at::kDouble).pow(2).sum().item<double>();
     scaler.After(overflow);
     rs.grad_norm = overflow ? INFINITY : std::sqrt(sq) / scale;
     // Unscale (and below, clip) in the optimizer's dtype, never in a 16-bit accumulate dtype.
     for (auto& a : acc) {
-      a = a.to(sdt);
+      a = AsDType(a, sdt);
       if (scale != 1.0) a.mul_(1.0 / scale);
     }
     const double coef = ClipCoefficient(cfg.clip_grad_norm, rs.grad_norm);
     for (size_t i = 0; i < spec.params.size(); ++i) {
       const std::string& name = spec.params[i].name;
       rs.tensors["grad:" + name] = Snapshot(acc[i]);
-      at::Tensor g = acc[i].to(sdt);
+      at::Tensor g = AsDType(acc[i], sdt);
       if (coef < 1.0) g.mul_(coef);
       if (!overflow) {
         at::Tensor target =
