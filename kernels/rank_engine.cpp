@@ -123,7 +123,8 @@ RankEngine::RankEngine(const Config& cfg, const FaultSet& faults, Communicator& 
       layout_(local_spec_, cfg.zero.align_elems, cfg.parallel.dp, faults),
       num_(MakeNumerics(cfg.precision.compute)),
       stage_(cfg.zero.stage),
-      keep_graphs_(stage_ <= 2 && cfg.parallel.pp == 1),
+      keep_graphs_(stage_ <= 2 &&
+                   (cfg.parallel.pp == 1 || cfg.parallel.schedule == Schedule::k1F1B)),
       dp_rank_(dp_group_->rank()),
       tp_rank_(tp_group_->rank()),
       pp_rank_(PpRankOf(cfg, world.rank())),

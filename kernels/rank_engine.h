@@ -7,13 +7,14 @@
 //
 // Note [Layer-wise execution]: the model runs unit by unit, each unit's input a leaf of its own, so
 // backward walks the units in reverse, back-propagating the incoming gradient through one unit at
-// a time. ZeRO 3 and pipeline stages run forward without autograd, keeping each unit's input, and
-// in backward re-materialize each unit's parameters (ZeRO 3 gathers them again) and recompute the
-// unit's forward with autograd: activation checkpointing per layer, the way ZeRO 3 frees
-// parameters between uses and a pipeline stage holds micro-batches in flight. Without either, a
-// rank holds one micro-batch at a time, as the reference does (see Note [Bytes per rank]), keeping
-// each unit's graph from forward: no second forward. The two paths run the same kernels on the
-// same values, so stage k and stage 0 compute bitwise the same values.
+// a time. Without ZeRO 3, and with no pipeline or a 1F1B one, a rank keeps each unit's graph from
+// forward until that micro-batch's backward: it holds one micro-batch at a time, or under 1F1B at
+// most pp of them over its layers / pp layers, which is what the budget's activation term counts
+// (see Note [Bytes per rank]). ZeRO 3, GPipe (every micro-batch in flight) and interleaved 1F1B
+// run forward without autograd, keeping each unit's input, and in backward re-materialize each
+// unit's parameters (ZeRO 3 gathers them again) and recompute the unit's forward with autograd:
+// activation checkpointing per layer, the way ZeRO 3 frees parameters between uses. The two paths
+// run the same kernels on the same values, so stage k and stage 0 compute bitwise the same values.
 #pragma once
 
 #include <ATen/core/Tensor.h>
