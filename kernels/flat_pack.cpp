@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "kernels/numerics.h"
+
 namespace paradiff {
 
 namespace {
@@ -24,21 +26,34 @@ void CopyRange(const at::Tensor& dst, int64_t dst_at, const at::Tensor& src, int
   dst.narrow(0, dst_at, n).copy_(src.narrow(0, src_at, n));
 }
 
-// dst[dst_at, dst_at + n) += src[src_at, src_at + n), float32 in a loop, else add_ as before.
-void AddRange(const at::Tensor& dst, int64_t dst_at, const at::Tensor& src, int64_t src_at,
-              int64_t n) {
-  if (n == 0) return;
-  if (dst.scalar_type() == at::kFloat && src.scalar_type() == at::kFloat && dst.is_contiguous() &&
-      src.is_contiguous()) {
-    float* d = dst.data_ptr<float>() + dst_at;
-    const float* x = src.data_ptr<float>() + src_at;
-    for (int64_t i = 0; i < n; ++i) d[i] += x[i];
-    return;
-  }
-  dst.narrow(0, dst_at, n).add_(src.narrow(0, src_at, n).to(dst.scalar_type()));
+template <typename T>
+void AddAs(float* dst, const at::Tensor& src, int64_t src_at, int64_t n) {
+  const T* x = src.data_ptr<T>() + src_at;
+  for (int64_t i = 0; i < n; ++i) dst[i] += static_cast<float>(x[i]);
 }
 
 }  // namespace
+
+void AddRange(const at::Tensor& dst, int64_t dst_at, const at::Tensor& src, int64_t src_at,
+              int64_t n) {
+  if (n == 0) return;
+  if (dst.scalar_type() == at::kFloat && dst.is_contiguous() && src.is_contiguous()) {
+    float* d = dst.data_ptr<float>() + dst_at;
+    switch (src.scalar_type()) {
+      case at::kFloat:
+        return AddAs<float>(d, src, src_at, n);
+      case at::kBFloat16:
+        return AddAs<at::BFloat16>(d, src, src_at, n);
+      case at::kHalf:
+        return AddAs<at::Half>(d, src, src_at, n);
+      default:
+        break;
+    }
+  }
+  const at::Tensor flat = src.dim() == 1 ? src : src.reshape({-1});
+  const at::Tensor part = src_at == 0 && flat.numel() == n ? flat : flat.narrow(0, src_at, n);
+  dst.narrow(0, dst_at, n).add_(AsDType(part, dst.scalar_type()));
+}
 
 int64_t PackPlan::RankBegin(int r) const {
   int64_t b = 0;

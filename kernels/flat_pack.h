@@ -32,6 +32,12 @@ void UnpackFull(const FlatLayout& layout, const PackPlan& plan, const at::Tensor
 // rank r's run of the pack <-> rank r's shard buffer (size ShardSize(r)).
 void PackShard(const FlatLayout& layout, const PackPlan& plan, int r, const at::Tensor& shard,
                at::Tensor& run);
+// dst[dst_at, dst_at + n) += src[src_at, src_at + n) (dst flat; src flat, or contiguous when
+// src_at is 0). Into float32 from float32, bf16 or fp16 it is a loop: each element widened
+// exactly, then one float32 addition, as to() and add_() compute it; any other pair goes through
+// add_.
+void AddRange(const at::Tensor& dst, int64_t dst_at, const at::Tensor& src, int64_t src_at,
+              int64_t n);
 // Adds (or copies, when `copy`) rank r's run into its shard buffer.
 void UnpackShard(const FlatLayout& layout, const PackPlan& plan, int r, const at::Tensor& run,
                  at::Tensor& shard, bool copy);

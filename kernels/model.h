@@ -21,6 +21,15 @@ namespace paradiff {
 
 using ParamMap = std::unordered_map<std::string, at::Tensor>;
 
+// A leaf's gradient, taken off it (undefined when backward left none), so that the leaf's next
+// backward starts from no gradient: one set of parameter leaves serves pass after pass.
+inline at::Tensor TakeGrad(const at::Tensor& leaf) {
+  at::Tensor& grad = leaf.mutable_grad();
+  at::Tensor taken = std::move(grad);
+  grad = at::Tensor();
+  return taken;
+}
+
 enum class UnitKind { kEmbed, kBlock, kHead };
 
 struct Unit {

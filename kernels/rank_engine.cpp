@@ -25,29 +25,6 @@ int64_t Bytes(const at::Tensor& t) {
   return t.defined() ? t.numel() * static_cast<int64_t>(t.element_size()) : 0;
 }
 
-template <typename T>
-void AddAs(float* dst, const at::Tensor& src, int64_t n) {
-  const T* x = src.data_ptr<T>();
-  for (int64_t i = 0; i < n; ++i) dst[i] += static_cast<float>(x[i]);
-}
-
-// dst[i] += float(src[i]) for a contiguous src of n elements; false for a dtype it does not take.
-bool AddInto(float* dst, const at::Tensor& src, int64_t n) {
-  switch (src.scalar_type()) {
-    case at::kFloat:
-      AddAs<float>(dst, src, n);
-      return true;
-    case at::kBFloat16:
-      AddAs<at::BFloat16>(dst, src, n);
-      return true;
-    case at::kHalf:
-      AddAs<at::Half>(dst, src, n);
-      return true;
-    default:
-      return false;
-  }
-}
-
 }  // namespace
 
 namespace {
@@ -142,6 +119,7 @@ RankEngine::RankEngine(const Config& cfg, const FaultSet& faults, Communicator& 
   kv_group_ = tp_group_->Split(static_cast<int>(share < 0 ? tp_rank_ : share), tp_rank_);
   tp_ = std::make_unique<TensorParallel>(*tp_group_, cfg.model, cfg.parallel.sp, faults);
   reducer_ = std::make_unique<GradReducer>(cfg, layout_, faults, *dp_group_, world.size());
+  leaves_.resize(units_.size());
   shard_begin_ = stage_ == 0 ? 0 : layout_.ShardBegin(dp_rank_);
   shard_size_ = stage_ == 0 ? layout_.padded() : layout_.ShardSize(dp_rank_);
   last_use_.assign(layout_.entries().size(), static_cast<int64_t>(units_.size()));
@@ -188,12 +166,11 @@ void RankEngine::InitState() {
   grad_acc_ = Zeros(stage_ <= 1 ? layout_.padded() : shard_size_, adt);
 }
 
-ParamMap RankEngine::Materialize(size_t unit, bool requires_grad) {
+const ParamMap& RankEngine::Materialize(size_t unit, bool requires_grad, ParamMap& scratch) {
   const PackPlan& plan = gather_plans_[unit];
   if (stage_ <= 2) {
     // params_ is never reallocated and a leaf only aliases it, so one set of leaves per unit
     // serves every pass; without autograd (NoGradGuard) a leaf is read as a plain tensor.
-    if (leaves_.empty()) leaves_.resize(units_.size());
     ParamMap& map = leaves_[unit];
     if (map.empty()) {
       for (int e : plan.entries) {
@@ -204,51 +181,40 @@ ParamMap RankEngine::Materialize(size_t unit, bool requires_grad) {
     }
     return map;
   }
-  ParamMap map;
   at::Tensor run = at::empty({plan.counts[dp_rank_]}, params_.options());
   PackShard(layout_, plan, dp_rank_, params_, run);
   at::Tensor gathered = at::zeros({plan.numel}, params_.options());
   at::Tensor owned = gathered.narrow(0, 0, plan.owned);
   dp_group_->AllGather(run, owned, plan.counts);
   gathered_peak_ = std::max(gathered_peak_, Bytes(gathered));
+  scratch.clear();
   int64_t pos = 0;
   for (int e : plan.entries) {
     const FlatEntry& fe = layout_.entries()[e];
     at::Tensor t = gathered.narrow(0, pos, fe.numel).view(fe.shape);
     pos += fe.numel;
-    map[fe.name] = requires_grad ? t.detach().requires_grad_(true) : t;
+    scratch[fe.name] = requires_grad ? t.detach().requires_grad_(true) : t;
   }
-  return map;
+  return scratch;
 }
 
 void RankEngine::SinkGrads(size_t unit, const ParamMap& leaves, int64_t micro_step) {
   const auto adt = AccumulateDType();
-  auto take_grad = [&](const FlatEntry& fe) {
-    at::Tensor& g = leaves.at(fe.name).mutable_grad();
-    at::Tensor grad = std::move(g);
-    g = at::Tensor();
-    return grad;
-  };
-  auto grad_of = [&](const FlatEntry& fe) {
-    const at::Tensor g = take_grad(fe);
-    at::Tensor flat = g.defined() ? AsDType(g.reshape({-1}), adt) : Zeros(fe.numel, adt);
-    return TpSyncGrad(layout_.EntryIndex(fe.name), flat);
+  // A gradient as a flat tensor of the accumulate dtype, summed over its tensor-parallel group
+  // where TpSyncGrad sums it (zeros for a parameter backward did not reach).
+  auto flat = [&](int e, const at::Tensor& g) {
+    const FlatEntry& fe = layout_.entries()[e];
+    return TpSyncGrad(e, g.defined() ? AsDType(g.reshape({-1}), adt) : Zeros(fe.numel, adt));
   };
   if (stage_ <= 2) {
-    // float32 accumulation of a gradient no collective touches: a loop (an element converted to
-    // float32 exactly, then one float32 addition, as to() and add_() compute it).
-    const bool loop = adt == at::kFloat && grad_micro_.is_contiguous();
     for (int e : gather_plans_[unit].entries) {
       const FlatEntry& fe = layout_.entries()[e];
-      if (!loop || TpSyncs(e)) {
-        grad_micro_.narrow(0, fe.offset, fe.numel).add_(grad_of(fe));
-        continue;
+      const at::Tensor g = TakeGrad(leaves.at(fe.name));
+      if (g.defined() && !TpSyncs(e)) {
+        AddRange(grad_micro_, fe.offset, g.contiguous(), 0, fe.numel);
+      } else {
+        grad_micro_.narrow(0, fe.offset, fe.numel).add_(flat(e, g));
       }
-      const at::Tensor g = take_grad(fe);
-      if (!g.defined()) continue;
-      const at::Tensor src = g.contiguous();
-      if (!AddInto(grad_micro_.data_ptr<float>() + fe.offset, src, fe.numel))
-        grad_micro_.narrow(0, fe.offset, fe.numel).add_(src.reshape({-1}).to(adt));
     }
     return;
   }
@@ -257,7 +223,8 @@ void RankEngine::SinkGrads(size_t unit, const ParamMap& leaves, int64_t micro_st
   for (int e : gather_plans_[unit].entries) {
     const FlatEntry& fe = layout_.entries()[e];
     auto it = pending_.find(fe.name);
-    at::Tensor g = it == pending_.end() ? grad_of(fe) : it->second.add(grad_of(fe));
+    const at::Tensor part = flat(e, TakeGrad(leaves.at(fe.name)));
+    at::Tensor g = it == pending_.end() ? part : it->second.add(part);
     pending_[fe.name] = g;
   }
   const PackPlan& plan = ready_plans_[unit];
@@ -317,19 +284,21 @@ bool RankEngine::CountsInNorm(int entry) const {
 at::Tensor RankEngine::ForwardUnits(const std::vector<size_t>& units, at::Tensor x,
                                     const MicroBatch& mb, std::vector<UnitTape>& tapes) {
   tapes.clear();
+  ParamMap scratch;
   if (!keep_graphs_) {
     at::NoGradGuard no_grad;
     for (size_t u : units) {
-      tapes.push_back({x, at::Tensor(), {}});
-      x = UnitForward(units_[u], cfg_.model, num_, Materialize(u, false), x, mb, tp_.get());
+      tapes.push_back({x, at::Tensor()});
+      x = UnitForward(units_[u], cfg_.model, num_, Materialize(u, false, scratch), x, mb,
+                      tp_.get());
     }
     return x;
   }
   for (size_t u : units) {
     UnitTape t;
-    t.leaves = Materialize(u, true);
     if (units_[u].kind != UnitKind::kEmbed) t.input = x.detach().requires_grad_(true);
-    t.output = UnitForward(units_[u], cfg_.model, num_, t.leaves, t.input, mb, tp_.get());
+    t.output = UnitForward(units_[u], cfg_.model, num_, Materialize(u, true, scratch), t.input, mb,
+                           tp_.get());
     x = t.output.detach();
     tapes.push_back(std::move(t));
   }
@@ -340,18 +309,14 @@ at::Tensor RankEngine::BackwardUnits(const std::vector<size_t>& units,
                                      const std::vector<UnitTape>& tapes, at::Tensor grad_out,
                                      const MicroBatch& mb, int64_t micro_step) {
   const double loss_mult = scaler_.scale() / static_cast<double>(cfg_.batch.accumulation_steps);
+  ParamMap scratch;
   for (size_t k = units.size(); k-- > 0;) {
     const size_t u = units[k];
     const bool embed = units_[u].kind == UnitKind::kEmbed;
-    ParamMap leaves;
-    at::Tensor xin, out;
-    if (keep_graphs_) {
-      leaves = tapes[k].leaves;
-      xin = tapes[k].input;
-      out = tapes[k].output;
-    } else {
-      leaves = Materialize(u, true);
-      if (!embed) xin = tapes[k].input.detach().requires_grad_(true);
+    const ParamMap& leaves = Materialize(u, true, scratch);
+    at::Tensor xin = tapes[k].input, out = tapes[k].output;
+    if (!keep_graphs_) {  // recompute the unit's forward, with autograd
+      if (!embed) xin = xin.detach().requires_grad_(true);
       out = UnitForward(units_[u], cfg_.model, num_, leaves, xin, mb, tp_.get());
     }
     if (units_[u].kind == UnitKind::kHead) {

@@ -60,10 +60,9 @@ class RankEngine {
   void InitState();
   double ForwardBackward(const MicroBatch& mb, int64_t micro_step, bool boundary);
   // What backward needs of one unit's forward (see Note [Layer-wise execution]): its input, and
-  // when the graph is kept, the input as the leaf it was, the unit's output and parameter leaves.
+  // when the graph is kept, the input as the leaf it was and the unit's output.
   struct UnitTape {
     at::Tensor input, output;
-    ParamMap leaves;
   };
   // Forward of `units` from x, one tape per unit; returns the output without its graph.
   at::Tensor ForwardUnits(const std::vector<size_t>& units, at::Tensor x, const MicroBatch& mb,
@@ -82,9 +81,10 @@ class RankEngine {
   double PaddingMaxAbs(const at::Tensor& buf, int64_t buf_begin) const;
   // The overflow decision every rank of the model agrees on (max over dp, tp and pp).
   bool AgreeOverflow(bool local);
-  // A unit's parameters with their local shapes. Stages 0-2: the same leaves, views of params_,
-  // for every pass (their gradients are taken and cleared by SinkGrads); stage 3: gathered anew.
-  ParamMap Materialize(size_t unit, bool requires_grad);
+  // A unit's parameters with their local shapes. Stages 0-2: the unit's leaves, views of params_
+  // made once, for every pass (SinkGrads takes their gradients off them); stage 3: gathered anew
+  // into `scratch` (leaves when `requires_grad`), valid until the next call with it.
+  const ParamMap& Materialize(size_t unit, bool requires_grad, ParamMap& scratch);
   // Adds the unit's parameter gradients to this micro-step's local gradients and clears them.
   void SinkGrads(size_t unit, const ParamMap& leaves, int64_t micro_step);
   double GlobalGradNorm(const at::Tensor& grads);

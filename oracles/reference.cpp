@@ -238,9 +238,8 @@ RefRun RunReference(const Config& cfg, const GradReduction& red, bool truth,
       loss_sum += x.item<double>();
       (x * (scale * loss_mult)).backward();
       for (size_t i = 0; i < spec.params.size(); ++i) {
-        at::Tensor& grad = leaves[spec.params[i].name].mutable_grad();
-        at::Tensor gi = grad.defined() ? std::move(grad) : at::zeros_like(st.params[i]);
-        grad = at::Tensor();  // the next pass starts from no gradient
+        at::Tensor gi = TakeGrad(leaves[spec.params[i].name]);
+        if (!gi.defined()) gi = at::zeros_like(st.params[i]);
         pass_grads[g].push_back(AsDType(gi, adt));
       }
     }
