@@ -86,11 +86,21 @@ int64_t ProcStatusKiB(pid_t pid, const std::string& field) {
   return -1;
 }
 
-double DescendantsCpuS() {
+namespace {
+
+double RusageCpuS(int who) {
   rusage ru;
-  getrusage(RUSAGE_CHILDREN, &ru);
-  double s = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
-             1e-6 * static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+  getrusage(who, &ru);
+  return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+         1e-6 * static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+}
+
+}  // namespace
+
+double ProcessCpuS() { return RusageCpuS(RUSAGE_SELF); }
+
+double DescendantsCpuS() {
+  double s = RusageCpuS(RUSAGE_CHILDREN);
   // Live processes whose parent chain reaches us.
   std::map<pid_t, ProcessInfo> procs;
   for (const ProcessInfo& p : ListProcesses()) procs[p.pid] = p;

@@ -39,6 +39,9 @@ Config TinyConfig(int64_t world);
 // A field of /proc/<pid>/status in KiB ("VmRSS", "VmHWM"); -1 when unreadable. pid 0 = self.
 int64_t ProcStatusKiB(pid_t pid, const std::string& field);
 
+// CPU seconds (user + system) of this process so far, all its threads.
+double ProcessCpuS();
+
 // CPU seconds of every descendant process: the reaped ones (RUSAGE_CHILDREN) and the live ones
 // (/proc/<pid>/stat utime + stime), e.g. the ranks of the mpi backend's persistent jobs
 // (kernels/mpi_job.h), which outlive a check. Take differences around the measured work.

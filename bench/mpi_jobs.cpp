@@ -13,7 +13,6 @@
 //
 // Usage: bench_mpi_jobs [N=6] [ROUNDS=3] [SEED=20261205]
 #include <ATen/Parallel.h>
-#include <sys/resource.h>
 
 #include <chrono>
 #include <cstdio>
@@ -30,13 +29,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double CpuS() {
-  rusage ru;
-  getrusage(RUSAGE_SELF, &ru);
-  return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
-         1e-6 * static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) +
-         paradiff::bench::DescendantsCpuS();
-}
+double CpuS() { return paradiff::bench::ProcessCpuS() + paradiff::bench::DescendantsCpuS(); }
 
 struct Way {
   double wall_s = 0, cpu_s = 0;

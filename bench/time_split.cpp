@@ -22,7 +22,6 @@
 //        bench/bench_common.h)
 #include <ATen/Parallel.h>
 #include <ATen/record_function.h>
-#include <sys/resource.h>
 
 #include <algorithm>
 #include <atomic>
@@ -66,13 +65,6 @@ thread_local int t_depth = 0;
 bool g_count_names = false;
 std::mutex g_names_mu;
 std::map<std::pair<int, std::string>, int64_t> g_outer_by_name;
-
-double ProcessCpuS() {
-  rusage ru;
-  getrusage(RUSAGE_SELF, &ru);
-  return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
-         1e-6 * static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
-}
 
 std::unique_ptr<at::ObserverContext> OnOpStart(const at::RecordFunction& fn) {
   g_ops.fetch_add(1, std::memory_order_relaxed);
@@ -120,7 +112,7 @@ PlainSplit CheckPlain(const std::vector<paradiff::Config>& list, int reps) {
   PlainSplit p;
   paradiff::CheckOptions opts;
   const auto t0 = Clock::now();
-  const double c0 = ProcessCpuS(), k0 = paradiff::bench::DescendantsCpuS();
+  const double c0 = paradiff::bench::ProcessCpuS(), k0 = paradiff::bench::DescendantsCpuS();
   p.engine_by_config_s.assign(list.size(), 0.0);
   for (int r = 0; r < reps; ++r)
     for (size_t i = 0; i < list.size(); ++i) {
@@ -138,7 +130,7 @@ PlainSplit CheckPlain(const std::vector<paradiff::Config>& list, int reps) {
       ++p.n;
     }
   p.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
-  p.cpu_s = ProcessCpuS() - c0;
+  p.cpu_s = paradiff::bench::ProcessCpuS() - c0;
   p.children_cpu_s = paradiff::bench::DescendantsCpuS() - k0;
   return p;
 }

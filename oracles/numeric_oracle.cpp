@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "core/model_spec.h"
+#include "kernels/numerics.h"
 #include "kernels/optim.h"
 #include "kernels/param_init.h"
 #include "oracles/bitwise.h"
@@ -124,9 +125,7 @@ Comparison CompareValues(const double* d, const std::vector<const double*>& rs, 
 Comparison CompareTensor(const at::Tensor& d, const std::vector<at::Tensor>& rs,
                          const at::Tensor& t, Tolerance tol, double kind_rms = 0,
                          int64_t step = 0) {
-  const auto flat = [](const at::Tensor& x) {
-    return (x.scalar_type() == at::kDouble ? x : x.to(at::kDouble)).contiguous();
-  };
+  const auto flat = [](const at::Tensor& x) { return AsDType(x, at::kDouble).contiguous(); };
   const at::Tensor fd = flat(d), ft = flat(t);
   std::vector<at::Tensor> fr;
   std::vector<const double*> ptrs;
