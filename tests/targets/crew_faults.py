@@ -32,7 +32,9 @@ def faulty(rank, world, run_dir, plant):
         os.kill(os.getpid(), signal.SIGSEGV)
     if rank == 1 and seed == 903:
         sys.exit(4)
-    print("crew rank %d pid %d" % (rank, os.getpid()), flush=True)
+    # One write per line: two ranks share the log, and print() writes the newline separately.
+    sys.stdout.write("crew rank %d pid %d\n" % (rank, os.getpid()))
+    sys.stdout.flush()
     adapter.train(rank, world, run_dir, plant)
 
 
