@@ -69,6 +69,19 @@ if sp:
            f"load {sp['load_average_1m']}")
 else:
     missing("wall time per checked config", "-", cmd_sp)
+# The fast bf16 gemm against ATen's kernel, side by side in one process.
+bg = load("bf16gemm.json")
+cmd_bg = f"{build}/bench/bench_bf16_gemm {reps}"
+if bg:
+    c = bg["checks"]
+    figure("CPU per check, ATen's bf16 gemm over the fast one (small list)", round(c["aten_over_fast"], 3), "x", "-",
+           None, cmd_bg,
+           f"{c['aten_cpu_ms_per_check']:.1f} vs {c['fast_cpu_ms_per_check']:.1f} ms; same verdicts: "
+           f"{c['same_verdicts']}; per gemm (ATen / fast): " +
+           ", ".join(f"{k['ta']}{k['tb']} {k['m']}x{k['n']}x{k['k']} {k['aten_over_fast']:.1f}x" for k in bg["kernel"]) +
+           f"; load {bg['load_average_1m']}")
+else:
+    missing("CPU per check, ATen's bf16 gemm over the fast one", "-", cmd_bg)
 # Configs on the mpi backend: a fresh mpirun job per config vs persistent jobs, side by side.
 mj = load("mpijobs.json")
 cmd_mj = f"{build}/bench/bench_mpi_jobs 6 3"

@@ -7,6 +7,8 @@
 #include <mutex>
 #include <stdexcept>
 
+#include "kernels/bf16_gemm.h"
+
 namespace paradiff {
 
 namespace {
@@ -17,9 +19,10 @@ namespace {
 // worker), compiling one more kernel occasionally works from a corrupted description and kills
 // the worker (std::bad_alloc, std::bad_array_new_length or SIGSEGV inside brgemm_kernel_create),
 // while the same config passes in a fresh process. Without oneDNN, bf16 matmuls run in ATen's own
-// CPU gemm (fp32 accumulation). Turned off once per process, before the first forward, by the one
-// factory of the arithmetic that the engine and the reference both use, so the two always run the
-// same kernels. Evidence: docs/EVIDENCE.md.
+// CPU gemm (fp32 accumulation), which this process runs faster with the same bits (see Note
+// [Fast bf16 gemm] in bf16_gemm.cpp). Turned off once per process, before the first forward, by the
+// one factory of the arithmetic that the engine and the reference both use, so the two always run
+// the same kernels. Evidence: docs/EVIDENCE.md.
 //
 // Note [Single-threaded BLAS]: ranks are threads and checks run side by side, so gemm is called
 // from several threads at once. Debian's OpenBLAS (pthreads build) splits a large enough gemm over
@@ -35,6 +38,7 @@ void ProcessWideNumerics() {
     using SetThreads = void (*)(int);
     if (auto set = reinterpret_cast<SetThreads>(::dlsym(RTLD_DEFAULT, "openblas_set_num_threads")))
       set(1);
+    InstallFastBf16Gemm();  // see Note [Fast bf16 gemm] in bf16_gemm.cpp
   });
 }
 

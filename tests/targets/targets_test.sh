@@ -2,7 +2,7 @@
 # End-to-end tests of external targets (docs/TARGETS.md). Cases without torch: broken targets get a
 # clear finding (crash / hang / silent / shape), a malformed target file exits 2 naming the field,
 # DeepSpeed import/export round-trips. Cases labelled torch (adapters/torch, python3-torch): the
-# adapter is bitwise equal to the reference at world 1 in fp32, a short campaign is clean, the
+# adapter is bitwise equal to the reference at world 1 in fp32 and with bf16 compute, a short campaign is clean, the
 # planted bug is caught and minimized, a target reporting only parameters is clean and its planted
 # bug caught. They exit 77 (skipped) when python3-torch is missing.
 # Usage: targets_test.sh PARADIFF_BINARY SOURCE_DIR CASE
@@ -23,6 +23,23 @@ r = json.load(open(sys.argv[1]))
 mirror = [o for o in r["oracles"] if o["name"] == "mirror"]
 print("mirror:", mirror)
 sys.exit(0 if mirror and mirror[0]["status"] == "pass" else 1)
+PY
+}
+
+# Fails unless the torch target at world 1 computes step 0's loss and gradients of CONFIG bit for
+# bit as paradiff's reference does (model_arithmetic "paradiff", docs/TARGETS.md).
+torch_bitwise() {
+  expect 0 "$P" run "$1" --target "$SRC/adapters/torch/torch.json" --report "$TMP/r.json"
+  /usr/bin/python3 - "$TMP/r.json" <<'PY' || fail "step-0 loss / gradients are not bitwise equal to the reference"
+import json, sys
+r = json.load(open(sys.argv[1]))
+s0 = [c for c in r["comparisons"] if c["step"] == 0 and c["kind"] in ("loss", "grad")]
+bad = [c for c in s0 if c["error"] != c["ref_error"]]
+print("step-0 loss/grad comparisons:", len(s0), "not bitwise:", len(bad))
+# grad_norm is torch's own float32 norm, checked against its reported gradients under the fp32 bound.
+cons = [c for c in r["comparisons"] if c["detail"] == "consistency"]
+print("norm consistency:", [(c["error"], c["bound"]) for c in cons])
+sys.exit(1 if bad or len(s0) < 10 or not cons or not all(c["ok"] and c["bound"] > 1e-8 for c in cons) else 0)
 PY
 }
 
@@ -148,18 +165,13 @@ case $CASE in
     ;;
   torch_bitwise_world1)
     need_torch
-    expect 0 "$P" run "$T/torch_world1.json" --target "$SRC/adapters/torch/torch.json" --report "$TMP/r.json"
-    /usr/bin/python3 - "$TMP/r.json" <<'PY' || fail "step-0 loss / gradients are not bitwise equal to the reference"
-import json, sys
-r = json.load(open(sys.argv[1]))
-s0 = [c for c in r["comparisons"] if c["step"] == 0 and c["kind"] in ("loss", "grad")]
-bad = [c for c in s0 if c["error"] != c["ref_error"]]
-print("step-0 loss/grad comparisons:", len(s0), "not bitwise:", len(bad))
-# grad_norm is torch's own float32 norm, checked against its reported gradients under the fp32 bound.
-cons = [c for c in r["comparisons"] if c["detail"] == "consistency"]
-print("norm consistency:", [(c["error"], c["bound"]) for c in cons])
-sys.exit(1 if bad or len(s0) < 10 or not cons or not all(c["ok"] and c["bound"] > 1e-8 for c in cons) else 0)
-PY
+    torch_bitwise "$T/torch_world1.json"
+    ;;
+  torch_bitwise_world1_bf16)
+    # bf16 compute: paradiff's reference runs its own bf16 gemm (see Note [Fast bf16 gemm] in
+    # kernels/bf16_gemm.cpp), torch 1.13 ATen's; the bits must still agree.
+    need_torch
+    torch_bitwise "$T/torch_world1_bf16.json"
     ;;
   torch_warm_leaks_nothing)
     # Protocol 2 (docs/TARGETS.md "Warm workers"): nothing one config does reaches the next, though
