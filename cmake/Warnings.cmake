@@ -1,5 +1,6 @@
-# Compiler flags shared by every paradiff target: warnings (errors under PARADIFF_WERROR, which
-# scripts/test sets), the sanitizer of PARADIFF_SANITIZE and libFuzzer's coverage instrumentation.
+# Compiler and link flags shared by every paradiff target: warnings (errors under PARADIFF_WERROR,
+# which scripts/test sets), the sanitizer of PARADIFF_SANITIZE, libFuzzer's coverage
+# instrumentation and the allocator.
 add_library(paradiff_flags INTERFACE)
 target_compile_options(paradiff_flags INTERFACE -Wall -Wextra -Wno-unused-parameter)
 if(PARADIFF_WERROR)
@@ -26,4 +27,18 @@ if(PARADIFF_FUZZ)
     message(FATAL_ERROR "PARADIFF_FUZZ=ON needs PARADIFF_SANITIZE=address (the asan preset)")
   endif()
   target_compile_options(paradiff_flags INTERFACE -fsanitize=fuzzer-no-link)
+endif()
+
+# The allocator (docs/PERFORMANCE.md, "tcmalloc"): a check makes and frees tens of
+# thousands of tensors of a few hundred elements on several threads at once, where glibc's malloc
+# spent about a sixth of a campaign's CPU. Every executable links tcmalloc ahead of libc (kept even
+# though no symbol of it is named); a sanitizer brings its own allocator, so none there.
+if(PARADIFF_TCMALLOC AND NOT _sanitizers)
+  find_library(PARADIFF_TCMALLOC_LIBRARY NAMES tcmalloc_minimal)
+  if(PARADIFF_TCMALLOC_LIBRARY)
+    target_link_options(paradiff_flags INTERFACE "LINKER:--push-state,--no-as-needed"
+                        "${PARADIFF_TCMALLOC_LIBRARY}" "LINKER:--pop-state")
+  else()
+    message(STATUS "paradiff: tcmalloc not found (libgoogle-perftools-dev): glibc's malloc")
+  endif()
 endif()
