@@ -101,8 +101,10 @@ PARADIFF_AVX2 inline __m256 StepV(__m256 acc, __m256 a, __m256 val) {
   return RoundV(_mm256_add_ps(acc, RoundV(_mm256_mul_ps(a, val))));
 }
 
-// C's rows [i, i + 8) of one column, zeros past row m (a partial block goes through a copy).
-PARADIFF_AVX2 inline __m256 LoadC(const uint16_t* c, int64_t rows) {
+// C's rows [i, i + 8) of one column, zeros past row m (a partial block goes through a copy);
+// zeros where beta is 0.
+PARADIFF_AVX2 inline __m256 LoadC(const uint16_t* c, int64_t rows, bool zero) {
+  if (zero) return _mm256_setzero_ps();  // beta 0: `scale_` zeroes C first
   if (rows >= 8) return WidenV(c);
   uint16_t part[8] = {};
   std::copy(c, c + rows, part);
@@ -121,7 +123,8 @@ PARADIFF_AVX2 inline void StoreC(uint16_t* c, int64_t rows, __m256 rounded) {
 // blocks of 32 rows of one column or eight rows of four columns: four chains of roundings kept in
 // registers across l (one chain alone would wait on its own latency).
 PARADIFF_AVX2 void UntransposedA(const Bf16Gemm& g, int64_t bl, int64_t bj) {
-  Scale(g);
+  const bool zero = g.beta == 0.0f;
+  if (!zero) Scale(g);
   const int64_t mp = (g.m + 7) / 8 * 8, rows32 = mp / 32 * 32;
   thread_local std::vector<float> packed, vals;
   packed.assign(size_t(mp * g.k), 0.0f);
@@ -138,8 +141,9 @@ PARADIFF_AVX2 void UntransposedA(const Bf16Gemm& g, int64_t bl, int64_t bj) {
     for (int64_t t = 0; t < nj; ++t) {
       uint16_t* c = g.c + (j0 + t) * g.ldc;
       for (int64_t i = 0; i < rows32; i += 32) {
-        __m256 c0 = LoadC(c + i, g.m - i), c1 = LoadC(c + i + 8, g.m - i - 8),
-               c2 = LoadC(c + i + 16, g.m - i - 16), c3 = LoadC(c + i + 24, g.m - i - 24);
+        __m256 c0 = LoadC(c + i, g.m - i, zero), c1 = LoadC(c + i + 8, g.m - i - 8, zero),
+               c2 = LoadC(c + i + 16, g.m - i - 16, zero),
+               c3 = LoadC(c + i + 24, g.m - i - 24, zero);
         for (int64_t l = 0; l < g.k; ++l) {
           const float* al = a + l * mp + i;
           const __m256 val = _mm256_set1_ps(v[l * 4 + t]);
@@ -156,8 +160,8 @@ PARADIFF_AVX2 void UntransposedA(const Bf16Gemm& g, int64_t bl, int64_t bj) {
       uint16_t* c = g.c + j0 * g.ldc + i;
       const int64_t rows = g.m - i;
       if (nj == 4) {
-        __m256 c0 = LoadC(c, rows), c1 = LoadC(c + g.ldc, rows), c2 = LoadC(c + 2 * g.ldc, rows),
-               c3 = LoadC(c + 3 * g.ldc, rows);
+        __m256 c0 = LoadC(c, rows, zero), c1 = LoadC(c + g.ldc, rows, zero),
+               c2 = LoadC(c + 2 * g.ldc, rows, zero), c3 = LoadC(c + 3 * g.ldc, rows, zero);
         for (int64_t l = 0; l < g.k; ++l) {
           const __m256 al = _mm256_loadu_ps(a + l * mp + i);
           c0 = StepV(c0, al, _mm256_set1_ps(v[l * 4]));
@@ -170,7 +174,7 @@ PARADIFF_AVX2 void UntransposedA(const Bf16Gemm& g, int64_t bl, int64_t bj) {
         continue;
       }
       for (int64_t t = 0; t < nj; ++t) {
-        __m256 c0 = LoadC(c + t * g.ldc, rows);
+        __m256 c0 = LoadC(c + t * g.ldc, rows, zero);
         for (int64_t l = 0; l < g.k; ++l)
           c0 = StepV(c0, _mm256_loadu_ps(a + l * mp + i), _mm256_set1_ps(v[l * 4 + t]));
         StoreC(c + t * g.ldc, rows, c0);

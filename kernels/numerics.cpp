@@ -95,6 +95,35 @@ at::Tensor RoundAtRandom(const at::Tensor& x, at::ScalarType to, at::Generator g
   return at::where(wide.isfinite(), bits.view(at::kDouble), wide).to(to).to(x.scalar_type());
 }
 
+namespace {
+
+// Every element's exponent bits short of all ones (16- and 32-bit floats; doubles below).
+template <typename Bits>
+bool ExponentsFinite(const at::Tensor& t, Bits exponent) {
+  const Bits* p = static_cast<const Bits*>(t.data_ptr());
+  for (int64_t i = 0, n = t.numel(); i < n; ++i)
+    if ((p[i] & exponent) == exponent) return false;
+  return true;
+}
+
+}  // namespace
+
+bool AllFinite(const at::Tensor& t) {
+  if (!t.is_cpu() || !t.is_contiguous()) return t.isfinite().all().item<bool>();
+  switch (t.scalar_type()) {
+    case at::kDouble:
+      return ExponentsFinite<uint64_t>(t, uint64_t{0x7FF0000000000000});
+    case at::kFloat:
+      return ExponentsFinite<uint32_t>(t, uint32_t{0x7F800000});
+    case at::kBFloat16:
+      return ExponentsFinite<uint16_t>(t, uint16_t{0x7F80});
+    case at::kHalf:
+      return ExponentsFinite<uint16_t>(t, uint16_t{0x7C00});
+    default:
+      return t.isfinite().all().item<bool>();
+  }
+}
+
 at::Tensor Numerics::Round(const at::Tensor& t) const {
   if (random) {
     // The forward value rounded; the gradient through it the identity, then rounded by the hook.

@@ -26,6 +26,10 @@ inline at::Tensor AsDType(const at::Tensor& t, at::ScalarType d) {
   return t.scalar_type() == d ? t : t.to(d);
 }
 
+// t.isfinite().all().item<bool>(), read in one loop (no operator calls) when t is a contiguous
+// CPU tensor of a floating dtype.
+bool AllFinite(const at::Tensor& t);
+
 // The arithmetic of one forward/backward pass.
 struct Numerics {
   at::ScalarType exec = at::kFloat;  // dtype kernels run in

@@ -6,6 +6,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "kernels/numerics.h"
 #include "oracles/bitwise.h"
 #include "oracles/numeric_oracle.h"
 #include "oracles/quantities.h"
@@ -114,7 +115,7 @@ Verdict WithinBounds(const OracleInput& in, const std::string& relation, const C
     const at::Tensor a = ValueOf(*in.assembly, q), b = ValueOf(other, q);
     const double tn = ValueOf(in.ref->truth, q).norm().item<double>();
     const at::Tensor diff = (a - b).abs();
-    const bool finite = b.isfinite().all().item<bool>() && a.isfinite().all().item<bool>();
+    const bool finite = AllFinite(b) && AllFinite(a);
     const double error =
         finite ? diff.norm().item<double>() / (tn > kTinyNorm ? tn : 1.0) : INFINITY;
     const double bound = ca.bound + cb.bound;

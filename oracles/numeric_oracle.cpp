@@ -237,7 +237,7 @@ Comparison CompareAdamParam(const at::Tensor& d, const std::vector<at::Tensor>& 
       max_move + static_cast<double>(step + 1) * UlpOf(at::maximum(t.abs(), d.abs()), held);
   const at::Tensor excess = diff / allowed;  // 0 outside the ill-conditioned elements
   const int64_t worst = excess.argmax().item<int64_t>();
-  const bool finite = d.isfinite().all().item<bool>();
+  const bool finite = AllFinite(d);
   if (excess[worst].item<double>() > 1 || !finite) {
     c.index = finite ? worst : at::logical_not(d.isfinite()).to(at::kInt).argmax().item<int64_t>();
     c.expected = t[c.index].item<double>();
@@ -399,7 +399,7 @@ std::optional<Verdict> NonFiniteStep(const Config& cfg, const Assembly& dist, in
   if (d.skipped || !dist.reporting.grad || cfg.precision.loss_scale.mode == LossScaleMode::kNone)
     return std::nullopt;
   for (const auto& [key, value] : d.tensors) {
-    if (key.rfind("grad:", 0) != 0 || value.isfinite().all().item<bool>()) continue;
+    if (key.rfind("grad:", 0) != 0 || AllFinite(value)) continue;
     Verdict v = OverflowFinding(s, "skip", "consistency", /*expected=*/1, /*actual=*/0);
     v.where.tensor = key.substr(5);
     v.message = "step " + std::to_string(s) +
@@ -424,7 +424,7 @@ std::optional<Verdict> DivergedReference(const Config& cfg, const RefPair& ref, 
     bool finite = std::isfinite(step->loss);
     for (const auto& [key, value] : step->tensors)
       if (finite && (key.rfind("param:", 0) == 0 || key.rfind("master:", 0) == 0))
-        finite = value.isfinite().all().item<bool>();
+        finite = AllFinite(value);
     if (finite) continue;
     Verdict v = InconclusiveAt(s, Phase::kDivergence);
     std::ostringstream msg;

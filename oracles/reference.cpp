@@ -252,7 +252,7 @@ RefRun RunReference(const Config& cfg, const GradReduction& red, bool truth,
     if (skips != nullptr) {
       overflow = step < static_cast<int64_t>(skips->size()) && (*skips)[step];
     } else if (scaler.looks_for_overflow()) {
-      for (const auto& a : acc) overflow = overflow || !a.isfinite().all().item<bool>();
+      for (const auto& a : acc) overflow = overflow || !AllFinite(a);
     }
     rs.skipped = overflow;
     rs.loss_scale = scale;

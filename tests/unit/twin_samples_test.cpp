@@ -30,6 +30,25 @@ at::Tensor Randn(int64_t n, uint64_t seed) {
   return at::randn({n}, Gen(seed), at::TensorOptions().dtype(at::kFloat));
 }
 
+// AllFinite reads the bits itself; it must say what isfinite().all() says, for every floating
+// dtype, each kind of non-finite value at any position, and tensors it hands to ATen (strided).
+TEST(AllFinite, AgreesWithAtenOnEveryDtypeAndPosition) {
+  for (auto dtype : {at::kDouble, at::kFloat, at::kBFloat16, at::kHalf}) {
+    for (double bad : {double(INFINITY), -double(INFINITY), double(NAN), 0.0}) {
+      for (int64_t at_index : {0, 5, 12}) {
+        at::Tensor t = at::linspace(-3e4, 3e4, 13, at::kDouble).to(dtype);
+        t[at_index] = bad;
+        EXPECT_EQ(AllFinite(t), t.isfinite().all().item<bool>())
+            << c10::toString(dtype) << " " << bad << " at " << at_index;
+        const at::Tensor strided = at::stack({t, t}, 1).select(1, 0);
+        EXPECT_EQ(AllFinite(strided), t.isfinite().all().item<bool>());
+      }
+    }
+    EXPECT_TRUE(AllFinite(at::empty({0}, dtype)));
+  }
+  EXPECT_TRUE(AllFinite(at::ones({3}, at::kLong)));
+}
+
 TEST(RandomRounding, LandsOnANeighbourInTheTargetDtype) {
   const at::Tensor x = Randn(4096, 1) * 3;
   for (const auto& [to, held] :
