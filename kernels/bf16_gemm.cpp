@@ -183,26 +183,41 @@ PARADIFF_AVX2 void UntransposedA(const Bf16Gemm& g, int64_t bl, int64_t bj) {
   }
 }
 
-// Transposed A: rows [i0, i0 + R) of columns [j0, j0 + nj), B's columns packed as eight lanes.
-template <int R>
-PARADIFF_AVX2 void RowBlock(const Bf16Gemm& g, const float* packed, int64_t j0, int64_t nj,
-                            int64_t i0) {
-  __m256 acc[R];
-  for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+// Transposed A: row i of columns [j0, j0 + nj) from its eight chains' sums.
+PARADIFF_AVX2 void FinishRow(const Bf16Gemm& g, __m256 sum, int64_t j0, int64_t nj, int64_t i) {
+  float s[8];
+  _mm256_storeu_ps(s, _mm256_mul_ps(_mm256_set1_ps(g.alpha), sum));
+  for (int64_t t = 0; t < nj; ++t) {
+    uint16_t& c = g.c[(j0 + t) * g.ldc + i];
+    c = g.beta == 0.0f ? Narrow(s[t]) : Narrow(std::fma(Widen(c), g.beta, s[t]));
+  }
+}
+
+// Transposed A, rows [i, i + 4) of columns [j0, j0 + nj), B's columns packed as eight lanes: four
+// rows' chains in registers at once.
+PARADIFF_AVX2 void FourRows(const Bf16Gemm& g, const float* packed, int64_t j0, int64_t nj,
+                            int64_t i) {
+  const uint16_t* a0 = g.a + i * g.lda;
+  const uint16_t *a1 = a0 + g.lda, *a2 = a1 + g.lda, *a3 = a2 + g.lda;
+  __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
   for (int64_t l = 0; l < g.k; ++l) {
     const __m256 b = _mm256_loadu_ps(packed + l * 8);
-    for (int r = 0; r < R; ++r)
-      acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(Widen(g.a[(i0 + r) * g.lda + l])), b, acc[r]);
+    s0 = _mm256_fmadd_ps(_mm256_set1_ps(Widen(a0[l])), b, s0);
+    s1 = _mm256_fmadd_ps(_mm256_set1_ps(Widen(a1[l])), b, s1);
+    s2 = _mm256_fmadd_ps(_mm256_set1_ps(Widen(a2[l])), b, s2);
+    s3 = _mm256_fmadd_ps(_mm256_set1_ps(Widen(a3[l])), b, s3);
   }
-  const __m256 alpha = _mm256_set1_ps(g.alpha);
-  for (int r = 0; r < R; ++r) {
-    float s[8];
-    _mm256_storeu_ps(s, _mm256_mul_ps(alpha, acc[r]));
-    for (int64_t t = 0; t < nj; ++t) {
-      uint16_t& c = g.c[(j0 + t) * g.ldc + i0 + r];
-      c = g.beta == 0.0f ? Narrow(s[t]) : Narrow(std::fma(Widen(c), g.beta, s[t]));
-    }
-  }
+  FinishRow(g, s0, j0, nj, i), FinishRow(g, s1, j0, nj, i + 1);
+  FinishRow(g, s2, j0, nj, i + 2), FinishRow(g, s3, j0, nj, i + 3);
+}
+
+PARADIFF_AVX2 void OneRow(const Bf16Gemm& g, const float* packed, int64_t j0, int64_t nj,
+                          int64_t i) {
+  const uint16_t* a = g.a + i * g.lda;
+  __m256 s = _mm256_setzero_ps();
+  for (int64_t l = 0; l < g.k; ++l)
+    s = _mm256_fmadd_ps(_mm256_set1_ps(Widen(a[l])), _mm256_loadu_ps(packed + l * 8), s);
+  FinishRow(g, s, j0, nj, i);
 }
 
 PARADIFF_AVX2 void TransposedA(const Bf16Gemm& g) {
@@ -214,8 +229,8 @@ PARADIFF_AVX2 void TransposedA(const Bf16Gemm& g) {
       for (int64_t t = 0; t < 8; ++t)
         packed[size_t(l * 8 + t)] = t < nj ? Widen(g.b[(j0 + t) * g.ldb + l]) : 0.0f;
     int64_t i = 0;
-    for (; i + 4 <= g.m; i += 4) RowBlock<4>(g, packed.data(), j0, nj, i);
-    for (; i < g.m; ++i) RowBlock<1>(g, packed.data(), j0, nj, i);
+    for (; i + 4 <= g.m; i += 4) FourRows(g, packed.data(), j0, nj, i);
+    for (; i < g.m; ++i) OneRow(g, packed.data(), j0, nj, i);
   }
 }
 
