@@ -15,6 +15,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "kernels/cuda/cpu_twins.h"
+
 namespace paradiff {
 
 // Note [Fast bf16 gemm]: with oneDNN off (see Note [No oneDNN] in numerics.cpp), LibTorch 1.13
@@ -51,16 +53,13 @@ float Widen(uint16_t h) {
   return f;
 }
 
-uint16_t Narrow(float f) {  // c10's round_to_nearest_even
-  if (std::isnan(f)) return 0x7FC0;
-  uint32_t u;
-  std::memcpy(&u, &f, sizeof u);
-  return uint16_t((u + ((u >> 16) & 1u) + 0x7FFFu) >> 16);
-}
+// c10's round to nearest even, NaN to 0x7FC0 (see Note [Cast NaN bits] in cuda/cpu_twins.h).
+uint16_t Narrow(float f) { return cuda::FloatToBFloat16Bits(f); }
 
 float Round(float f) { return Widen(Narrow(f)); }
 
-// One term of the untransposed-A variants: c + a * b_alpha, rounded twice as ATen rounds it.
+// One term of the scalar variant (both transposed): c + a * b_alpha, rounded twice as ATen
+// rounds it.
 uint16_t Step(uint16_t c, uint16_t a, float b_alpha) {
   return Narrow(Widen(c) + Round(Widen(a) * b_alpha));
 }
@@ -363,7 +362,7 @@ void FastBf16Gemm(const Bf16Gemm& g) {
 
 void AtenBf16Gemm(const Bf16Gemm& g) {
   const GemmFn aten = Original();
-  if (aten == nullptr || aten == &Hooked)
+  if (aten == nullptr)
     throw std::logic_error("AtenBf16Gemm: ATen's bf16 gemm is not known (oneDNN is on)");
   Call(aten, g);
 }

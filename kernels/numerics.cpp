@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "kernels/bf16_gemm.h"
+#include "kernels/cuda/cpu_twins.h"
 
 namespace paradiff {
 
@@ -95,30 +96,24 @@ at::Tensor RoundAtRandom(const at::Tensor& x, at::ScalarType to, at::Generator g
   return at::where(wide.isfinite(), bits.view(at::kDouble), wide).to(to).to(x.scalar_type());
 }
 
-namespace {
-
-// Every element's exponent bits short of all ones (16- and 32-bit floats; doubles below).
-template <typename Bits>
-bool ExponentsFinite(const at::Tensor& t, Bits exponent) {
-  const Bits* p = static_cast<const Bits*>(t.data_ptr());
-  for (int64_t i = 0, n = t.numel(); i < n; ++i)
-    if ((p[i] & exponent) == exponent) return false;
-  return true;
-}
-
-}  // namespace
-
 bool AllFinite(const at::Tensor& t) {
   if (!t.is_cpu() || !t.is_contiguous()) return t.isfinite().all().item<bool>();
+  const void* data = t.data_ptr();
+  const int64_t n = t.numel();
   switch (t.scalar_type()) {
-    case at::kDouble:
-      return ExponentsFinite<uint64_t>(t, uint64_t{0x7FF0000000000000});
+    case at::kDouble: {  // the CUDA kernels' flat dtypes (cuda::FlatDtype) have no float64
+      constexpr uint64_t kExponent = 0x7FF0000000000000;
+      const uint64_t* bits = static_cast<const uint64_t*>(data);
+      for (int64_t i = 0; i < n; ++i)
+        if ((bits[i] & kExponent) == kExponent) return false;
+      return true;
+    }
     case at::kFloat:
-      return ExponentsFinite<uint32_t>(t, uint32_t{0x7F800000});
+      return cuda::CountNonFinite(data, n, cuda::FlatDtype::kFloat32) == 0;
     case at::kBFloat16:
-      return ExponentsFinite<uint16_t>(t, uint16_t{0x7F80});
+      return cuda::CountNonFinite(data, n, cuda::FlatDtype::kBFloat16) == 0;
     case at::kHalf:
-      return ExponentsFinite<uint16_t>(t, uint16_t{0x7C00});
+      return cuda::CountNonFinite(data, n, cuda::FlatDtype::kFloat16) == 0;
     default:
       return t.isfinite().all().item<bool>();
   }

@@ -86,13 +86,6 @@ int64_t CountNonFinite(const void* data, int64_t n, FlatDtype dtype) {
   throw std::invalid_argument("CountNonFinite: unknown dtype");
 }
 
-uint16_t FloatToBFloat16Bits(float x) {
-  const uint32_t u = Bits(x);
-  if ((u & kFloatAbsMask) > kFloatInf) return 0x7FC0u;  // see Note [Cast NaN bits]
-  const uint32_t bias = 0x7FFFu + ((u >> 16) & 1u);
-  return static_cast<uint16_t>((u + bias) >> 16);
-}
-
 uint16_t FloatToHalfBits(float x) {
   const uint32_t u = Bits(x);
   const uint16_t sign = static_cast<uint16_t>((u >> 16) & 0x8000u);

@@ -26,6 +26,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 namespace paradiff {
 namespace cuda {
@@ -56,7 +57,13 @@ AdamScalars MakeAdamScalars(const AdamStepParams& params);
 
 // Twins. n >= 0; pointers may be null when n == 0.
 int64_t CountNonFinite(const void* data, int64_t n, FlatDtype dtype);
-uint16_t FloatToBFloat16Bits(float x);
+// Inline: the CPU bf16 gemm (kernels/bf16_gemm.cpp) rounds every element it writes with it.
+inline uint16_t FloatToBFloat16Bits(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, sizeof u);
+  if ((u & 0x7FFFFFFFu) > 0x7F800000u) return 0x7FC0u;  // see Note [Cast NaN bits]
+  return static_cast<uint16_t>((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+}
 uint16_t FloatToHalfBits(float x);
 void CastToBFloat16(const float* in, uint16_t* out, int64_t n);
 void CastToHalf(const float* in, uint16_t* out, int64_t n);
