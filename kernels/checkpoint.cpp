@@ -183,11 +183,15 @@ void CheckpointReader::Read(const std::string& kind, const std::string& tensor, 
       }
       const auto dt = DtypeOf(loc.dtype, key);
       const int64_t esize = static_cast<int64_t>(c10::elementSize(dt));
-      at::Tensor src = at::empty({count}, at::TensorOptions().dtype(dt));
-      std::memcpy(src.data_ptr(),
-                  files_[loc.rank_entry].data() + loc.data + (lo - loc.offset) * esize,
-                  count * esize);
-      dst.narrow(0, lo - offset, count).copy_(src);
+      const char* bytes = files_[loc.rank_entry].data() + loc.data + (lo - loc.offset) * esize;
+      if (dt == dst.scalar_type() && dst.is_contiguous()) {  // nothing converts: no operator
+        std::memcpy(static_cast<char*>(dst.data_ptr()) + (lo - offset) * esize, bytes,
+                    count * esize);
+      } else {
+        at::Tensor src = at::empty({count}, at::TensorOptions().dtype(dt));
+        std::memcpy(src.data_ptr(), bytes, count * esize);
+        dst.narrow(0, lo - offset, count).copy_(src);
+      }
       for (int64_t i = lo; i < lo + count; ++i) covered[i - offset] = 1;
     }
   }

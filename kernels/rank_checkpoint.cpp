@@ -18,11 +18,13 @@ CheckpointShard RankEngine::SaveShard() const {
   if (!saves_owned) return shard;
   auto add = [&](const std::string& kind, const at::Tensor& buf, int64_t buf_begin) {
     for (const auto& p : layout_.Pieces(shard_begin_, shard_begin_ + shard_size_)) {
+      // One copy of the piece, each logical run (a column slice's row) a view of it.
+      const at::Tensor copy = buf.narrow(0, p.flat_offset - buf_begin, p.count).clone();
       shards_[p.entry].ForEachLogicalRun(
           p.param_offset, p.count, [&](int64_t local, int64_t logical, int64_t n) {
-            const int64_t flat = p.flat_offset + (local - p.param_offset);
-            shard.pieces.push_back({kind, layout_.entries()[p.entry].name, logical, flat,
-                                    buf.narrow(0, flat - buf_begin, n).clone()});
+            shard.pieces.push_back({kind, layout_.entries()[p.entry].name, logical,
+                                    p.flat_offset + (local - p.param_offset),
+                                    copy.narrow(0, local - p.param_offset, n)});
           });
     }
   };

@@ -147,16 +147,20 @@ RankEngine::~RankEngine() = default;
 void RankEngine::InitState() {
   const auto pdt = ToScalarType(cfg_.precision.param);
   const auto adt = AccumulateDType();
-  // Each rank generates exactly the elements it holds (see Note [Sharded generation]).
+  // Each rank generates exactly the elements it holds (see Note [Sharded generation]): in float64,
+  // one piece at a time (a column slice row by row, in plain loops), converted by one copy_ per
+  // piece. Elements of a piece no logical run covers (a vocabulary shard's padded rows) stay 0.
   const int64_t held_begin = stage_ == 3 ? shard_begin_ : 0;
   const int64_t held_size = stage_ == 3 ? shard_size_ : layout_.padded();
   params_ = Zeros(held_size, pdt);
   for (const auto& p : layout_.Pieces(held_begin, held_begin + held_size)) {
     const TpShard& sh = shards_[p.entry];
+    const at::Tensor values = Zeros(p.count, at::kDouble);
+    double* v = values.data_ptr<double>();
     sh.ForEachLogicalRun(p.param_offset, p.count, [&](int64_t local, int64_t logical, int64_t n) {
-      params_.narrow(0, p.flat_offset - held_begin + (local - p.param_offset), n)
-          .copy_(GenerateParamSlice(*sh.spec, cfg_.seed, logical, n));
+      GenerateParamValues(*sh.spec, cfg_.seed, logical, n, v + (local - p.param_offset));
     });
+    params_.narrow(0, p.flat_offset - held_begin, p.count).copy_(values);
   }
   at::Tensor owned = params_.narrow(0, shard_begin_ - held_begin, shard_size_);
   if (cfg_.precision.master_weights && pdt != at::kFloat) master_ = owned.to(at::kFloat);

@@ -3,6 +3,7 @@ paradiff_test(unit_engine
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/engine_parity_test.cpp
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/faults_test.cpp
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/flat_layout_test.cpp
+    ${CMAKE_CURRENT_SOURCE_DIR}/unit/param_init_test.cpp
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/tp_parity_test.cpp
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/pp_parity_test.cpp
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/precision_test.cpp
