@@ -67,6 +67,46 @@ TEST(Bf16Gemm, FastKernelWritesAtensBitsOnRandomCases) {
   EXPECT_EQ(cases, 600);
 }
 
+// Finite inputs whose terms overflow: infinities of both signs meet and make NaNs (x86's default
+// NaN is negative, ATen's rounding writes 0x7FC0), beside blocks of columns that stay small.
+TEST(Bf16Gemm, FiniteInputsThatOverflowKeepAtensNaNs) {
+  if (!FastBf16GemmSupported())
+    GTEST_SKIP() << "this CPU has no AVX2 / FMA: the fast kernel is off";
+  MakeNumerics(DType::kBf16);
+  std::mt19937 rng(3);
+  std::uniform_int_distribution<int64_t> dim(1, 40);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  int nans = 0;
+  for (int trial = 0; trial < 200; ++trial) {
+    Bf16Gemm g;
+    g.ta = GemmTrans::kNo;
+    g.tb = rng() % 2 ? GemmTrans::kYes : GemmTrans::kNo;
+    g.m = dim(rng), g.n = dim(rng), g.k = dim(rng);
+    g.alpha = 1.0f;
+    g.beta = trial % 2 ? 0.0f : 1.0f;
+    g.lda = g.m, g.ldb = g.tb == GemmTrans::kYes ? g.n : g.k, g.ldc = g.m;
+    // Large rows of A times large columns of B overflow; the other columns of B stay small.
+    std::vector<uint16_t> a(size_t(g.m * g.k)), b(size_t(g.k * g.n));
+    for (auto& x : a) x = ToBf16(normal(rng) * 1e30f);
+    for (int64_t l = 0; l < g.k; ++l)
+      for (int64_t j = 0; j < g.n; ++j) {
+        const float big = j % 8 < 4 ? 1e10f : 1e-3f;
+        b[size_t(g.tb == GemmTrans::kYes ? l * g.ldb + j : j * g.ldb + l)] =
+            ToBf16(normal(rng) * big);
+      }
+    std::vector<uint16_t> want(size_t(g.m * g.n));
+    for (auto& x : want) x = ToBf16(normal(rng));
+    std::vector<uint16_t> got = want;
+    g.a = a.data(), g.b = b.data(), g.c = want.data();
+    AtenBf16Gemm(g);
+    g.c = got.data();
+    FastBf16Gemm(g);
+    ASSERT_EQ(want, got) << Describe(g);
+    for (uint16_t x : want) nans += (x & 0x7F80) == 0x7F80 && (x & 0x7F) != 0;
+  }
+  EXPECT_GT(nans, 0) << "no case made a NaN: the test no longer tests what it says";
+}
+
 // Bits of a tensor, NaNs included.
 at::Tensor Bits(const at::Tensor& t) { return t.contiguous().view(at::kShort); }
 
