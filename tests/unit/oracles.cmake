@@ -10,6 +10,7 @@ paradiff_test(unit_oracles
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/validation_oracle_test.cpp
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/numeric_oracle_test.cpp
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/exact_oracle_test.cpp
+    ${CMAKE_CURRENT_SOURCE_DIR}/unit/bitwise_test.cpp
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/update_oracle_test.cpp
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/cross_backend_oracle_test.cpp
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/determinism_oracle_test.cpp
