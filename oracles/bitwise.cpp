@@ -52,6 +52,18 @@ at::Tensor UlpOf(const at::Tensor& x, DType held) {
   return at::pow(2.0, e - (f.precision_bits - 1));
 }
 
+void TallyBitwise(BitwiseDiff& d, int64_t i, double actual, double expected, DType held) {
+  if (actual == expected || (std::isnan(actual) && std::isnan(expected))) return;
+  ++d.count;
+  const double u = UlpDistance(actual, expected, held);
+  if (d.index < 0 || u > d.ulps) {
+    d.index = i;
+    d.ulps = u;
+    d.expected = expected;
+    d.actual = actual;
+  }
+}
+
 BitwiseDiff CompareBitwise(const at::Tensor& actual, const at::Tensor& expected, DType held) {
   BitwiseDiff d;
   if (actual.numel() != expected.numel()) {
@@ -64,17 +76,7 @@ BitwiseDiff CompareBitwise(const at::Tensor& actual, const at::Tensor& expected,
   const at::Tensor e = AsDType(expected, at::kDouble).contiguous();
   const double* ap = a.data_ptr<double>();
   const double* ep = e.data_ptr<double>();
-  for (int64_t i = 0; i < a.numel(); ++i) {
-    if (ap[i] == ep[i] || (std::isnan(ap[i]) && std::isnan(ep[i]))) continue;
-    ++d.count;
-    const double u = UlpDistance(ap[i], ep[i], held);
-    if (d.index < 0 || u > d.ulps) {
-      d.index = i;
-      d.ulps = u;
-      d.expected = ep[i];
-      d.actual = ap[i];
-    }
-  }
+  for (int64_t i = 0; i < a.numel(); ++i) TallyBitwise(d, i, ap[i], ep[i], held);
   return d;
 }
 

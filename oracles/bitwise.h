@@ -26,6 +26,11 @@ struct BitwiseDiff {
   bool equal() const { return count == 0; }
 };
 
+// Counts element i into d when `actual` and `expected` differ (IEEE equality, NaN equal to NaN),
+// keeping the first of the largest distances: CompareBitwise's step, for callers with their own
+// loop over the values.
+void TallyBitwise(BitwiseDiff& d, int64_t i, double actual, double expected, DType held);
+
 // Both flat float64 tensors of equal size (values held in `held` by the run).
 BitwiseDiff CompareBitwise(const at::Tensor& actual, const at::Tensor& expected, DType held);
 
