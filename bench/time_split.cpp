@@ -6,10 +6,10 @@
 // threads), assembly + numeric comparison, each default oracle, and the rest of CheckRun.
 //
 // A second, instrumented pass counts torch operator calls per check (at::RecordFunction callbacks,
-// scopes FUNCTION and BACKWARD_FUNCTION; "outermost" = not called from inside another operator)
-// and the tensor pieces the ranks report (sut/observations.h), the two multipliers of the
-// per-check cost: with tensors this small, an operator's cost is its dispatch (about a
-// microsecond), not its arithmetic.
+// scopes FUNCTION and BACKWARD_FUNCTION; "outermost" = not called from inside another operator),
+// in all and by phase, and the tensor pieces the ranks report (sut/observations.h), the two
+// multipliers of the per-check cost: with tensors this small, an operator's cost is its dispatch
+// (about a microsecond), not its arithmetic.
 //
 // "Harness overhead" vs "model arithmetic" is measured in instructions by callgrind, not here
 // (see Note [Callgrind attribution] in bench/callgrind_split.py; scripts/bench part `callgrind`):
@@ -50,6 +50,7 @@ std::atomic<int64_t> g_ops{0}, g_outer_ops{0};  // operator calls: all, outermos
 constexpr int kMaxPhases = 32;
 std::atomic<int> g_phase{0};
 std::atomic<int64_t> g_outer_by_phase[kMaxPhases];
+std::atomic<int64_t> g_all_by_phase[kMaxPhases];  // every call, nested ones included
 std::vector<std::string> g_phase_names;
 
 void EnterPhase(const std::string& name) {
@@ -68,6 +69,7 @@ std::map<std::pair<int, std::string>, int64_t> g_outer_by_name;
 
 std::unique_ptr<at::ObserverContext> OnOpStart(const at::RecordFunction& fn) {
   g_ops.fetch_add(1, std::memory_order_relaxed);
+  g_all_by_phase[g_phase.load(std::memory_order_relaxed)].fetch_add(1, std::memory_order_relaxed);
   if (t_depth++ == 0) {
     g_outer_ops.fetch_add(1, std::memory_order_relaxed);
     const int phase = g_phase.load(std::memory_order_relaxed);
@@ -193,9 +195,11 @@ int main(int argc, char** argv) {
                        {"engine_ms", 1e3 * plain.engine_by_config_s[order[k]] / reps},
                        {"config", what}});
   }
-  nlohmann::json by_phase = nlohmann::json::object();
-  for (size_t i = 0; i < g_phase_names.size(); ++i)
+  nlohmann::json by_phase = nlohmann::json::object(), all_by_phase = nlohmann::json::object();
+  for (size_t i = 0; i < g_phase_names.size(); ++i) {
     by_phase[g_phase_names[i]] = static_cast<double>(g_outer_by_phase[i].load()) / n;
+    all_by_phase[g_phase_names[i]] = static_cast<double>(g_all_by_phase[i].load()) / n;
+  }
   const nlohmann::json out = {
       {"configs", list.size()},
       {"repetitions", reps},
@@ -207,6 +211,7 @@ int main(int argc, char** argv) {
       {"torch_ops_per_check", static_cast<double>(g_ops.load()) / n},
       {"outermost_torch_ops_per_check", static_cast<double>(g_outer_ops.load()) / n},
       {"outermost_torch_ops_per_check_by_phase", by_phase},
+      {"torch_ops_per_check_by_phase", all_by_phase},
       {"pieces_per_check", static_cast<double>(pieces) / n},
       {"slowest_engine_configs", slowest},
   };
@@ -234,9 +239,10 @@ int main(int argc, char** argv) {
       stderr, "per check: %.0f torch operator calls (%.0f outermost), %.0f reported pieces\n",
       out["torch_ops_per_check"].get<double>(), out["outermost_torch_ops_per_check"].get<double>(),
       out["pieces_per_check"].get<double>());
-  std::fprintf(stderr, "outermost operators per check by phase:");
+  std::fprintf(stderr, "operators per check by phase, outermost / all:");
   for (const auto& [phase, ops] : by_phase.items())
-    std::fprintf(stderr, " %s %.0f", phase.c_str(), ops.get<double>());
+    std::fprintf(stderr, " %s %.0f / %.0f", phase.c_str(), ops.get<double>(),
+                 all_by_phase[phase].get<double>());
   std::fprintf(stderr, "\n");
   for (size_t ph = 0; top_names > 0 && ph < g_phase_names.size(); ++ph) {
     std::vector<std::pair<int64_t, std::string>> ops;
