@@ -58,6 +58,11 @@ if sp:
     wall = t["wall_ms"]
     parts = ", ".join(f"{k[:-3]} {t[k]:.1f} ({100 * t[k] / wall:.0f} %)"
                       for k in ("reference_ms", "engine_ms", "assemble_and_numeric_ms", "oracles_ms", "rest_ms"))
+    # The model arithmetic (the engine's ranks and the reference pair) among every operator call.
+    by_phase = sp.get("torch_ops_per_check_by_phase", {})
+    model_calls = by_phase.get("engine", 0) + by_phase.get("reference", 0)
+    model_share = (f"engine + reference {100 * model_calls / sp['torch_ops_per_check']:.1f} % of the calls; "
+                   if by_phase and sp["torch_ops_per_check"] else "")
     orc = ", ".join(f"{k} {v:.1f}" for k, v in sorted(t["by_oracle_ms"].items(), key=lambda kv: -kv[1]) if v >= 0.05)
     figure("wall time per checked config (small list, uncached)", round(wall, 1), "ms", "-", None, cmd_sp,
            f"{parts}; oracles: {orc}; cpu {t['process_cpu_ms']:.1f} ms per check in the process (all threads) + "
@@ -66,7 +71,7 @@ if sp:
            f"slowest engine: " + "; ".join(f"#{x['index']} {x['engine_ms']:.0f} ms {x['config']}" for x in sp['slowest_engine_configs'][:3]) +
            f"; {sp['outermost_torch_ops_per_check']:.0f} outermost torch ops "
            f"({sp['torch_ops_per_check']:.0f} in all) and {sp['pieces_per_check']:.0f} reported pieces per check; "
-           f"load {sp['load_average_1m']}")
+           f"{model_share}load {sp['load_average_1m']}")
 else:
     missing("wall time per checked config", "-", cmd_sp)
 # The fast bf16 gemm against ATen's kernel, side by side in one process.
