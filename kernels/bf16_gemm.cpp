@@ -360,6 +360,11 @@ void FastBf16Gemm(const Bf16Gemm& g) {
   BothTransposed(g);
 }
 
+void StubBf16Gemm(const Bf16Gemm& g) {
+  GemmFn f = reinterpret_cast<GemmFn>(StubKernel().load());
+  Call(f != nullptr ? f : Original(), g);
+}
+
 void AtenBf16Gemm(const Bf16Gemm& g) {
   const GemmFn aten = Original();
   if (aten == nullptr)

@@ -39,6 +39,10 @@ void AtenBf16Gemm(const Bf16Gemm& g);
 // Once per process; any thread.
 bool InstallFastBf16Gemm();
 
+// The bfloat16 gemm ATen's dispatch (cpublas::gemm_stub) runs in this process now: the fast
+// kernel where installed, else ATen's own. Needs oneDNN off, as AtenBf16Gemm.
+void StubBf16Gemm(const Bf16Gemm& g);
+
 // How many gemms the installed kernel has run in this process.
 int64_t InstalledBf16GemmCalls();
 

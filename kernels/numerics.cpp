@@ -7,6 +7,7 @@
 #include <mutex>
 #include <stdexcept>
 
+#include "kernels/batched_gemm.h"
 #include "kernels/bf16_gemm.h"
 #include "kernels/cuda/cpu_twins.h"
 
@@ -40,6 +41,7 @@ void ProcessWideNumerics() {
     if (auto set = reinterpret_cast<SetThreads>(::dlsym(RTLD_DEFAULT, "openblas_set_num_threads")))
       set(1);
     InstallFastBf16Gemm();  // see Note [Fast bf16 gemm] in bf16_gemm.cpp
+    InstallBatchedGemm();   // see Note [Batched products from pointers] in batched_gemm.cpp
   });
 }
 
