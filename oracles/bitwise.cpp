@@ -64,6 +64,14 @@ void TallyBitwise(BitwiseDiff& d, int64_t i, double actual, double expected, DTy
   }
 }
 
+void PlaceBitwise(Localization& where, const BitwiseDiff& d, int64_t offset) {
+  where.index = offset + d.index;
+  where.expected = d.expected;
+  where.actual = d.actual;
+  where.error = d.ulps;
+  where.bound = kDiscreteBound;
+}
+
 BitwiseDiff CompareBitwise(const at::Tensor& actual, const at::Tensor& expected, DType held) {
   BitwiseDiff d;
   if (actual.numel() != expected.numel()) {
@@ -88,11 +96,7 @@ Verdict BitwiseFinding(const Config& cfg, const std::string& oracle, const std::
   v.oracle = oracle;
   Localize(v, q);
   v.where.detail = detail;
-  v.where.index = d.index;
-  v.where.expected = d.expected;
-  v.where.actual = d.actual;
-  v.where.error = d.ulps;
-  v.where.bound = kDiscreteBound;
+  PlaceBitwise(v.where, d);
   std::ostringstream msg;
   msg.precision(17);
   msg << "step " << q.step << " " << Name(q.phase) << ": " << q.tensor_kind

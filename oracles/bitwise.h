@@ -31,6 +31,10 @@ struct BitwiseDiff {
 // loop over the values.
 void TallyBitwise(BitwiseDiff& d, int64_t i, double actual, double expected, DType held);
 
+// Puts d's worst element into `where`: its index (`offset` + d.index), expected and actual values,
+// its distance in ulps against kDiscreteBound.
+void PlaceBitwise(Localization& where, const BitwiseDiff& d, int64_t offset = 0);
+
 // Both flat float64 tensors of equal size (values held in `held` by the run).
 BitwiseDiff CompareBitwise(const at::Tensor& actual, const at::Tensor& expected, DType held);
 

@@ -61,11 +61,7 @@ Verdict CheckReplicasOf(const Config& cfg, const Observations& obs, const Report
           v.where.layer = ps ? Name(ps->layer) : "";
           v.where.rank = rank.rank;
           v.where.other_rank = own[d.index];
-          v.where.index = p.offset + d.index;
-          v.where.expected = d.expected;
-          v.where.actual = d.actual;
-          v.where.error = d.ulps;
-          v.where.bound = kDiscreteBound;
+          PlaceBitwise(v.where, d, p.offset);
           std::ostringstream msg;
           msg.precision(17);
           msg << "replicas differ: " << it->first << "[" << v.where.index << "] is " << d.expected
