@@ -133,18 +133,11 @@ at::Tensor BatchedGemm(const at::Tensor& batch1, const at::Tensor& batch2) {
                 cols = batch2.size(2);
   if (bs == 0 || rows == 0 || cols == 0 || inner == 0 || inner * rows * cols < 400)
     return at::cpu::bmm(batch1, batch2);
-  // The result as the structured kernel allocates it: contiguous, so each item is [rows, cols]
-  // with strides (cols, 1).
+  // The result as the structured kernel allocates it: contiguous, each item [rows, cols] with
+  // strides (cols, 1). addmm_impl_cpu_ takes such a C as it is when it has one column, and
+  // transposed (swapping the operands) otherwise.
   at::Tensor out = at::empty({bs, rows, cols}, batch1.options());
-  const int64_t rs0 = cols, rs1 = 1;
-  bool transpose_c;
-  if (rs0 == 1 && (cols == 1 || rs1 >= std::max<int64_t>(1, rows))) {
-    transpose_c = false;
-  } else if (rs1 == 1 && (rows == 1 || rs0 >= std::max<int64_t>(1, cols))) {
-    transpose_c = true;
-  } else {
-    return at::cpu::bmm(batch1, batch2);  // not reached: a contiguous C is one of the two
-  }
+  const bool transpose_c = cols != 1;
   const at::Tensor& m1 = transpose_c ? batch2 : batch1;
   const at::Tensor& m2 = transpose_c ? batch1 : batch2;
   const int64_t m = transpose_c ? cols : rows, n = transpose_c ? rows : cols;
@@ -157,7 +150,7 @@ at::Tensor BatchedGemm(const at::Tensor& batch1, const at::Tensor& batch2) {
   g.m = m, g.n = n, g.k = k;
   g.lda = (g.ta == transpose_c) ? m1.stride(2) : m1.stride(1);
   g.ldb = (g.tb == transpose_c) ? m2.stride(2) : m2.stride(1);
-  g.ldc = transpose_c ? rs0 : rs1;
+  g.ldc = transpose_c ? cols : 1;
   g = Normalized(g);
   if (dtype != at::kBFloat16 && !BlasDims(g)) return at::cpu::bmm(batch1, batch2);
   switch (dtype) {
