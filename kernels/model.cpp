@@ -9,13 +9,7 @@ namespace paradiff {
 
 namespace {
 
-constexpr double kLayerNormEps = 1e-5;
-
-const at::Tensor& Get(const ParamMap& p, const std::string& name) {
-  auto it = p.find(name);
-  if (it == p.end()) throw std::logic_error("model: parameter " + name + " was not provided");
-  return it->second;
-}
+const at::Tensor& Get(const ParamMap& p, const std::string& name) { return Param(p, name); }
 
 at::Tensor Linear(const Numerics& n, const at::Tensor& x, const at::Tensor& w,
                   const at::Tensor* b) {
@@ -221,6 +215,12 @@ at::Tensor ExactForwardParallel(const Unit& u, const Numerics& n, const ParamMap
 }
 
 }  // namespace
+
+const at::Tensor& Param(const ParamMap& p, const std::string& name) {
+  auto it = p.find(name);
+  if (it == p.end()) throw std::logic_error("model: parameter " + name + " was not provided");
+  return it->second;
+}
 
 std::vector<Unit> BuildUnits(const ModelSpec& spec, const ModelConfig& model) {
   std::vector<Unit> units;

@@ -21,6 +21,11 @@ namespace paradiff {
 
 using ParamMap = std::unordered_map<std::string, at::Tensor>;
 
+inline constexpr double kLayerNormEps = 1e-5;
+
+// The parameter `name` of `p`; a missing one is a logic error naming it.
+const at::Tensor& Param(const ParamMap& p, const std::string& name);
+
 // A leaf's gradient, taken off it (undefined when backward left none), so that the leaf's next
 // backward starts from no gradient: one set of parameter leaves serves pass after pass.
 inline at::Tensor TakeGrad(const at::Tensor& leaf) {

@@ -244,6 +244,11 @@ void RankEngine::SinkGrads(size_t unit, const ParamMap& leaves, int64_t micro_st
   reducer_->ReduceScatterPack(plan, pack, grad_acc_, /*copy=*/micro_step == 0);
 }
 
+bool RankEngine::ByHand(size_t unit) const {
+  return units_[unit].kind == UnitKind::kBlock && (tp_ == nullptr || tp_->size() == 1) &&
+         HandBackwardApplies(cfg_.model, num_);
+}
+
 bool RankEngine::TpSyncs(int entry) const {
   const TpReplication rep = shards_[entry].rep;
   return rep == TpReplication::kShared || (rep == TpReplication::kReplicated && tp_->sp());
@@ -291,15 +296,24 @@ at::Tensor RankEngine::ForwardUnits(const std::vector<size_t>& units, at::Tensor
   ParamMap scratch;
   if (!keep_graphs_) {
     at::NoGradGuard no_grad;
+    BlockTape unkept;
     for (size_t u : units) {
-      tapes.push_back({x, at::Tensor()});
-      x = UnitForward(units_[u], cfg_.model, num_, Materialize(u, false, scratch), x, mb,
-                      tp_.get());
+      tapes.push_back({x, at::Tensor(), {}});
+      const ParamMap& params = Materialize(u, false, scratch);
+      x = ByHand(u) ? BlockForward(cfg_.model, num_, params, units_[u].block, x, unkept)
+                    : UnitForward(units_[u], cfg_.model, num_, params, x, mb, tp_.get());
     }
     return x;
   }
   for (size_t u : units) {
     UnitTape t;
+    if (ByHand(u)) {
+      t.input = x;
+      x = BlockForward(cfg_.model, num_, Materialize(u, true, scratch), units_[u].block, x,
+                       t.block);
+      tapes.push_back(std::move(t));
+      continue;
+    }
     if (units_[u].kind != UnitKind::kEmbed) t.input = x.detach().requires_grad_(true);
     t.output = UnitForward(units_[u], cfg_.model, num_, Materialize(u, true, scratch), t.input, mb,
                            tp_.get());
@@ -316,6 +330,15 @@ at::Tensor RankEngine::BackwardUnits(const std::vector<size_t>& units,
   ParamMap scratch;
   for (size_t k = units.size(); k-- > 0;) {
     const size_t u = units[k];
+    if (ByHand(u)) {
+      const ParamMap& leaves = Materialize(u, true, scratch);
+      BlockTape recomputed;
+      if (!keep_graphs_)
+        BlockForward(cfg_.model, num_, leaves, units_[u].block, tapes[k].input, recomputed);
+      grad_out = BlockBackward(keep_graphs_ ? tapes[k].block : recomputed, grad_out);
+      SinkGrads(u, leaves, micro_step);
+      continue;
+    }
     const bool embed = units_[u].kind == UnitKind::kEmbed;
     const ParamMap& leaves = Materialize(u, true, scratch);
     at::Tensor xin = tapes[k].input, out = tapes[k].output;

@@ -25,6 +25,7 @@
 #include "comm/communicator.h"
 #include "core/config.h"
 #include "core/model_spec.h"
+#include "kernels/block_tape.h"
 #include "kernels/checkpoint.h"
 #include "kernels/faults.h"
 #include "kernels/flat_layout.h"
@@ -60,10 +61,15 @@ class RankEngine {
   void InitState();
   double ForwardBackward(const MicroBatch& mb, int64_t micro_step, bool boundary);
   // What backward needs of one unit's forward (see Note [Layer-wise execution]): its input, and
-  // when the graph is kept, the input as the leaf it was and the unit's output.
+  // when the graph is kept, the input as the leaf it was and the unit's output; for a block run
+  // by hand (ByHand), its input and, when kept, its BlockTape.
   struct UnitTape {
     at::Tensor input, output;
+    BlockTape block;
   };
+  // True for a block whose backward is written out by hand (kernels/block_tape.h): one without
+  // tensor parallelism, in numerics that round no op.
+  bool ByHand(size_t unit) const;
   // Forward of `units` from x, one tape per unit; returns the output without its graph.
   at::Tensor ForwardUnits(const std::vector<size_t>& units, at::Tensor x, const MicroBatch& mb,
                           std::vector<UnitTape>& tapes);

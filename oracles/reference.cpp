@@ -10,6 +10,7 @@
 #include "core/lr_schedule.h"
 #include "core/model_spec.h"
 #include "core/rng.h"
+#include "kernels/block_tape.h"
 #include "kernels/data.h"
 #include "kernels/engine.h"
 #include "kernels/model.h"
@@ -233,10 +234,7 @@ RefRun RunReference(const Config& cfg, const GradReduction& red, bool truth,
         mb.inputs = at::cat(inputs, 0);
         mb.targets = at::cat(targets, 0);
       }
-      at::Tensor x;
-      for (const auto& u : units) x = UnitForward(u, cfg.model, num, leaves, x, mb);
-      loss_sum += x.item<double>();
-      (x * (scale * loss_mult)).backward();
+      loss_sum += OneDevicePass(units, cfg.model, num, leaves, mb, scale * loss_mult);
       for (size_t i = 0; i < spec.params.size(); ++i) {
         at::Tensor gi = TakeGrad(leaves[spec.params[i].name]);
         if (!gi.defined()) gi = at::zeros_like(st.params[i]);

@@ -11,16 +11,12 @@
 #include <string>
 
 #include "kernels/numerics.h"
+#include "tests/unit/engine_test_util.h"
 
 namespace paradiff {
 namespace {
 
-at::Tensor Bits(const at::Tensor& t) {
-  const at::Tensor c = t.contiguous();
-  return c.element_size() == 8   ? c.view(at::kLong)
-         : c.element_size() == 4 ? c.view(at::kInt)
-                                 : c.view(at::kShort);
-}
+using testing::Bits;
 
 // A [bs, r, c] operand of dtype `d` laid out one of four ways: contiguous, its items transposed,
 // the batch expanded from one item, or a slice of a wider tensor.

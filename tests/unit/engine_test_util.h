@@ -1,6 +1,7 @@
-// Shared helpers for the engine / oracle tests: small configs and a one-call check.
+// Shared helpers for the engine / oracle tests: small configs, a one-call check, bits.
 #pragma once
 
+#include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
 #include "core/budget.h"
@@ -9,6 +10,15 @@
 #include "oracles/check.h"
 
 namespace paradiff::testing {
+
+// A tensor's bits as integers of its element size, for bit-for-bit comparisons (NaN equals NaN,
+// -0.0 differs from 0.0).
+inline at::Tensor Bits(const at::Tensor& t) {
+  const at::Tensor c = t.contiguous();
+  return c.element_size() == 8   ? c.view(at::kLong)
+         : c.element_size() == 4 ? c.view(at::kInt)
+                                 : c.view(at::kShort);
+}
 
 // A tiny GPT on a data-parallel layout; 19360 parameters (19360 % 3 == 1, % 7 == 5).
 inline Config SmallConfig(int64_t dp, int64_t stage) {

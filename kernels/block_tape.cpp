@@ -1,0 +1,319 @@
+#include "kernels/block_tape.h"
+
+#include <ATen/ATen.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
+
+#include <atomic>
+#include <cmath>
+#include <limits>
+
+namespace paradiff {
+
+// Note [Hand-written block backward]: on tensors of a few hundred elements LibTorch's autograd
+// costs about as much as the arithmetic it records: every operator passes the autograd layer,
+// makes a node and saves its inputs, and backward runs each node's formula through the engine.
+// The blocks of a model without tensor parallelism (the reference's passes, the engine's ranks at
+// tp 1: RankEngine::ByHand) skip it: BlockForward runs GptForward's block (kernels/model.cpp)
+// below autograd and keeps what backward reads; BlockBackward makes the calls autograd's formulas
+// make (tools/autograd/derivatives.yaml and FunctionsManual.cpp of LibTorch 1.13), on tensors of
+// the same layouts, in the same order wherever the order decides a bit:
+// - at::linear: with a bias on a contiguous 3-D input, addmm on the input viewed as 2-D; without
+//   one, matmul's fold: mm on the reshaped input, then _unsafe_view. The 4-D products expand
+//   and reshape their operands to 3-D and call bmm.
+// - mm's backward (mm_mat1_backward / mm_mat2_backward) picks its product by the saved
+//   operand's strides; a bias broadcast over rows gets sum_to (a sum over the leading dims,
+//   keepdim, then a view), as the engine's validate_outputs does.
+// - softmax, masked_fill, gelu, silu, layer norm and the scale: their backward kernels as the
+//   formulas call them (silu_backward: backward runs with grad mode off).
+// - narrow (slice_backward: zeros with the slice copied in) and the grouped kv heads'
+//   repeat_interleave (an index_select: zeros, then index_add_ in index order); two gradients
+//   meeting at a tensor are added once (InputBuffer: old + new; addition commutes bit for bit).
+// - a parameter converted to the execution dtype gets its gradient converted back (_to_copy's
+//   backward), then accumulated into the leaf's grad as AccumulateGrad does.
+// Blocks under tensor parallelism stay on autograd (GptForwardParallel and its collectives).
+// tests/unit/block_tape_test.cpp holds every gradient and output bitwise to autograd's over
+// random models (fp32, fp64, bf16; gelu and swiglu; grouped kv heads) and the engine's ranks
+// bitwise to their autograd runs; `bench_digest` is unchanged; `bench_check_throughput`'s
+// hand_backward argument sets both side by side (docs/PERFORMANCE.md).
+
+namespace {
+
+// mm_mat1_backward / mm_mat2_backward (alpha 1, real dtypes).
+at::Tensor MmMat1Backward(const at::Tensor& grad, const at::Tensor& mat2, const at::Tensor& mat1) {
+  if (mat1.stride(0) == 1 && mat1.stride(1) == mat1.size(0)) return mat2.mm(grad.t()).t();
+  return grad.mm(mat2.t());
+}
+
+at::Tensor MmMat2Backward(const at::Tensor& grad, const at::Tensor& mat1, const at::Tensor& mat2) {
+  if (mat2.stride(0) == 1 && mat2.stride(1) == mat2.size(0)) return grad.t().mm(mat1).t();
+  return mat1.t().mm(grad);
+}
+
+// at::sum_to(grad, {grad.size(-1)}): a bias broadcast over every leading dim.
+at::Tensor SumToBias(const at::Tensor& grad) {
+  std::vector<int64_t> dims;
+  for (int64_t d = 0; d + 1 < grad.dim(); ++d) dims.push_back(d);
+  return grad.sum(dims, /*keepdim=*/true).view({grad.size(-1)});
+}
+
+// A linear with a bias on a contiguous 3-D input (at::linear's addmm path).
+at::Tensor AddmmLinear(const at::Tensor& x2d, const at::Tensor& w_t, const at::Tensor& bias,
+                       int64_t bs, int64_t s) {
+  return at::addmm(bias, x2d, w_t).view({bs, s, w_t.size(1)});
+}
+
+// A linear without a bias on a 3-D input: matmul(x, w_t), folded where matmul's should_fold
+// folds it.
+at::Tensor Matmul(const at::Tensor& x, const at::Tensor& w_t, MatmulLinear& l) {
+  const int64_t bs = x.size(0), s = x.size(1), in = x.size(2), out = w_t.size(1);
+  l.in_sizes = x.sizes().vec();
+  l.batched = x.stride(2) != 1 && x.stride(0) == s * in;
+  if (!l.batched) {
+    l.x = x.reshape({bs * s, in});
+    l.w_t = w_t;
+    return at::_unsafe_view(l.x.mm(w_t), {bs, s, out});
+  }
+  l.x = x.expand({bs, s, in}).reshape({bs, s, in});
+  l.w_t = w_t.expand({bs, in, out}).reshape({bs, in, out});
+  return at::_unsafe_view(at::bmm(l.x, l.w_t), {bs, s, out});
+}
+
+// Backward of a linear with a bias (addmm) from its 3-D output gradient: the input's gradient (of
+// `in_sizes`), the weight's and the bias's.
+at::Tensor AddmmBackward(const at::Tensor& grad3, const at::Tensor& x2d, const at::Tensor& w_t,
+                         at::IntArrayRef in_sizes, at::Tensor* grad_w, at::Tensor* grad_b) {
+  const at::Tensor g2 = grad3.reshape({x2d.size(0), w_t.size(1)});
+  *grad_b = SumToBias(g2);
+  *grad_w = MmMat2Backward(g2, x2d, w_t).t();
+  return MmMat1Backward(g2, w_t, x2d).reshape(in_sizes);
+}
+
+// Backward of Matmul: the input's gradient and the weight's.
+at::Tensor MatmulBackward(const at::Tensor& grad3, const MatmulLinear& l, at::Tensor* grad_w) {
+  if (!l.batched) {
+    const at::Tensor g2 = grad3.reshape({l.x.size(0), l.w_t.size(1)});
+    *grad_w = MmMat2Backward(g2, l.x, l.w_t).t();
+    return MmMat1Backward(g2, l.w_t, l.x).reshape(l.in_sizes);
+  }
+  const at::Tensor g3 = grad3.reshape({l.x.size(0), l.x.size(1), l.w_t.size(2)});
+  const at::Tensor gw = l.x.transpose(1, 2).bmm(g3).reshape(l.w_t.sizes());
+  *grad_w =
+      gw.sum(0, /*keepdim=*/true).view({l.w_t.size(1), l.w_t.size(2)}).t();  // expand's sum_to
+  return g3.bmm(l.w_t.transpose(1, 2)).reshape(l.in_sizes);
+}
+
+// narrow(-1, start, length)'s backward on a tensor of `sizes`.
+at::Tensor NarrowBackward(const at::Tensor& grad, at::IntArrayRef sizes, int64_t start,
+                          int64_t length) {
+  at::Tensor full = at::zeros(sizes, grad.options());
+  full.slice(-1, start, start + length).copy_(grad);
+  return full;
+}
+
+void Accumulate(const at::Tensor& leaf, at::Tensor grad) {
+  grad = AsDType(grad, leaf.scalar_type());
+  if (grad.strides() != leaf.strides()) grad = grad.contiguous();
+  at::Tensor& cur = leaf.mutable_grad();
+  if (cur.defined()) {
+    cur.add_(grad);
+  } else {
+    cur = grad;
+  }
+}
+
+}  // namespace
+
+namespace {
+std::atomic<bool> g_hand_backward{true};
+}  // namespace
+
+void SetHandBackward(bool on) { g_hand_backward.store(on); }
+
+bool HandBackwardApplies(const ModelConfig& model, const Numerics& num) {
+  return g_hand_backward.load(std::memory_order_relaxed) && model.kind == ModelKind::kGpt &&
+         !num.random && !num.emulate_fp16;
+}
+
+at::Tensor BlockForward(const ModelConfig& m, const Numerics& n, const ParamMap& p, int64_t block,
+                        const at::Tensor& x, BlockTape& t) {
+  at::AutoDispatchBelowADInplaceOrView below_autograd;
+  t = BlockTape();
+  t.prefix = "blocks." + std::to_string(block);
+  auto in = [&](const char* name) {
+    const std::string full = t.prefix + name;
+    const at::Tensor& leaf = Param(p, full);
+    t.leaves.emplace_back(full, leaf);
+    return n.In(leaf);
+  };
+  const int64_t bs = x.size(0), s = x.size(1), H = x.size(2), hd = HeadDim(m);
+  t.bs = bs;
+  t.seq = s;
+  t.head_dim = hd;
+  t.swiglu = m.activation == Activation::kSwiglu;
+  t.x = x;
+
+  // Attention on ln1(x).
+  t.w_ln1 = in(".ln1.weight");
+  t.b_ln1 = in(".ln1.bias");
+  auto ln1 = at::native_layer_norm(x, {H}, t.w_ln1, t.b_ln1, kLayerNormEps);
+  t.mean1 = std::get<1>(ln1);
+  t.rstd1 = std::get<2>(ln1);
+  t.y1_2d = std::get<0>(ln1).view({bs * s, H});
+  const at::Tensor wq = in(".attn.q.weight"), wkv = in(".attn.kv.weight");
+  const at::Tensor bq = in(".attn.q.bias"), bkv = in(".attn.kv.bias");
+  const int64_t heads = wq.size(0) / hd, K = wkv.size(0) / (2 * hd);
+  t.heads = heads;
+  t.kv_heads = K;
+  t.wq_t = wq.t();
+  t.wkv_t = wkv.t();
+  const at::Tensor q =
+      AddmmLinear(t.y1_2d, t.wq_t, bq, bs, s).view({bs, s, heads, hd}).transpose(1, 2);
+  const at::Tensor kv = AddmmLinear(t.y1_2d, t.wkv_t, bkv, bs, s);
+  at::Tensor k = kv.narrow(-1, 0, K * hd).view({bs, s, K, hd}).transpose(1, 2);
+  at::Tensor v = kv.narrow(-1, K * hd, K * hd).view({bs, s, K, hd}).transpose(1, 2);
+  if (K < heads) {  // repeat_interleave(heads / K, 1): an index_select
+    t.repeat_index = at::repeat_interleave(at::full({K}, heads / K, at::kLong));
+    k = k.index_select(1, t.repeat_index);
+    v = v.index_select(1, t.repeat_index);
+  }
+  const int64_t B = bs * heads;
+  t.q3 = q.expand({bs, heads, s, hd}).reshape({B, s, hd});
+  t.kt3 = k.transpose(-2, -1).expand({bs, heads, hd, s}).reshape({B, hd, s});
+  const at::Tensor raw = at::_unsafe_view(at::bmm(t.q3, t.kt3), {bs, heads, s, s});
+  t.mask = at::ones({s, s}, at::TensorOptions().dtype(at::kBool)).triu(1);
+  const at::Tensor masked = (raw * (1.0 / std::sqrt(double(hd))))
+                                .masked_fill(t.mask, -std::numeric_limits<double>::infinity());
+  t.probs = at::_softmax(masked, -1, false);
+  t.probs3 = t.probs.expand({bs, heads, s, s}).reshape({B, s, s});
+  t.v3 = v.expand({bs, heads, s, hd}).reshape({B, s, hd});
+  const at::Tensor o4 = at::_unsafe_view(at::bmm(t.probs3, t.v3), {bs, heads, s, hd});
+  const at::Tensor o = o4.transpose(1, 2).reshape({bs, s, heads * hd});
+  const at::Tensor a = Matmul(o, in(".attn.proj.weight").t(), t.proj);
+  t.h = x + (a + in(".attn.proj.bias"));
+
+  // MLP on ln2(h).
+  t.w_ln2 = in(".ln2.weight");
+  t.b_ln2 = in(".ln2.bias");
+  auto ln2 = at::native_layer_norm(t.h, {H}, t.w_ln2, t.b_ln2, kLayerNormEps);
+  t.mean2 = std::get<1>(ln2);
+  t.rstd2 = std::get<2>(ln2);
+  const at::Tensor y2 = std::get<0>(ln2);
+  t.y2_2d = y2.view({bs * s, H});
+  at::Tensor act;
+  if (t.swiglu) {
+    t.gate = Matmul(y2, in(".mlp.gate.weight").t(), t.gate_linear);
+    t.up = Matmul(y2, in(".mlp.up.weight").t(), t.up_linear);
+    t.silu_gate = at::silu(t.gate);
+    act = t.silu_gate * t.up;
+  } else {
+    const at::Tensor b1 = in(".mlp.fc1.bias");
+    t.w1_t = in(".mlp.fc1.weight").t();
+    t.fc1_out = AddmmLinear(t.y2_2d, t.w1_t, b1, bs, s);
+    act = at::gelu(t.fc1_out);
+  }
+  const at::Tensor f = Matmul(act, in(".mlp.fc2.weight").t(), t.fc2);
+  return t.h + (f + in(".mlp.fc2.bias"));
+}
+
+at::Tensor BlockBackward(const BlockTape& t, const at::Tensor& grad_out) {
+  at::AutoDispatchBelowADInplaceOrView below_autograd;
+  std::unordered_map<std::string, at::Tensor> grads;
+  const int64_t bs = t.bs, s = t.seq, hd = t.head_dim, heads = t.heads, K = t.kv_heads;
+  const int64_t H = t.x.size(2), B = bs * heads;
+  const std::string& b = t.prefix;
+  at::Tensor gw, gb;
+
+  // out = h + (f + fc2.bias), f = fc2(act)
+  grads[b + ".mlp.fc2.bias"] = SumToBias(grad_out);
+  const at::Tensor g_act = MatmulBackward(grad_out, t.fc2, &gw);
+  grads[b + ".mlp.fc2.weight"] = gw;
+  at::Tensor g_y2;
+  if (t.swiglu) {  // act = silu(gate(y2)) * up(y2)
+    const at::Tensor g_silu = g_act * t.up, g_up = g_act * t.silu_gate;
+    const at::Tensor from_gate =
+        MatmulBackward(at::silu_backward(g_silu, t.gate), t.gate_linear, &gw);
+    grads[b + ".mlp.gate.weight"] = gw;
+    const at::Tensor from_up = MatmulBackward(g_up, t.up_linear, &gw);
+    grads[b + ".mlp.up.weight"] = gw;
+    g_y2 = from_gate + from_up;
+  } else {  // act = gelu(fc1(y2))
+    g_y2 =
+        AddmmBackward(at::gelu_backward(g_act, t.fc1_out), t.y2_2d, t.w1_t, {bs, s, H}, &gw, &gb);
+    grads[b + ".mlp.fc1.weight"] = gw;
+    grads[b + ".mlp.fc1.bias"] = gb;
+  }
+  auto ln2 = at::native_layer_norm_backward(g_y2, t.h, {H}, t.mean2, t.rstd2, t.w_ln2, t.b_ln2,
+                                            {true, true, true});
+  grads[b + ".ln2.weight"] = std::get<1>(ln2);
+  grads[b + ".ln2.bias"] = std::get<2>(ln2);
+  const at::Tensor g_h = grad_out + std::get<0>(ln2);
+
+  // h = x + (a + proj.bias), a = proj(o), o = (probs @ v) with its heads side by side
+  grads[b + ".attn.proj.bias"] = SumToBias(g_h);
+  const at::Tensor g_o = MatmulBackward(g_h, t.proj, &gw);
+  grads[b + ".attn.proj.weight"] = gw;
+  const at::Tensor g_o3 = g_o.reshape({bs, s, heads, hd}).transpose(1, 2).reshape({B, s, hd});
+  const at::Tensor g_probs = g_o3.bmm(t.v3.transpose(1, 2)).reshape({bs, heads, s, s});
+  const at::Tensor g_v = t.probs3.transpose(1, 2).bmm(g_o3).reshape({bs, heads, s, hd});
+  // probs = softmax(masked_fill(q @ k^T * scale))
+  const at::Tensor g_masked =
+      at::_softmax_backward_data(g_probs, t.probs, -1, t.probs.scalar_type());
+  const at::Tensor g_raw3 =
+      (g_masked.masked_fill(t.mask, 0) * (1.0 / std::sqrt(double(hd)))).reshape({B, s, s});
+  const at::Tensor g_q = g_raw3.bmm(t.kt3.transpose(1, 2)).reshape({bs, heads, s, hd});
+  at::Tensor g_k = t.q3.transpose(1, 2).bmm(g_raw3).reshape({bs, heads, hd, s}).transpose(-2, -1);
+  at::Tensor g_vk = g_v;
+  if (t.repeat_index.defined()) {
+    g_k = g_k.new_zeros({bs, K, s, hd}).index_add_(1, t.repeat_index, g_k);
+    g_vk = g_vk.new_zeros({bs, K, s, hd}).index_add_(1, t.repeat_index, g_vk);
+  }
+  // k and v: narrows of kv = kv_linear(y1); q = q_linear(y1)
+  const std::vector<int64_t> kv_sizes{bs, s, 2 * K * hd};
+  const at::Tensor g_kv =
+      NarrowBackward(g_k.transpose(1, 2).reshape({bs, s, K * hd}), kv_sizes, 0, K * hd) +
+      NarrowBackward(g_vk.transpose(1, 2).reshape({bs, s, K * hd}), kv_sizes, K * hd, K * hd);
+  const at::Tensor from_q = AddmmBackward(g_q.transpose(1, 2).reshape({bs, s, heads * hd}), t.y1_2d,
+                                          t.wq_t, {bs, s, H}, &gw, &gb);
+  grads[b + ".attn.q.weight"] = gw;
+  grads[b + ".attn.q.bias"] = gb;
+  const at::Tensor from_kv = AddmmBackward(g_kv, t.y1_2d, t.wkv_t, {bs, s, H}, &gw, &gb);
+  grads[b + ".attn.kv.weight"] = gw;
+  grads[b + ".attn.kv.bias"] = gb;
+  auto ln1 = at::native_layer_norm_backward(from_q + from_kv, t.x, {H}, t.mean1, t.rstd1, t.w_ln1,
+                                            t.b_ln1, {true, true, true});
+  grads[b + ".ln1.weight"] = std::get<1>(ln1);
+  grads[b + ".ln1.bias"] = std::get<2>(ln1);
+  const at::Tensor g_x = g_h + std::get<0>(ln1);
+
+  for (const auto& [name, leaf] : t.leaves) Accumulate(leaf, grads.at(name));
+  return g_x;
+}
+
+double OneDevicePass(const std::vector<Unit>& units, const ModelConfig& m, const Numerics& n,
+                     const ParamMap& leaves, const MicroBatch& mb, double loss_mult) {
+  if (!HandBackwardApplies(m, n)) {
+    at::Tensor x;
+    for (const auto& u : units) x = UnitForward(u, m, n, leaves, x, mb);
+    const double loss = x.item<double>();
+    (x * loss_mult).backward();
+    return loss;
+  }
+  // The embedding and the head through autograd, the blocks between them by hand: the head's
+  // input is a leaf whose gradient starts the blocks' backward, and the first block's input
+  // gradient continues the embedding's.
+  const at::Tensor embedded = UnitForward(units.front(), m, n, leaves, at::Tensor(), mb);
+  std::vector<BlockTape> tapes(units.size() - 2);
+  at::Tensor h = embedded.detach();
+  for (size_t i = 0; i < tapes.size(); ++i)
+    h = BlockForward(m, n, leaves, units[i + 1].block, h, tapes[i]);
+  const at::Tensor top = h.detach().requires_grad_(true);
+  const at::Tensor loss = UnitForward(units.back(), m, n, leaves, top, mb);
+  const double value = loss.item<double>();
+  (loss * loss_mult).backward();
+  at::Tensor grad = TakeGrad(top);
+  for (size_t i = tapes.size(); i-- > 0;) grad = BlockBackward(tapes[i], grad);
+  embedded.backward(grad);
+  return value;
+}
+
+}  // namespace paradiff
