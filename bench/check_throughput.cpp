@@ -11,6 +11,8 @@
 //   reference_cache=1: one cache shared by all iterations and warmed by one untimed pass, so every
 //                      reference is a hit (the steady state of a worker re-checking layouts of a
 //                      model it has seen; the upper bound a cache can give).
+//   hand_backward=0: the model's blocks through LibTorch's autograd instead of their hand-written
+//                    backward (kernels/block_tape.h; same bits), the baseline of that change.
 // Run: bench_check_throughput --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 #include <ATen/Parallel.h>
 #include <benchmark/benchmark.h>
@@ -20,6 +22,7 @@
 #include <thread>
 
 #include "bench/bench_common.h"
+#include "kernels/block_tape.h"
 #include "oracles/check.h"
 
 namespace {
@@ -45,6 +48,7 @@ paradiff::ReferenceCache& WarmCache() {
 void BM_CheckSmallList(benchmark::State& state) {
   const bool cached = state.range(0) != 0;
   const int jobs = static_cast<int>(state.range(1));
+  paradiff::SetHandBackward(state.range(2) != 0);
   at::set_num_threads(1);
   paradiff::CheckOptions opts;
   if (cached) opts.cache = &WarmCache();
@@ -69,11 +73,14 @@ void BM_CheckSmallList(benchmark::State& state) {
   state.counters["passes"] = benchmark::Counter(static_cast<double>(passes));
   state.counters["checks"] = benchmark::Counter(static_cast<double>(checks));
   state.counters["cache_hits"] = benchmark::Counter(static_cast<double>(hits));
+  paradiff::SetHandBackward(true);
 }
 
 BENCHMARK(BM_CheckSmallList)
-    ->ArgNames({"reference_cache", "jobs"})
-    ->ArgsProduct({{0, 1}, {1, 2}})
+    ->ArgNames({"reference_cache", "jobs", "hand_backward"})
+    ->ArgsProduct({{0, 1}, {1, 2}, {1}})
+    ->Args({0, 1, 0})
+    ->Args({0, 2, 0})
     ->Iterations(1)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
