@@ -15,6 +15,8 @@
 // unit's parameters (ZeRO 3 gathers them again) and recompute the unit's forward with autograd:
 // activation checkpointing per layer, the way ZeRO 3 frees parameters between uses. The two paths
 // run the same kernels on the same values, so stage k and stage 0 compute bitwise the same values.
+// A block without tensor parallelism keeps a BlockTape instead of a graph, and backward runs its
+// hand-written backward (see Note [Hand-written block backward]); autograd's bits either way.
 #pragma once
 
 #include <ATen/core/Tensor.h>
