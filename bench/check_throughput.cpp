@@ -15,7 +15,7 @@
 //                      reference is a hit (the steady state of a worker re-checking layouts of a
 //                      model it has seen; the upper bound a cache can give).
 //   hand_backward=0: the model's blocks through LibTorch's autograd instead of their hand-written
-//                    backward (kernels/block_tape.h; same bits), the baseline of that change.
+//                    backward (kernels/hand_backward.h; same bits), the baseline of that change.
 // Run: bench_check_throughput --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 #include <ATen/Parallel.h>
 #include <benchmark/benchmark.h>
@@ -25,7 +25,7 @@
 #include <thread>
 
 #include "bench/bench_common.h"
-#include "kernels/block_tape.h"
+#include "kernels/hand_backward.h"
 #include "oracles/check.h"
 
 namespace {

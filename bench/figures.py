@@ -58,7 +58,7 @@ if tp:
             figure(f"CPU per check, blocks through autograd over the hand-written backward, cache off, "
                    f"{threads} job(s)", round(base[1] / hand[1], 2), "x", "-", None, cmd_tp,
                    f"{base[1]:.0f} -> {hand[1]:.0f} ms of CPU per check (every thread and mpi rank); "
-                   f"checks/s {base[0]:.1f} -> {hand[0]:.1f}; same bits (kernels/block_tape.h); "
+                   f"checks/s {base[0]:.1f} -> {hand[0]:.1f}; same bits (kernels/hand_backward.h); "
                    "medians of the same run")
 else:
     missing("checks/s, small list", ">= 30 (median, 2 cores)", cmd_tp)

@@ -245,8 +245,7 @@ void RankEngine::SinkGrads(size_t unit, const ParamMap& leaves, int64_t micro_st
 }
 
 bool RankEngine::ByHand(size_t unit) const {
-  return units_[unit].kind == UnitKind::kBlock && (tp_ == nullptr || tp_->size() == 1) &&
-         HandBackwardApplies(cfg_.model, num_);
+  return (tp_ == nullptr || tp_->size() == 1) && HandBackwardApplies(cfg_.model, num_);
 }
 
 bool RankEngine::TpSyncs(int entry) const {
@@ -296,11 +295,11 @@ at::Tensor RankEngine::ForwardUnits(const std::vector<size_t>& units, at::Tensor
   ParamMap scratch;
   if (!keep_graphs_) {
     at::NoGradGuard no_grad;
-    BlockTape unkept;
+    HandTape unkept;
     for (size_t u : units) {
       tapes.push_back({x, at::Tensor(), {}});
       const ParamMap& params = Materialize(u, false, scratch);
-      x = ByHand(u) ? BlockForward(cfg_.model, num_, params, units_[u].block, x, unkept)
+      x = ByHand(u) ? HandForward(units_[u], cfg_.model, num_, params, x, mb, unkept)
                     : UnitForward(units_[u], cfg_.model, num_, params, x, mb, tp_.get());
     }
     return x;
@@ -309,8 +308,7 @@ at::Tensor RankEngine::ForwardUnits(const std::vector<size_t>& units, at::Tensor
     UnitTape t;
     if (ByHand(u)) {
       t.input = x;
-      x = BlockForward(cfg_.model, num_, Materialize(u, true, scratch), units_[u].block, x,
-                       t.block);
+      x = HandForward(units_[u], cfg_.model, num_, Materialize(u, true, scratch), x, mb, t.hand);
       tapes.push_back(std::move(t));
       continue;
     }
@@ -332,10 +330,10 @@ at::Tensor RankEngine::BackwardUnits(const std::vector<size_t>& units,
     const size_t u = units[k];
     if (ByHand(u)) {
       const ParamMap& leaves = Materialize(u, true, scratch);
-      BlockTape recomputed;
+      HandTape recomputed;
       if (!keep_graphs_)
-        BlockForward(cfg_.model, num_, leaves, units_[u].block, tapes[k].input, recomputed);
-      grad_out = BlockBackward(keep_graphs_ ? tapes[k].block : recomputed, grad_out);
+        HandForward(units_[u], cfg_.model, num_, leaves, tapes[k].input, mb, recomputed);
+      grad_out = HandBackward(keep_graphs_ ? tapes[k].hand : recomputed, grad_out, loss_mult);
       SinkGrads(u, leaves, micro_step);
       continue;
     }

@@ -15,8 +15,8 @@
 // unit's parameters (ZeRO 3 gathers them again) and recompute the unit's forward with autograd:
 // activation checkpointing per layer, the way ZeRO 3 frees parameters between uses. The two paths
 // run the same kernels on the same values, so stage k and stage 0 compute bitwise the same values.
-// A block without tensor parallelism keeps a BlockTape instead of a graph, and backward runs its
-// hand-written backward (see Note [Hand-written block backward]); autograd's bits either way.
+// A unit without tensor parallelism keeps a HandTape instead of a graph, and backward runs its
+// hand-written backward (see Note [Hand-written backward]); autograd's bits either way.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -27,12 +27,12 @@
 #include "comm/communicator.h"
 #include "core/config.h"
 #include "core/model_spec.h"
-#include "kernels/block_tape.h"
 #include "kernels/checkpoint.h"
 #include "kernels/faults.h"
 #include "kernels/flat_layout.h"
 #include "kernels/flat_pack.h"
 #include "kernels/grad_reducer.h"
+#include "kernels/hand_backward.h"
 #include "kernels/loss_scaler.h"
 #include "kernels/model.h"
 #include "kernels/tensor_parallel.h"
@@ -63,14 +63,14 @@ class RankEngine {
   void InitState();
   double ForwardBackward(const MicroBatch& mb, int64_t micro_step, bool boundary);
   // What backward needs of one unit's forward (see Note [Layer-wise execution]): its input, and
-  // when the graph is kept, the input as the leaf it was and the unit's output; for a block run
-  // by hand (ByHand), its input and, when kept, its BlockTape.
+  // when the graph is kept, the input as the leaf it was and the unit's output; for a unit run
+  // by hand (ByHand), its input and, when kept, its HandTape.
   struct UnitTape {
     at::Tensor input, output;
-    BlockTape block;
+    HandTape hand;
   };
-  // True for a block whose backward is written out by hand (kernels/block_tape.h): one without
-  // tensor parallelism, in numerics that round no op.
+  // True for a unit whose backward is written out by hand (kernels/hand_backward.h): every unit
+  // without tensor parallelism, in numerics that round no op.
   bool ByHand(size_t unit) const;
   // Forward of `units` from x, one tape per unit; returns the output without its graph.
   at::Tensor ForwardUnits(const std::vector<size_t>& units, at::Tensor x, const MicroBatch& mb,

@@ -1,6 +1,7 @@
-// The hand-written block backward (kernels/block_tape.h) gives autograd's bits: OneDevicePass
-// against the whole model through autograd, on random models, dtypes and batches.
-#include "kernels/block_tape.h"
+// The hand-written backward (kernels/hand_backward.h) gives autograd's bits: OneDevicePass against
+// the whole model through autograd, on random models, dtypes and batches, and the engine's ranks
+// with it on and off.
+#include "kernels/hand_backward.h"
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
@@ -39,7 +40,7 @@ double AutogradPass(const std::vector<Unit>& units, const ModelConfig& m, const 
   return loss;
 }
 
-TEST(BlockTape, GivesAutogradsBitsOnRandomModels) {
+TEST(HandBackward, GivesAutogradsBitsOnRandomModels) {
   std::mt19937 rng(11);
   auto pick = [&](int64_t lo, int64_t hi) {
     return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
@@ -116,10 +117,10 @@ void ExpectSameObservations(const Observations& want, const Observations& got,
   }
 }
 
-// The engine's ranks with the hand-written block backward give what they give through autograd:
+// The engine's ranks with the hand-written backward give what they give through autograd:
 // kept unit graphs (ZeRO 0-2, 1F1B) and recomputed ones (ZeRO 3, gpipe), accumulation, bf16,
-// grouped kv heads, swiglu.
-TEST(BlockTape, EngineRanksGiveAutogradsBits) {
+// grouped kv heads, swiglu, untied tables, no position table.
+TEST(HandBackward, EngineRanksGiveAutogradsBits) {
   std::vector<Config> configs;
   for (int64_t stage = 0; stage <= 3; ++stage) {
     Config c;
@@ -134,6 +135,8 @@ TEST(BlockTape, EngineRanksGiveAutogradsBits) {
     c.zero.stage = stage;
     c.batch.accumulation_steps = 2;
     if (stage == 2) c.precision.param = c.precision.compute = DType::kBf16;
+    c.model.tied_embeddings = stage != 3;
+    c.model.position_embeddings = stage != 2;
     configs.push_back(c);
   }
   for (Schedule schedule : {Schedule::k1F1B, Schedule::kGpipe}) {
@@ -156,7 +159,7 @@ TEST(BlockTape, EngineRanksGiveAutogradsBits) {
   }
 }
 
-TEST(BlockTape, LeavesPerOpRoundingToAutograd) {
+TEST(HandBackward, LeavesPerOpRoundingToAutograd) {
   ModelConfig m;
   EXPECT_TRUE(HandBackwardApplies(m, MakeNumerics(DType::kBf16)));
   EXPECT_FALSE(HandBackwardApplies(m, MakeNumerics(DType::kFp16)));

@@ -1,4 +1,4 @@
-#include "kernels/block_tape.h"
+#include "kernels/hand_backward.h"
 
 #include <ATen/ATen.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
@@ -9,32 +9,36 @@
 
 namespace paradiff {
 
-// Note [Hand-written block backward]: on tensors of a few hundred elements LibTorch's autograd
-// costs about as much as the arithmetic it records: every operator passes the autograd layer,
-// makes a node and saves its inputs, and backward runs each node's formula through the engine.
-// The blocks of a model without tensor parallelism (the reference's passes, the engine's ranks at
-// tp 1: RankEngine::ByHand) skip it: BlockForward runs GptForward's block (kernels/model.cpp)
-// below autograd and keeps what backward reads; BlockBackward makes the calls autograd's formulas
-// make (tools/autograd/derivatives.yaml and FunctionsManual.cpp of LibTorch 1.13), on tensors of
-// the same layouts, in the same order wherever the order decides a bit:
+// Note [Hand-written backward]: on tensors of a few hundred elements LibTorch's autograd costs
+// about as much as the arithmetic it records: every operator passes the autograd layer, makes a
+// node and saves its inputs, and backward runs each node's formula through the engine. The units
+// of a model without tensor parallelism (the reference's passes, the engine's ranks at tp 1:
+// RankEngine::ByHand) skip it: HandForward runs GptForward's unit (kernels/model.cpp) below
+// autograd and keeps what backward reads; HandBackward makes the calls autograd's formulas make
+// (tools/autograd/derivatives.yaml and FunctionsManual.cpp of LibTorch 1.13), on tensors of the
+// same layouts, in the same order wherever the order decides a bit:
 // - at::linear: with a bias on a contiguous 3-D input, addmm on the input viewed as 2-D; without
-//   one, matmul's fold: mm on the reshaped input, then _unsafe_view. The 4-D products expand
-//   and reshape their operands to 3-D and call bmm.
+//   one, matmul's fold: mm on the reshaped input, then _unsafe_view, or where matmul does not fold
+//   (a last dim that is not contiguous) bmm on both operands expanded. The attention's 4-D
+//   products expand and reshape their operands to 3-D and call bmm.
 // - mm's backward (mm_mat1_backward / mm_mat2_backward) picks its product by the saved
-//   operand's strides; a bias broadcast over rows gets sum_to (a sum over the leading dims,
-//   keepdim, then a view), as the engine's validate_outputs does.
-// - softmax, masked_fill, gelu, silu, layer norm and the scale: their backward kernels as the
-//   formulas call them (silu_backward: backward runs with grad mode off).
-// - narrow (slice_backward: zeros with the slice copied in) and the grouped kv heads'
-//   repeat_interleave (an index_select: zeros, then index_add_ in index order); two gradients
-//   meeting at a tensor are added once (InputBuffer: old + new; addition commutes bit for bit).
+//   operand's strides; a broadcast operand gets sum_to (a sum over the broadcast dims, keepdim,
+//   then a view), as the engine's validate_outputs and expand's backward do.
+// - softmax, log_softmax, nll_loss, masked_fill, gelu, silu, layer norm and the scale: their
+//   backward kernels as the formulas call them (silu_backward: backward runs with grad mode off);
+//   the loss's gradient is loss_mult in the loss's dtype (ones times the multiplier).
+// - narrow (slice_backward: zeros with the slice copied in), the grouped kv heads'
+//   repeat_interleave and the embedding's lookup (index_select's backward: zeros, then index_add_
+//   in index order); two gradients meeting at a tensor are added once (InputBuffer: old + new;
+//   addition commutes bit for bit).
 // - a parameter converted to the execution dtype gets its gradient converted back (_to_copy's
-//   backward), then accumulated into the leaf's grad as AccumulateGrad does.
-// Blocks under tensor parallelism stay on autograd (GptForwardParallel and its collectives).
-// tests/unit/block_tape_test.cpp holds every gradient and output bitwise to autograd's over
-// random models (fp32, fp64, bf16; gelu and swiglu; grouped kv heads) and the engine's ranks
-// bitwise to their autograd runs; `bench_digest` is unchanged; `bench_check_throughput`'s
-// hand_backward argument sets both side by side (docs/PERFORMANCE.md).
+//   backward), then accumulated into the leaf's grad as AccumulateGrad does (a tied embedding's
+//   two gradients added there).
+// Units under tensor parallelism stay on autograd (GptForwardParallel and its collectives).
+// tests/unit/hand_backward_test.cpp holds the loss and every gradient bitwise to autograd's over
+// random models (fp32, fp64, bf16; gelu and swiglu; grouped kv heads; tied and untied tables) and
+// the engine's ranks bitwise to their autograd runs; `bench_digest` is unchanged;
+// `bench_check_throughput`'s hand_backward argument sets both side by side (docs/PERFORMANCE.md).
 
 namespace {
 
@@ -121,30 +125,19 @@ void Accumulate(const at::Tensor& leaf, at::Tensor grad) {
   }
 }
 
-}  // namespace
-
-namespace {
 std::atomic<bool> g_hand_backward{true};
-}  // namespace
 
-void SetHandBackward(bool on) { g_hand_backward.store(on); }
-
-bool HandBackwardApplies(const ModelConfig& model, const Numerics& num) {
-  return g_hand_backward.load(std::memory_order_relaxed) && model.kind == ModelKind::kGpt &&
-         !num.random && !num.emulate_fp16;
+// A parameter in the execution dtype, its leaf kept for the gradient.
+at::Tensor In(const Numerics& n, const ParamMap& p, const std::string& name, HandTape& t) {
+  const at::Tensor& leaf = Param(p, name);
+  t.leaves.emplace_back(name, leaf);
+  return n.In(leaf);
 }
 
 at::Tensor BlockForward(const ModelConfig& m, const Numerics& n, const ParamMap& p, int64_t block,
-                        const at::Tensor& x, BlockTape& t) {
-  at::AutoDispatchBelowADInplaceOrView below_autograd;
-  t = BlockTape();
+                        const at::Tensor& x, HandTape& t) {
   t.prefix = "blocks." + std::to_string(block);
-  auto in = [&](const char* name) {
-    const std::string full = t.prefix + name;
-    const at::Tensor& leaf = Param(p, full);
-    t.leaves.emplace_back(full, leaf);
-    return n.In(leaf);
-  };
+  auto in = [&](const char* name) { return In(n, p, t.prefix + name, t); };
   const int64_t bs = x.size(0), s = x.size(1), H = x.size(2), hd = HeadDim(m);
   t.bs = bs;
   t.seq = s;
@@ -215,9 +208,8 @@ at::Tensor BlockForward(const ModelConfig& m, const Numerics& n, const ParamMap&
   return t.h + (f + in(".mlp.fc2.bias"));
 }
 
-at::Tensor BlockBackward(const BlockTape& t, const at::Tensor& grad_out) {
-  at::AutoDispatchBelowADInplaceOrView below_autograd;
-  std::unordered_map<std::string, at::Tensor> grads;
+at::Tensor BlockBackward(const HandTape& t, const at::Tensor& grad_out,
+                         std::unordered_map<std::string, at::Tensor>& grads) {
   const int64_t bs = t.bs, s = t.seq, hd = t.head_dim, heads = t.heads, K = t.kv_heads;
   const int64_t H = t.x.size(2), B = bs * heads;
   const std::string& b = t.prefix;
@@ -285,8 +277,118 @@ at::Tensor BlockBackward(const BlockTape& t, const at::Tensor& grad_out) {
   grads[b + ".ln1.bias"] = std::get<2>(ln1);
   const at::Tensor g_x = g_h + std::get<0>(ln1);
 
-  for (const auto& [name, leaf] : t.leaves) Accumulate(leaf, grads.at(name));
   return g_x;
+}
+
+// GptForward's kEmbed: token rows, plus the position rows.
+at::Tensor EmbedForward(const ModelConfig& m, const Numerics& n, const ParamMap& p,
+                        const MicroBatch& mb, HandTape& t) {
+  const at::Tensor wte = In(n, p, "embed.wte", t);
+  t.bs = mb.inputs.size(0);
+  t.seq = mb.inputs.size(1);
+  t.vocab = wte.size(0);
+  t.tokens = mb.inputs.reshape({-1});
+  at::Tensor h = wte.index_select(0, t.tokens).view({t.bs, t.seq, m.hidden});
+  t.positions = m.position_embeddings;
+  if (t.positions) h = h + In(n, p, "embed.wpe", t).unsqueeze(0);
+  return h;
+}
+
+void EmbedBackward(const HandTape& t, const at::Tensor& grad_out,
+                   std::unordered_map<std::string, at::Tensor>& grads) {
+  if (t.positions)  // sum_to the broadcast [1, seq, hidden], then unsqueeze's backward
+    grads["embed.wpe"] = (t.bs != 1 ? grad_out.sum(0, /*keepdim=*/true) : grad_out).squeeze(0);
+  const at::Tensor g = grad_out.reshape({t.bs * t.seq, grad_out.size(2)});
+  // index_select_backward: zeros, then index_add_ in token order.
+  grads["embed.wte"] = g.new_zeros({t.vocab, g.size(1)}).index_add_(0, t.tokens, g);
+}
+
+// GptForward's kHead: ln_f, the logits (the tied table or lm_head), cross-entropy in at least
+// float32.
+at::Tensor HeadForward(const ModelConfig& m, const Numerics& n, const ParamMap& p,
+                       const at::Tensor& x, const MicroBatch& mb, HandTape& t) {
+  const int64_t H = x.size(2);
+  t.x = x;
+  t.w_ln1 = In(n, p, "head.ln_f.weight", t);
+  t.b_ln1 = In(n, p, "head.ln_f.bias", t);
+  auto ln = at::native_layer_norm(x, {H}, t.w_ln1, t.b_ln1, kLayerNormEps);
+  t.mean1 = std::get<1>(ln);
+  t.rstd1 = std::get<2>(ln);
+  t.prefix = m.tied_embeddings ? "embed.wte" : "head.lm_head.weight";  // the logits' weight
+  const at::Tensor w = In(n, p, t.prefix, t);
+  const at::Tensor logits = Matmul(std::get<0>(ln), w.t(), t.logits);
+  t.logits_dtype = logits.scalar_type();
+  const auto loss_dtype = n.exec == at::kDouble ? at::kDouble : at::kFloat;
+  t.log_probs = at::_log_softmax(AsDType(logits, loss_dtype).reshape({-1, m.vocab}), -1, false);
+  t.targets = mb.targets.reshape({-1});
+  auto loss = at::nll_loss_forward(t.log_probs, t.targets, {}, at::Reduction::Mean, -100);
+  t.total_weight = std::get<1>(loss);
+  return std::get<0>(loss);
+}
+
+at::Tensor HeadBackward(const HandTape& t, double loss_mult,
+                        std::unordered_map<std::string, at::Tensor>& grads) {
+  // backward() of loss * loss_mult: ones times the multiplier, in the loss's dtype.
+  const at::Tensor g_loss = at::scalar_tensor(loss_mult, t.log_probs.options());
+  const at::Tensor g_log_probs = at::nll_loss_backward(g_loss, t.log_probs, t.targets, {},
+                                                       at::Reduction::Mean, -100, t.total_weight);
+  const at::Tensor g_logits = AsDType(
+      at::_log_softmax_backward_data(g_log_probs, t.log_probs, -1, t.log_probs.scalar_type())
+          .reshape({t.x.size(0), t.x.size(1), t.logits.w_t.size(-1)}),
+      t.logits_dtype);
+  at::Tensor gw;
+  const at::Tensor g_y = MatmulBackward(g_logits, t.logits, &gw);
+  grads[t.prefix] = gw;
+  auto ln = at::native_layer_norm_backward(g_y, t.x, {t.x.size(2)}, t.mean1, t.rstd1, t.w_ln1,
+                                           t.b_ln1, {true, true, true});
+  grads["head.ln_f.weight"] = std::get<1>(ln);
+  grads["head.ln_f.bias"] = std::get<2>(ln);
+  return std::get<0>(ln);
+}
+
+}  // namespace
+
+void SetHandBackward(bool on) { g_hand_backward.store(on); }
+
+bool HandBackwardApplies(const ModelConfig& model, const Numerics& num) {
+  return g_hand_backward.load(std::memory_order_relaxed) && model.kind == ModelKind::kGpt &&
+         !num.random && !num.emulate_fp16;
+}
+
+at::Tensor HandForward(const Unit& unit, const ModelConfig& m, const Numerics& n,
+                       const ParamMap& params, const at::Tensor& x, const MicroBatch& mb,
+                       HandTape& t) {
+  at::AutoDispatchBelowADInplaceOrView below_autograd;
+  t = HandTape();
+  t.kind = unit.kind;
+  switch (unit.kind) {
+    case UnitKind::kEmbed:
+      return EmbedForward(m, n, params, mb, t);
+    case UnitKind::kBlock:
+      return BlockForward(m, n, params, unit.block, x, t);
+    case UnitKind::kHead:
+      return HeadForward(m, n, params, x, mb, t);
+  }
+  throw std::logic_error("hand backward: unknown unit");
+}
+
+at::Tensor HandBackward(const HandTape& t, const at::Tensor& grad_out, double loss_mult) {
+  at::AutoDispatchBelowADInplaceOrView below_autograd;
+  std::unordered_map<std::string, at::Tensor> grads;
+  at::Tensor grad_in;
+  switch (t.kind) {
+    case UnitKind::kEmbed:
+      EmbedBackward(t, grad_out, grads);
+      break;
+    case UnitKind::kBlock:
+      grad_in = BlockBackward(t, grad_out, grads);
+      break;
+    case UnitKind::kHead:
+      grad_in = HeadBackward(t, loss_mult, grads);
+      break;
+  }
+  for (const auto& [name, leaf] : t.leaves) Accumulate(leaf, grads.at(name));
+  return grad_in;
 }
 
 double OneDevicePass(const std::vector<Unit>& units, const ModelConfig& m, const Numerics& n,
@@ -298,22 +400,14 @@ double OneDevicePass(const std::vector<Unit>& units, const ModelConfig& m, const
     (x * loss_mult).backward();
     return loss;
   }
-  // The embedding and the head through autograd, the blocks between them by hand: the head's
-  // input is a leaf whose gradient starts the blocks' backward, and the first block's input
-  // gradient continues the embedding's.
-  const at::Tensor embedded = UnitForward(units.front(), m, n, leaves, at::Tensor(), mb);
-  std::vector<BlockTape> tapes(units.size() - 2);
-  at::Tensor h = embedded.detach();
-  for (size_t i = 0; i < tapes.size(); ++i)
-    h = BlockForward(m, n, leaves, units[i + 1].block, h, tapes[i]);
-  const at::Tensor top = h.detach().requires_grad_(true);
-  const at::Tensor loss = UnitForward(units.back(), m, n, leaves, top, mb);
-  const double value = loss.item<double>();
-  (loss * loss_mult).backward();
-  at::Tensor grad = TakeGrad(top);
-  for (size_t i = tapes.size(); i-- > 0;) grad = BlockBackward(tapes[i], grad);
-  embedded.backward(grad);
-  return value;
+  std::vector<HandTape> tapes(units.size());
+  at::Tensor x;
+  for (size_t i = 0; i < units.size(); ++i)
+    x = HandForward(units[i], m, n, leaves, x, mb, tapes[i]);
+  const double loss = x.item<double>();
+  at::Tensor grad;
+  for (size_t i = units.size(); i-- > 0;) grad = HandBackward(tapes[i], grad, loss_mult);
+  return loss;
 }
 
 }  // namespace paradiff
