@@ -6,6 +6,8 @@
 #include <atomic>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
+#include <unordered_map>
 
 namespace paradiff {
 
@@ -275,9 +277,7 @@ at::Tensor BlockBackward(const HandTape& t, const at::Tensor& grad_out,
                                             t.b_ln1, {true, true, true});
   grads[b + ".ln1.weight"] = std::get<1>(ln1);
   grads[b + ".ln1.bias"] = std::get<2>(ln1);
-  const at::Tensor g_x = g_h + std::get<0>(ln1);
-
-  return g_x;
+  return g_h + std::get<0>(ln1);
 }
 
 // GptForward's kEmbed: token rows, plus the position rows.
