@@ -36,11 +36,17 @@ namespace paradiff {
 // - a parameter converted to the execution dtype gets its gradient converted back (_to_copy's
 //   backward), then accumulated into the leaf's grad as AccumulateGrad does (a tied embedding's
 //   two gradients added there).
-// Units under tensor parallelism stay on autograd (GptForwardParallel and its collectives).
+// - fp16 emulated (Numerics::Round is to(half).to(float) after each op the model rounds): the
+//   forward rounds where GptForward does, and the gradient flowing into each rounded value is
+//   rounded the same way (the two _to_copy backwards), after the gradients meeting there are
+//   added; softmax's backward reads its unrounded output, as autograd saves it.
+// Units under tensor parallelism stay on autograd (GptForwardParallel and its collectives), as do
+// randomly rounded twins (their rounding hooks draw from a generator) and the exact_linear model.
 // tests/unit/hand_backward_test.cpp holds the loss and every gradient bitwise to autograd's over
-// random models (fp32, fp64, bf16; gelu and swiglu; grouped kv heads; tied and untied tables) and
-// the engine's ranks bitwise to their autograd runs; `bench_digest` is unchanged;
-// `bench_check_throughput`'s hand_backward argument sets both side by side (docs/PERFORMANCE.md).
+// random models (fp32, fp64, bf16, fp16 emulated; gelu and swiglu; grouped kv heads; tied and
+// untied tables; 16-bit parameters) and the engine's ranks bitwise to their autograd runs;
+// `bench_digest` is unchanged; `bench_check_throughput`'s hand_backward argument sets both side
+// by side (docs/PERFORMANCE.md).
 
 namespace {
 
@@ -129,6 +135,12 @@ void Accumulate(const at::Tensor& leaf, at::Tensor grad) {
 
 std::atomic<bool> g_hand_backward{true};
 
+// The gradient through a Numerics::Round: with fp16 emulated, Round is to(half).to(float), whose
+// backward rounds the gradient the same way; the identity otherwise.
+at::Tensor RoundGrad(const HandTape& t, const at::Tensor& g) {
+  return t.fp16 ? g.to(at::kHalf).to(at::kFloat) : g;
+}
+
 // A parameter in the execution dtype, its leaf kept for the gradient.
 at::Tensor In(const Numerics& n, const ParamMap& p, const std::string& name, HandTape& t) {
   const at::Tensor& leaf = Param(p, name);
@@ -153,7 +165,7 @@ at::Tensor BlockForward(const ModelConfig& m, const Numerics& n, const ParamMap&
   auto ln1 = at::native_layer_norm(x, {H}, t.w_ln1, t.b_ln1, kLayerNormEps);
   t.mean1 = std::get<1>(ln1);
   t.rstd1 = std::get<2>(ln1);
-  t.y1_2d = std::get<0>(ln1).view({bs * s, H});
+  t.y1_2d = n.Round(std::get<0>(ln1)).view({bs * s, H});
   const at::Tensor wq = in(".attn.q.weight"), wkv = in(".attn.kv.weight");
   const at::Tensor bq = in(".attn.q.bias"), bkv = in(".attn.kv.bias");
   const int64_t heads = wq.size(0) / hd, K = wkv.size(0) / (2 * hd);
@@ -162,8 +174,8 @@ at::Tensor BlockForward(const ModelConfig& m, const Numerics& n, const ParamMap&
   t.wq_t = wq.t();
   t.wkv_t = wkv.t();
   const at::Tensor q =
-      AddmmLinear(t.y1_2d, t.wq_t, bq, bs, s).view({bs, s, heads, hd}).transpose(1, 2);
-  const at::Tensor kv = AddmmLinear(t.y1_2d, t.wkv_t, bkv, bs, s);
+      n.Round(AddmmLinear(t.y1_2d, t.wq_t, bq, bs, s)).view({bs, s, heads, hd}).transpose(1, 2);
+  const at::Tensor kv = n.Round(AddmmLinear(t.y1_2d, t.wkv_t, bkv, bs, s));
   at::Tensor k = kv.narrow(-1, 0, K * hd).view({bs, s, K, hd}).transpose(1, 2);
   at::Tensor v = kv.narrow(-1, K * hd, K * hd).view({bs, s, K, hd}).transpose(1, 2);
   if (K < heads) {  // repeat_interleave(heads / K, 1): an index_select
@@ -176,15 +188,15 @@ at::Tensor BlockForward(const ModelConfig& m, const Numerics& n, const ParamMap&
   t.kt3 = k.transpose(-2, -1).expand({bs, heads, hd, s}).reshape({B, hd, s});
   const at::Tensor raw = at::_unsafe_view(at::bmm(t.q3, t.kt3), {bs, heads, s, s});
   t.mask = at::ones({s, s}, at::TensorOptions().dtype(at::kBool)).triu(1);
-  const at::Tensor masked = (raw * (1.0 / std::sqrt(double(hd))))
+  const at::Tensor masked = n.Round(raw * (1.0 / std::sqrt(double(hd))))
                                 .masked_fill(t.mask, -std::numeric_limits<double>::infinity());
-  t.probs = at::_softmax(masked, -1, false);
-  t.probs3 = t.probs.expand({bs, heads, s, s}).reshape({B, s, s});
+  t.probs = at::_softmax(masked, -1, false);  // its backward reads the unrounded output
+  t.probs3 = n.Round(t.probs).expand({bs, heads, s, s}).reshape({B, s, s});
   t.v3 = v.expand({bs, heads, s, hd}).reshape({B, s, hd});
-  const at::Tensor o4 = at::_unsafe_view(at::bmm(t.probs3, t.v3), {bs, heads, s, hd});
+  const at::Tensor o4 = n.Round(at::_unsafe_view(at::bmm(t.probs3, t.v3), {bs, heads, s, hd}));
   const at::Tensor o = o4.transpose(1, 2).reshape({bs, s, heads * hd});
-  const at::Tensor a = Matmul(o, in(".attn.proj.weight").t(), t.proj);
-  t.h = x + (a + in(".attn.proj.bias"));
+  const at::Tensor a = n.Round(Matmul(o, in(".attn.proj.weight").t(), t.proj));
+  t.h = n.Round(x + n.Round(a + in(".attn.proj.bias")));
 
   // MLP on ln2(h).
   t.w_ln2 = in(".ln2.weight");
@@ -192,22 +204,22 @@ at::Tensor BlockForward(const ModelConfig& m, const Numerics& n, const ParamMap&
   auto ln2 = at::native_layer_norm(t.h, {H}, t.w_ln2, t.b_ln2, kLayerNormEps);
   t.mean2 = std::get<1>(ln2);
   t.rstd2 = std::get<2>(ln2);
-  const at::Tensor y2 = std::get<0>(ln2);
+  const at::Tensor y2 = n.Round(std::get<0>(ln2));
   t.y2_2d = y2.view({bs * s, H});
   at::Tensor act;
   if (t.swiglu) {
-    t.gate = Matmul(y2, in(".mlp.gate.weight").t(), t.gate_linear);
-    t.up = Matmul(y2, in(".mlp.up.weight").t(), t.up_linear);
-    t.silu_gate = at::silu(t.gate);
-    act = t.silu_gate * t.up;
+    t.gate = n.Round(Matmul(y2, in(".mlp.gate.weight").t(), t.gate_linear));
+    t.up = n.Round(Matmul(y2, in(".mlp.up.weight").t(), t.up_linear));
+    t.silu_gate = n.Round(at::silu(t.gate));
+    act = n.Round(t.silu_gate * t.up);
   } else {
     const at::Tensor b1 = in(".mlp.fc1.bias");
     t.w1_t = in(".mlp.fc1.weight").t();
-    t.fc1_out = AddmmLinear(t.y2_2d, t.w1_t, b1, bs, s);
-    act = at::gelu(t.fc1_out);
+    t.fc1_out = n.Round(AddmmLinear(t.y2_2d, t.w1_t, b1, bs, s));
+    act = n.Round(at::gelu(t.fc1_out));
   }
-  const at::Tensor f = Matmul(act, in(".mlp.fc2.weight").t(), t.fc2);
-  return t.h + (f + in(".mlp.fc2.bias"));
+  const at::Tensor f = n.Round(Matmul(act, in(".mlp.fc2.weight").t(), t.fc2));
+  return n.Round(t.h + n.Round(f + in(".mlp.fc2.bias")));
 }
 
 at::Tensor BlockBackward(const HandTape& t, const at::Tensor& grad_out,
@@ -215,45 +227,47 @@ at::Tensor BlockBackward(const HandTape& t, const at::Tensor& grad_out,
   const int64_t bs = t.bs, s = t.seq, hd = t.head_dim, heads = t.heads, K = t.kv_heads;
   const int64_t H = t.x.size(2), B = bs * heads;
   const std::string& b = t.prefix;
+  auto rg = [&](const at::Tensor& g) { return RoundGrad(t, g); };  // through each Round
   at::Tensor gw, gb;
 
   // out = h + (f + fc2.bias), f = fc2(act)
-  grads[b + ".mlp.fc2.bias"] = SumToBias(grad_out);
-  const at::Tensor g_act = MatmulBackward(grad_out, t.fc2, &gw);
+  const at::Tensor g_out = rg(grad_out), g_f = rg(g_out);
+  grads[b + ".mlp.fc2.bias"] = SumToBias(g_f);
+  const at::Tensor g_act = rg(MatmulBackward(rg(g_f), t.fc2, &gw));
   grads[b + ".mlp.fc2.weight"] = gw;
   at::Tensor g_y2;
   if (t.swiglu) {  // act = silu(gate(y2)) * up(y2)
     const at::Tensor g_silu = g_act * t.up, g_up = g_act * t.silu_gate;
     const at::Tensor from_gate =
-        MatmulBackward(at::silu_backward(g_silu, t.gate), t.gate_linear, &gw);
+        MatmulBackward(rg(at::silu_backward(rg(g_silu), t.gate)), t.gate_linear, &gw);
     grads[b + ".mlp.gate.weight"] = gw;
-    const at::Tensor from_up = MatmulBackward(g_up, t.up_linear, &gw);
+    const at::Tensor from_up = MatmulBackward(rg(g_up), t.up_linear, &gw);
     grads[b + ".mlp.up.weight"] = gw;
     g_y2 = from_gate + from_up;
   } else {  // act = gelu(fc1(y2))
-    g_y2 =
-        AddmmBackward(at::gelu_backward(g_act, t.fc1_out), t.y2_2d, t.w1_t, {bs, s, H}, &gw, &gb);
+    g_y2 = AddmmBackward(rg(at::gelu_backward(g_act, t.fc1_out)), t.y2_2d, t.w1_t, {bs, s, H}, &gw,
+                         &gb);
     grads[b + ".mlp.fc1.weight"] = gw;
     grads[b + ".mlp.fc1.bias"] = gb;
   }
-  auto ln2 = at::native_layer_norm_backward(g_y2, t.h, {H}, t.mean2, t.rstd2, t.w_ln2, t.b_ln2,
+  auto ln2 = at::native_layer_norm_backward(rg(g_y2), t.h, {H}, t.mean2, t.rstd2, t.w_ln2, t.b_ln2,
                                             {true, true, true});
   grads[b + ".ln2.weight"] = std::get<1>(ln2);
   grads[b + ".ln2.bias"] = std::get<2>(ln2);
-  const at::Tensor g_h = grad_out + std::get<0>(ln2);
+  const at::Tensor g_h = rg(g_out + std::get<0>(ln2)), g_a = rg(g_h);
 
   // h = x + (a + proj.bias), a = proj(o), o = (probs @ v) with its heads side by side
-  grads[b + ".attn.proj.bias"] = SumToBias(g_h);
-  const at::Tensor g_o = MatmulBackward(g_h, t.proj, &gw);
+  grads[b + ".attn.proj.bias"] = SumToBias(g_a);
+  const at::Tensor g_o = MatmulBackward(rg(g_a), t.proj, &gw);
   grads[b + ".attn.proj.weight"] = gw;
-  const at::Tensor g_o3 = g_o.reshape({bs, s, heads, hd}).transpose(1, 2).reshape({B, s, hd});
-  const at::Tensor g_probs = g_o3.bmm(t.v3.transpose(1, 2)).reshape({bs, heads, s, s});
+  const at::Tensor g_o3 = rg(g_o.reshape({bs, s, heads, hd}).transpose(1, 2)).reshape({B, s, hd});
+  const at::Tensor g_probs = rg(g_o3.bmm(t.v3.transpose(1, 2)).reshape({bs, heads, s, s}));
   const at::Tensor g_v = t.probs3.transpose(1, 2).bmm(g_o3).reshape({bs, heads, s, hd});
   // probs = softmax(masked_fill(q @ k^T * scale))
   const at::Tensor g_masked =
       at::_softmax_backward_data(g_probs, t.probs, -1, t.probs.scalar_type());
   const at::Tensor g_raw3 =
-      (g_masked.masked_fill(t.mask, 0) * (1.0 / std::sqrt(double(hd)))).reshape({B, s, s});
+      (rg(g_masked.masked_fill(t.mask, 0)) * (1.0 / std::sqrt(double(hd)))).reshape({B, s, s});
   const at::Tensor g_q = g_raw3.bmm(t.kt3.transpose(1, 2)).reshape({bs, heads, s, hd});
   at::Tensor g_k = t.q3.transpose(1, 2).bmm(g_raw3).reshape({bs, heads, hd, s}).transpose(-2, -1);
   at::Tensor g_vk = g_v;
@@ -264,17 +278,17 @@ at::Tensor BlockBackward(const HandTape& t, const at::Tensor& grad_out,
   // k and v: narrows of kv = kv_linear(y1); q = q_linear(y1)
   const std::vector<int64_t> kv_sizes{bs, s, 2 * K * hd};
   const at::Tensor g_kv =
-      NarrowBackward(g_k.transpose(1, 2).reshape({bs, s, K * hd}), kv_sizes, 0, K * hd) +
-      NarrowBackward(g_vk.transpose(1, 2).reshape({bs, s, K * hd}), kv_sizes, K * hd, K * hd);
-  const at::Tensor from_q = AddmmBackward(g_q.transpose(1, 2).reshape({bs, s, heads * hd}), t.y1_2d,
-                                          t.wq_t, {bs, s, H}, &gw, &gb);
+      rg(NarrowBackward(g_k.transpose(1, 2).reshape({bs, s, K * hd}), kv_sizes, 0, K * hd) +
+         NarrowBackward(g_vk.transpose(1, 2).reshape({bs, s, K * hd}), kv_sizes, K * hd, K * hd));
+  const at::Tensor from_q = AddmmBackward(rg(g_q.transpose(1, 2).reshape({bs, s, heads * hd})),
+                                          t.y1_2d, t.wq_t, {bs, s, H}, &gw, &gb);
   grads[b + ".attn.q.weight"] = gw;
   grads[b + ".attn.q.bias"] = gb;
   const at::Tensor from_kv = AddmmBackward(g_kv, t.y1_2d, t.wkv_t, {bs, s, H}, &gw, &gb);
   grads[b + ".attn.kv.weight"] = gw;
   grads[b + ".attn.kv.bias"] = gb;
-  auto ln1 = at::native_layer_norm_backward(from_q + from_kv, t.x, {H}, t.mean1, t.rstd1, t.w_ln1,
-                                            t.b_ln1, {true, true, true});
+  auto ln1 = at::native_layer_norm_backward(rg(from_q + from_kv), t.x, {H}, t.mean1, t.rstd1,
+                                            t.w_ln1, t.b_ln1, {true, true, true});
   grads[b + ".ln1.weight"] = std::get<1>(ln1);
   grads[b + ".ln1.bias"] = std::get<2>(ln1);
   return g_h + std::get<0>(ln1);
@@ -290,15 +304,16 @@ at::Tensor EmbedForward(const ModelConfig& m, const Numerics& n, const ParamMap&
   t.tokens = mb.inputs.reshape({-1});
   at::Tensor h = wte.index_select(0, t.tokens).view({t.bs, t.seq, m.hidden});
   t.positions = m.position_embeddings;
-  if (t.positions) h = h + In(n, p, "embed.wpe", t).unsqueeze(0);
+  if (t.positions) h = n.Round(h + In(n, p, "embed.wpe", t).unsqueeze(0));
   return h;
 }
 
 void EmbedBackward(const HandTape& t, const at::Tensor& grad_out,
                    std::unordered_map<std::string, at::Tensor>& grads) {
+  const at::Tensor g_out = t.positions ? RoundGrad(t, grad_out) : grad_out;
   if (t.positions)  // sum_to the broadcast [1, seq, hidden], then unsqueeze's backward
-    grads["embed.wpe"] = (t.bs != 1 ? grad_out.sum(0, /*keepdim=*/true) : grad_out).squeeze(0);
-  const at::Tensor g = grad_out.reshape({t.bs * t.seq, grad_out.size(2)});
+    grads["embed.wpe"] = (t.bs != 1 ? g_out.sum(0, /*keepdim=*/true) : g_out).squeeze(0);
+  const at::Tensor g = g_out.reshape({t.bs * t.seq, g_out.size(2)});
   // index_select_backward: zeros, then index_add_ in token order.
   grads["embed.wte"] = g.new_zeros({t.vocab, g.size(1)}).index_add_(0, t.tokens, g);
 }
@@ -316,7 +331,7 @@ at::Tensor HeadForward(const ModelConfig& m, const Numerics& n, const ParamMap& 
   t.rstd1 = std::get<2>(ln);
   t.prefix = m.tied_embeddings ? "embed.wte" : "head.lm_head.weight";  // the logits' weight
   const at::Tensor w = In(n, p, t.prefix, t);
-  const at::Tensor logits = Matmul(std::get<0>(ln), w.t(), t.logits);
+  const at::Tensor logits = n.Round(Matmul(n.Round(std::get<0>(ln)), w.t(), t.logits));
   t.logits_dtype = logits.scalar_type();
   const auto loss_dtype = n.exec == at::kDouble ? at::kDouble : at::kFloat;
   t.log_probs = at::_log_softmax(AsDType(logits, loss_dtype).reshape({-1, m.vocab}), -1, false);
@@ -337,10 +352,10 @@ at::Tensor HeadBackward(const HandTape& t, double loss_mult,
           .reshape({t.x.size(0), t.x.size(1), t.logits.w_t.size(-1)}),
       t.logits_dtype);
   at::Tensor gw;
-  const at::Tensor g_y = MatmulBackward(g_logits, t.logits, &gw);
+  const at::Tensor g_y = MatmulBackward(RoundGrad(t, g_logits), t.logits, &gw);
   grads[t.prefix] = gw;
-  auto ln = at::native_layer_norm_backward(g_y, t.x, {t.x.size(2)}, t.mean1, t.rstd1, t.w_ln1,
-                                           t.b_ln1, {true, true, true});
+  auto ln = at::native_layer_norm_backward(RoundGrad(t, g_y), t.x, {t.x.size(2)}, t.mean1, t.rstd1,
+                                           t.w_ln1, t.b_ln1, {true, true, true});
   grads["head.ln_f.weight"] = std::get<1>(ln);
   grads["head.ln_f.bias"] = std::get<2>(ln);
   return std::get<0>(ln);
@@ -352,7 +367,7 @@ void SetHandBackward(bool on) { g_hand_backward.store(on); }
 
 bool HandBackwardApplies(const ModelConfig& model, const Numerics& num) {
   return g_hand_backward.load(std::memory_order_relaxed) && model.kind == ModelKind::kGpt &&
-         !num.random && !num.emulate_fp16;
+         !num.random;
 }
 
 at::Tensor HandForward(const Unit& unit, const ModelConfig& m, const Numerics& n,
@@ -361,6 +376,7 @@ at::Tensor HandForward(const Unit& unit, const ModelConfig& m, const Numerics& n
   at::AutoDispatchBelowADInplaceOrView below_autograd;
   t = HandTape();
   t.kind = unit.kind;
+  t.fp16 = n.emulate_fp16;
   switch (unit.kind) {
     case UnitKind::kEmbed:
       return EmbedForward(m, n, params, mb, t);
@@ -387,7 +403,7 @@ at::Tensor HandBackward(const HandTape& t, const at::Tensor& grad_out, double lo
       grad_in = HeadBackward(t, loss_mult, grads);
       break;
   }
-  for (const auto& [name, leaf] : t.leaves) Accumulate(leaf, grads.at(name));
+  for (const auto& [name, leaf] : t.leaves) Accumulate(leaf, RoundGrad(t, grads.at(name)));
   return grad_in;
 }
 

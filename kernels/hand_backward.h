@@ -27,7 +27,8 @@ struct MatmulLinear {
 // What a unit's backward reads, kept by its forward.
 struct HandTape {
   UnitKind kind = UnitKind::kBlock;
-  std::string prefix;                                      // "blocks.<i>" for a block
+  bool fp16 = false;   // fp16 emulated: every Round's gradient rounded to fp16 too
+  std::string prefix;  // "blocks.<i>" for a block
   std::vector<std::pair<std::string, at::Tensor>> leaves;  // parameter name -> leaf (its dtype)
   int64_t bs = 0, seq = 0, heads = 0, kv_heads = 0, head_dim = 0;
   bool swiglu = false;
@@ -52,7 +53,7 @@ struct HandTape {
 };
 
 // True where HandForward / HandBackward give autograd's bits and the hand-written backward is on:
-// a gpt model with no per-op rounding (Numerics::Round the identity).
+// a gpt model whose numerics round deterministically (not at random).
 bool HandBackwardApplies(const ModelConfig& model, const Numerics& num);
 
 // Turns the hand-written backward on (the default) or off for the whole process, so that tests

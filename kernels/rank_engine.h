@@ -70,7 +70,7 @@ class RankEngine {
     HandTape hand;
   };
   // True for a unit whose backward is written out by hand (kernels/hand_backward.h): every unit
-  // without tensor parallelism, in numerics that round no op.
+  // without tensor parallelism, in numerics that do not round at random.
   bool ByHand(size_t unit) const;
   // Forward of `units` from x, one tape per unit; returns the output without its graph.
   at::Tensor ForwardUnits(const std::vector<size_t>& units, at::Tensor x, const MicroBatch& mb,

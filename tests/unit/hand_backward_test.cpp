@@ -45,7 +45,7 @@ TEST(HandBackward, GivesAutogradsBitsOnRandomModels) {
   auto pick = [&](int64_t lo, int64_t hi) {
     return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
   };
-  const DType dtypes[] = {DType::kFp32, DType::kFp64, DType::kBf16};
+  const DType dtypes[] = {DType::kFp32, DType::kFp64, DType::kBf16, DType::kFp16};
   int grouped = 0, swiglu = 0;
   for (int trial = 0; trial < 120; ++trial) {
     Config c;
@@ -64,10 +64,15 @@ TEST(HandBackward, GivesAutogradsBitsOnRandomModels) {
     c.seed = static_cast<uint64_t>(trial);
     grouped += c.model.kv_heads < c.model.heads;
     swiglu += c.model.activation == Activation::kSwiglu;
-    const DType compute = dtypes[trial % 3];
+    const DType compute = dtypes[trial % 4];
     const Numerics n = MakeNumerics(compute);
     ASSERT_TRUE(HandBackwardApplies(c.model, n));
-    const at::ScalarType param_dtype = compute == DType::kFp64 ? at::kDouble : at::kFloat;
+    // Parameters in float32, or in the compute dtype itself (every 8 trials, 16-bit ones).
+    const at::ScalarType param_dtype =
+        compute == DType::kFp64                           ? at::kDouble
+        : (trial / 4) % 2 == 1 && compute == DType::kBf16 ? at::kBFloat16
+        : (trial / 4) % 2 == 1 && compute == DType::kFp16 ? at::kHalf
+                                                          : at::kFloat;
     const ModelSpec spec = BuildModelSpec(c.model);
     const std::vector<Unit> units = BuildUnits(spec, c.model);
     const ParamMap want = Leaves(spec, param_dtype, c.seed),
@@ -119,7 +124,7 @@ void ExpectSameObservations(const Observations& want, const Observations& got,
 
 // The engine's ranks with the hand-written backward give what they give through autograd:
 // kept unit graphs (ZeRO 0-2, 1F1B) and recomputed ones (ZeRO 3, gpipe), accumulation, bf16,
-// grouped kv heads, swiglu, untied tables, no position table.
+// fp16 emulated, grouped kv heads, swiglu, untied tables, no position table.
 TEST(HandBackward, EngineRanksGiveAutogradsBits) {
   std::vector<Config> configs;
   for (int64_t stage = 0; stage <= 3; ++stage) {
@@ -135,6 +140,7 @@ TEST(HandBackward, EngineRanksGiveAutogradsBits) {
     c.zero.stage = stage;
     c.batch.accumulation_steps = 2;
     if (stage == 2) c.precision.param = c.precision.compute = DType::kBf16;
+    if (stage == 3) c.precision.compute = DType::kFp16;
     c.model.tied_embeddings = stage != 3;
     c.model.position_embeddings = stage != 2;
     configs.push_back(c);
@@ -159,10 +165,10 @@ TEST(HandBackward, EngineRanksGiveAutogradsBits) {
   }
 }
 
-TEST(HandBackward, LeavesPerOpRoundingToAutograd) {
+TEST(HandBackward, LeavesRandomRoundingAndTheExactModelToAutograd) {
   ModelConfig m;
   EXPECT_TRUE(HandBackwardApplies(m, MakeNumerics(DType::kBf16)));
-  EXPECT_FALSE(HandBackwardApplies(m, MakeNumerics(DType::kFp16)));
+  EXPECT_TRUE(HandBackwardApplies(m, MakeNumerics(DType::kFp16)));
   EXPECT_FALSE(HandBackwardApplies(m, MakeRandomRoundingNumerics(DType::kBf16, 3)));
   m.kind = ModelKind::kExactLinear;
   EXPECT_FALSE(HandBackwardApplies(m, MakeNumerics(DType::kFp32)));
