@@ -1,7 +1,7 @@
 #include "kernels/hand_backward.h"
 
 #include <ATen/ATen.h>
-#include <c10/core/impl/LocalDispatchKeySet.h>
+#include <ATen/core/LegacyTypeDispatch.h>
 
 #include <atomic>
 #include <cmath>
@@ -90,23 +90,27 @@ at::Tensor Matmul(const at::Tensor& x, const at::Tensor& w_t, MatmulLinear& l) {
   return at::_unsafe_view(at::bmm(l.x, l.w_t), {bs, s, out});
 }
 
+// Backward of x2d.mm(w_t) from its gradient g2: the weight's gradient (w_t's, transposed back) and
+// the input's, reshaped to `in_sizes`.
+at::Tensor MmBackward(const at::Tensor& g2, const at::Tensor& x2d, const at::Tensor& w_t,
+                      at::IntArrayRef in_sizes, at::Tensor* grad_w) {
+  *grad_w = MmMat2Backward(g2, x2d, w_t).t();
+  return MmMat1Backward(g2, w_t, x2d).reshape(in_sizes);
+}
+
 // Backward of a linear with a bias (addmm) from its 3-D output gradient: the input's gradient (of
 // `in_sizes`), the weight's and the bias's.
 at::Tensor AddmmBackward(const at::Tensor& grad3, const at::Tensor& x2d, const at::Tensor& w_t,
                          at::IntArrayRef in_sizes, at::Tensor* grad_w, at::Tensor* grad_b) {
   const at::Tensor g2 = grad3.reshape({x2d.size(0), w_t.size(1)});
   *grad_b = SumToBias(g2);
-  *grad_w = MmMat2Backward(g2, x2d, w_t).t();
-  return MmMat1Backward(g2, w_t, x2d).reshape(in_sizes);
+  return MmBackward(g2, x2d, w_t, in_sizes, grad_w);
 }
 
 // Backward of Matmul: the input's gradient and the weight's.
 at::Tensor MatmulBackward(const at::Tensor& grad3, const MatmulLinear& l, at::Tensor* grad_w) {
-  if (!l.batched) {
-    const at::Tensor g2 = grad3.reshape({l.x.size(0), l.w_t.size(1)});
-    *grad_w = MmMat2Backward(g2, l.x, l.w_t).t();
-    return MmMat1Backward(g2, l.w_t, l.x).reshape(l.in_sizes);
-  }
+  if (!l.batched)
+    return MmBackward(grad3.reshape({l.x.size(0), l.w_t.size(1)}), l.x, l.w_t, l.in_sizes, grad_w);
   const at::Tensor g3 = grad3.reshape({l.x.size(0), l.x.size(1), l.w_t.size(2)});
   const at::Tensor gw = l.x.transpose(1, 2).bmm(g3).reshape(l.w_t.sizes());
   *grad_w =

@@ -28,7 +28,7 @@ struct MatmulLinear {
 struct HandTape {
   UnitKind kind = UnitKind::kBlock;
   bool fp16 = false;   // fp16 emulated: every Round's gradient rounded to fp16 too
-  std::string prefix;  // "blocks.<i>" for a block
+  std::string prefix;  // "blocks.<i>" for a block; the logits' weight for the head
   std::vector<std::pair<std::string, at::Tensor>> leaves;  // parameter name -> leaf (its dtype)
   int64_t bs = 0, seq = 0, heads = 0, kv_heads = 0, head_dim = 0;
   bool swiglu = false;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kernels/numerics.h"
+#include "tests/unit/engine_test_util.h"
 
 namespace paradiff {
 namespace {
@@ -107,8 +108,7 @@ TEST(Bf16Gemm, FiniteInputsThatOverflowKeepAtensNaNs) {
   EXPECT_GT(nans, 0) << "no case made a NaN: the test no longer tests what it says";
 }
 
-// Bits of a tensor, NaNs included.
-at::Tensor Bits(const at::Tensor& t) { return t.contiguous().view(at::kShort); }
+using testing::Bits;  // bits of a tensor, NaNs included
 
 struct Results {
   std::vector<at::Tensor> values;
