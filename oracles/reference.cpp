@@ -131,10 +131,32 @@ uint64_t RandomTwinSeed(const Config& cfg, int64_t first, size_t k) {
   return CounterStream(cfg.seed, "random_twin", static_cast<uint64_t>(first)).Bits(k);
 }
 
+// Note [Flat reference state]: the reference keeps each kind of state (parameters, master
+// weights, each optimizer slot) and each pass's gradients as one flat tensor in model order, with
+// a shaped view per parameter, and runs everything elementwise (the sums over passes and ranks,
+// the unscaling and clipping, the optimizer update) once on the flat tensor instead of once per
+// parameter: the same operations on the same elements, so the same bits, in a few calls instead
+// of a few hundred per step. The per-tensor gradient norms stay per tensor (a sum's order is its
+// length's business). Recorded steps are views of one snapshot per kind (see Note [Reference
+// snapshots]).
+struct FlatState {
+  at::Tensor flat;                // every parameter's elements, in spec order
+  std::vector<at::Tensor> views;  // one per parameter, with its shape
+};
+
+FlatState ZeroFlat(const ModelSpec& spec, const std::vector<int64_t>& begin, at::ScalarType dt) {
+  FlatState f;
+  f.flat = at::zeros({begin.back()}, at::TensorOptions().dtype(dt));
+  for (size_t i = 0; i < spec.params.size(); ++i)
+    f.views.push_back(
+        f.flat.narrow(0, begin[i], spec.params[i].numel()).view(spec.params[i].shape));
+  return f;
+}
+
 struct RefState {
-  std::vector<at::Tensor> params;  // param dtype (truth: double), with shapes
-  std::vector<at::Tensor> master;  // float32 copies, empty without master weights
-  std::vector<std::vector<at::Tensor>> slots;
+  FlatState params;              // param dtype (truth: double)
+  FlatState master;              // float32 copies; flat undefined without master weights
+  std::vector<FlatState> slots;  // one per optimizer slot
 };
 
 }  // namespace
@@ -155,27 +177,31 @@ RefRun RunReference(const Config& cfg, const GradReduction& red, bool truth,
   const bool has_master = !truth && cfg_has_master;
   const auto slot_names = OptimizerSlotNames(cfg.optimizer.kind);
 
+  std::vector<int64_t> begin{0};  // each parameter's first element in a flat tensor
+  for (const auto& ps : spec.params) begin.push_back(begin.back() + ps.numel());
   RefState st;
-  // A restart takes the run's state (copies: the updates below work in place). The truth has no
-  // separate master copy, so it starts from the run's master weights where the run keeps them.
-  auto restored = [&](const std::string& kind, const ParamSpec& ps, at::ScalarType dt) {
-    return origin->state->at(kind + ":" + ps.name).reshape(ps.shape).to(dt, false, /*copy=*/true);
-  };
+  st.params = ZeroFlat(spec, begin, pdt);
+  if (has_master) st.master = ZeroFlat(spec, begin, at::kFloat);
+  for (size_t k = 0; k < slot_names.size(); ++k) st.slots.push_back(ZeroFlat(spec, begin, sdt));
+  // A restart takes the run's state (copied into the flat tensors, converted as `to` converts).
+  // The truth has no separate master copy, so it starts from the run's master weights where the
+  // run keeps them.
   const bool restore = origin != nullptr && origin->state != nullptr;
-  for (const auto& ps : spec.params) {
+  for (size_t i = 0; i < spec.params.size(); ++i) {
+    const ParamSpec& ps = spec.params[i];
+    auto restored = [&](const std::string& kind) {
+      return origin->state->at(kind + ":" + ps.name).reshape(ps.shape);
+    };
     if (restore) {
-      st.params.push_back(restored(truth && cfg_has_master ? "master" : "param", ps, pdt));
-      if (has_master) st.master.push_back(restored("master", ps, at::kFloat));
+      st.params.views[i].copy_(restored(truth && cfg_has_master ? "master" : "param"));
+      if (has_master) st.master.views[i].copy_(restored("master"));
+      for (size_t k = 0; k < slot_names.size(); ++k)
+        st.slots[k].views[i].copy_(restored(slot_names[k]));
     } else {
-      st.params.push_back(GenerateParam(ps, cfg.seed).to(pdt));
-      if (has_master) st.master.push_back(st.params.back().to(at::kFloat));
+      st.params.views[i].copy_(GenerateParam(ps, cfg.seed));
     }
-    std::vector<at::Tensor> slots;
-    for (const auto& slot : slot_names)
-      slots.push_back(restore ? restored(slot, ps, sdt)
-                              : at::zeros(ps.shape, at::TensorOptions().dtype(sdt)));
-    st.slots.push_back(std::move(slots));
   }
+  if (has_master && !restore) st.master.flat.copy_(st.params.flat);
 
   const int64_t M = MicroBatchesPerStep(cfg);
   ScaleSchedule scaler(cfg.precision.loss_scale);
@@ -193,7 +219,7 @@ RefRun RunReference(const Config& cfg, const GradReduction& red, bool truth,
   // in place only.
   ParamMap leaves;
   for (size_t i = 0; i < spec.params.size(); ++i)
-    leaves[spec.params[i].name] = st.params[i].detach().requires_grad_(true);
+    leaves[spec.params[i].name] = st.params.views[i].detach().requires_grad_(true);
   RefRun run;
   for (int64_t step = first; step < last; ++step) {
     RefStep rs;
@@ -221,7 +247,7 @@ RefRun RunReference(const Config& cfg, const GradReduction& red, bool truth,
     const Config layout = LayoutAtStep(cfg, step);
     const double loss_mult =
         batched ? 1.0 : 1.0 / static_cast<double>(layout.batch.accumulation_steps);
-    std::vector<std::vector<at::Tensor>> pass_grads(passes);  // [global micro-batch][parameter]
+    std::vector<std::vector<at::Tensor>> pass_grads(passes);  // [global micro-batch][flat]
     for (int64_t g = 0; g < passes; ++g) {
       MicroBatch mb = MakeMicroBatch(cfg, step, g);
       if (batched && M > 1) {
@@ -235,53 +261,60 @@ RefRun RunReference(const Config& cfg, const GradReduction& red, bool truth,
         mb.targets = at::cat(targets, 0);
       }
       loss_sum += OneDevicePass(units, cfg.model, num, leaves, mb, scale * loss_mult);
+      std::vector<at::Tensor> parts;
       for (size_t i = 0; i < spec.params.size(); ++i) {
         at::Tensor gi = TakeGrad(leaves[spec.params[i].name]);
-        if (!gi.defined()) gi = at::zeros_like(st.params[i]);
-        pass_grads[g].push_back(AsDType(gi, adt));
+        if (!gi.defined()) gi = at::zeros_like(st.params.views[i]);
+        parts.push_back(AsDType(gi, adt).reshape({-1}));
       }
+      pass_grads[g].push_back(at::cat(parts));
     }
     rs.loss = loss_sum / static_cast<double>(passes);
-    std::vector<at::Tensor> acc =
-        batched ? pass_grads[0] : CombinePasses(pass_grads, layout, red, rdt, adt);
+    at::Tensor acc =
+        batched ? pass_grads[0][0] : CombinePasses(pass_grads, layout, red, rdt, adt)[0];
     // Overflow: the twin decides from its own gradients; the truth (float64 never overflows)
     // follows the twin's decisions so both skip the same steps.
     bool overflow = false;
     if (skips != nullptr) {
       overflow = step < static_cast<int64_t>(skips->size()) && (*skips)[step];
     } else if (scaler.looks_for_overflow()) {
-      for (const auto& a : acc) overflow = overflow || !AllFinite(a);
+      overflow = !AllFinite(acc);
     }
     rs.skipped = overflow;
     rs.loss_scale = scale;
-    double sq = 0;
-    for (const auto& a : acc) sq += AsDType(a, at::kDouble).pow(2).sum().item<double>();
+    double sq = 0;  // per tensor, in model order
+    const at::Tensor acc64 = AsDType(acc, at::kDouble);
+    for (size_t i = 0; i < spec.params.size(); ++i)
+      sq += acc64.narrow(0, begin[i], begin[i + 1] - begin[i]).pow(2).sum().item<double>();
     scaler.After(overflow);
     rs.grad_norm = overflow ? INFINITY : std::sqrt(sq) / scale;
     // Unscale (and below, clip) in the optimizer's dtype, never in a 16-bit accumulate dtype.
-    for (auto& a : acc) {
-      a = AsDType(a, sdt);
-      if (scale != 1.0) a.mul_(1.0 / scale);
-    }
+    acc = AsDType(acc, sdt);
+    if (scale != 1.0) acc.mul_(1.0 / scale);
     const double coef = ClipCoefficient(cfg.clip_grad_norm, rs.grad_norm);
-    for (size_t i = 0; i < spec.params.size(); ++i) {
-      const std::string& name = spec.params[i].name;
-      rs.tensors["grad:" + name] = Snapshot(acc[i]);
-      at::Tensor g = AsDType(acc[i], sdt);
-      if (coef < 1.0) g.mul_(coef);
-      if (!overflow) {
-        at::Tensor target =
-            has_master ? st.master[i] : (pdt == sdt ? st.params[i] : st.params[i].to(sdt));
-        OptimizerUpdate(AtUpdate(cfg.optimizer, updates), updates + 1, target, g, st.slots[i]);
-        if (!target.is_same(st.params[i])) st.params[i].copy_(target);
-      }
-      rs.tensors["param:" + name] = Snapshot(st.params[i]);
-      // The truth has no separate master copy: its float64 parameters are the master weights.
-      if (has_master) rs.tensors["master:" + name] = Snapshot(st.master[i]);
-      if (truth && cfg_has_master) rs.tensors["master:" + name] = rs.tensors["param:" + name];
-      for (size_t k = 0; k < slot_names.size(); ++k)
-        rs.tensors[slot_names[k] + ":" + name] = Snapshot(st.slots[i][k]);
+    auto record = [&](const std::string& kind, const at::Tensor& flat) {
+      const at::Tensor copy = Snapshot(flat);
+      for (size_t i = 0; i < spec.params.size(); ++i)
+        rs.tensors[kind + ":" + spec.params[i].name] =
+            copy.narrow(0, begin[i], begin[i + 1] - begin[i]);
+    };
+    record("grad", acc);
+    if (coef < 1.0) acc.mul_(coef);
+    if (!overflow) {
+      at::Tensor target =
+          has_master ? st.master.flat : (pdt == sdt ? st.params.flat : st.params.flat.to(sdt));
+      std::vector<at::Tensor> slots;
+      for (const auto& s : st.slots) slots.push_back(s.flat);
+      OptimizerUpdate(AtUpdate(cfg.optimizer, updates), updates + 1, target, acc, slots);
+      if (!target.is_same(st.params.flat)) st.params.flat.copy_(target);
     }
+    record("param", st.params.flat);
+    if (has_master) record("master", st.master.flat);
+    // The truth has no separate master copy: its float64 parameters are the master weights.
+    if (truth && cfg_has_master)
+      for (const auto& ps : spec.params)
+        rs.tensors["master:" + ps.name] = rs.tensors["param:" + ps.name];
+    for (size_t k = 0; k < slot_names.size(); ++k) record(slot_names[k], st.slots[k].flat);
     if (!overflow) ++updates;
     run.steps.push_back(std::move(rs));
   }
