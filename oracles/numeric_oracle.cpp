@@ -121,17 +121,40 @@ Comparison CompareValues(const double* d, const std::vector<const double*>& rs, 
   return c;
 }
 
+// `x` as contiguous float64 (itself when it already is).
+at::Tensor Flat64(const at::Tensor& x) { return AsDType(x, at::kDouble).contiguous(); }
+
 // `rs` as in CompareValues.
 Comparison CompareTensor(const at::Tensor& d, const std::vector<at::Tensor>& rs,
                          const at::Tensor& t, Tolerance tol, double kind_rms = 0,
                          int64_t step = 0) {
-  const auto flat = [](const at::Tensor& x) { return AsDType(x, at::kDouble).contiguous(); };
-  const at::Tensor fd = flat(d), ft = flat(t);
+  const at::Tensor fd = Flat64(d), ft = Flat64(t);
   std::vector<at::Tensor> fr;
   std::vector<const double*> ptrs;
-  for (const auto& r : rs) ptrs.push_back(fr.emplace_back(flat(r)).data_ptr<double>());
+  for (const auto& r : rs) ptrs.push_back(fr.emplace_back(Flat64(r)).data_ptr<double>());
   return CompareValues(fd.data_ptr<double>(), ptrs, ft.data_ptr<double>(), ft.numel(), tol,
                        kind_rms, step);
+}
+
+// CompareTensor with the truth's values in the run and in every twin where `mask` holds (those
+// elements then compare equal): at::where's copies, made in one loop.
+Comparison CompareOutside(const at::Tensor& mask, const at::Tensor& d,
+                          const std::vector<at::Tensor>& rs, const at::Tensor& t, Tolerance tol,
+                          double kind_rms, int64_t step) {
+  const at::Tensor m = mask.contiguous(), ft = Flat64(t);
+  const bool* mp = m.data_ptr<bool>();
+  const double* tp = ft.data_ptr<double>();
+  const int64_t n = ft.numel();
+  std::vector<at::Tensor> sources{Flat64(d)};
+  for (const auto& r : rs) sources.push_back(Flat64(r));
+  std::vector<std::vector<double>> masked(sources.size(), std::vector<double>(n));
+  for (size_t k = 0; k < sources.size(); ++k) {
+    const double* sp = sources[k].data_ptr<double>();
+    for (int64_t i = 0; i < n; ++i) masked[k][i] = mp[i] ? tp[i] : sp[i];
+  }
+  std::vector<const double*> ptrs;
+  for (size_t k = 1; k < masked.size(); ++k) ptrs.push_back(masked[k].data());
+  return CompareValues(masked[0].data(), ptrs, tp, n, tol, kind_rms, step);
 }
 
 Comparison CompareScalar(double d, const std::vector<double>& rs, double t, const Tolerance& tol) {
@@ -156,19 +179,38 @@ Comparison CompareScalar(double d, const std::vector<double>& rs, double t, cons
 // update oracle checks their update from the run's own gradient to float32 rounding.
 // Evidence: docs/EVIDENCE.md.
 constexpr double kEpsSensitivity = 0.001;
+// In one loop over float64 values: the operations of the tensor expressions (|r - t|, the largest
+// finite twin difference, NaN-propagating maxima, the two comparisons), element by element.
 at::Tensor IllConditioned(const at::Tensor& d, const std::vector<at::Tensor>& rs,
                           const at::Tensor& t, double factor, double adam_eps) {
-  at::Tensor twins = (rs[0] - t).abs();
-  for (size_t k = 1; k < rs.size(); ++k) {
-    const at::Tensor e = (rs[k] - t).abs();
-    twins = at::where(e.isfinite(), at::maximum(twins, e), twins);
-  }
-  at::Tensor noise =
-      d.defined() ? at::maximum(twins, (d - t).abs()) : twins * std::max(1.0, factor);
-  at::Tensor ill = t.abs().le(noise * kNoiseMultiple);
-  if (adam_eps > 0) {
-    at::Tensor denom = t.abs() + adam_eps;
-    ill = ill.logical_or((noise * (kNoiseMultiple * adam_eps)).ge(denom * denom * kEpsSensitivity));
+  const at::Tensor ft = Flat64(t), fd = d.defined() ? Flat64(d) : at::Tensor();
+  std::vector<at::Tensor> fr;
+  std::vector<const double*> rp;
+  for (const auto& r : rs) rp.push_back(fr.emplace_back(Flat64(r)).data_ptr<double>());
+  const int64_t n = ft.numel();
+  at::Tensor ill = at::empty({n}, at::kBool);
+  bool* out = ill.data_ptr<bool>();
+  const double* tp = ft.data_ptr<double>();
+  const double* dp = fd.defined() ? fd.data_ptr<double>() : nullptr;
+  const auto max_nan = [](double a, double b) {  // at::maximum: NaN if either is
+    return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b);
+  };
+  const double unreported = std::max(1.0, factor), eps_noise = kNoiseMultiple * adam_eps;
+  for (int64_t i = 0; i < n; ++i) {
+    const double ti = tp[i];
+    double twins = std::fabs(rp[0][i] - ti);
+    for (size_t k = 1; k < rp.size(); ++k) {
+      const double e = std::fabs(rp[k][i] - ti);
+      if (std::isfinite(e)) twins = max_nan(twins, e);
+    }
+    const double noise = dp != nullptr ? max_nan(twins, std::fabs(dp[i] - ti)) : twins * unreported;
+    bool is_ill = std::fabs(ti) <= noise * kNoiseMultiple;
+    if (adam_eps > 0) {
+      const double denom = std::fabs(ti) + adam_eps;
+      const double sensitivity = denom * denom;
+      is_ill = is_ill || noise * eps_noise >= sensitivity * kEpsSensitivity;
+    }
+    out[i] = is_ill;
   }
   return ill;
 }
@@ -210,14 +252,6 @@ class EffectiveGradient {
   mutable at::Tensor initial_;  // step 0's parameters, the same for every run
 };
 
-// The twins' values with the truth's where `mask` holds.
-std::vector<at::Tensor> Outside(const at::Tensor& mask, const std::vector<at::Tensor>& rs,
-                                const at::Tensor& t) {
-  std::vector<at::Tensor> out;
-  for (const auto& r : rs) out.push_back(at::where(mask, t, r));
-  return out;
-}
-
 // Compares parameters of an Adam run outside the ill-conditioned elements, and checks those
 // against the per-step movement bound.
 // Note [Stored rounding of a flipped element]: the movement bound is about the update (lr per
@@ -230,8 +264,10 @@ std::vector<at::Tensor> Outside(const at::Tensor& mask, const std::vector<at::Te
 Comparison CompareAdamParam(const at::Tensor& d, const std::vector<at::Tensor>& rs,
                             const at::Tensor& t, const at::Tensor& ill, const Tolerance& tol,
                             double max_move, DType held, double kind_rms, int64_t step) {
-  Comparison c = CompareTensor(at::where(ill, t, d), Outside(ill, rs, t), t, tol, kind_rms, step);
-  if (!ill.any().item<bool>()) return c;
+  Comparison c = CompareOutside(ill, d, rs, t, tol, kind_rms, step);
+  const at::Tensor m = ill.contiguous();
+  const bool* mp = m.data_ptr<bool>();
+  if (std::none_of(mp, mp + m.numel(), [](bool b) { return b; })) return c;
   at::Tensor diff = at::where(ill, (d - t).abs(), at::zeros_like(t));
   const at::Tensor allowed =
       max_move + static_cast<double>(step + 1) * UlpOf(at::maximum(t.abs(), d.abs()), held);
@@ -595,8 +631,7 @@ std::optional<Verdict> StepComparer::Step(int64_t s, const RefPair& ref, int64_t
         // An ill-conditioned element's first moment is its gradient's noise, averaged: compared
         // it would compare two roundings (its sign and size decide nothing but its own step,
         // which CompareAdamParam bounds). The rest is compared as usual.
-        c = CompareTensor(at::where(mask, tv, dv), Outside(mask, rv, tv), tv, tol(kind), rms[kind],
-                          age);
+        c = CompareOutside(mask, dv, rv, tv, tol(kind), rms[kind], age);
       } else {
         c = CompareTensor(dv, rv, tv, tol(kind), rms[kind], age);
       }
