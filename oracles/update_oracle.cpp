@@ -135,88 +135,154 @@ struct HyperDrift {
 Expect Step(const OptimizerConfig& o, int64_t t, const at::Tensor& target, const at::Tensor& g,
             const at::Tensor& g_mag, double unit, double held_max, const State& prev,
             const HyperDrift& drift, const at::Tensor& gerr, std::map<std::string, Expect>& out) {
-  const auto& slots = prev.slots;
-  const auto& mags = prev.slot_mags;
-  at::Tensor p = target, gp = g, gmag = g_mag + kSubnormalFloor / unit;
-  // The error a gradient error e adds: e to the momentum or first moment's new term, and
-  // (g + e)^2 - g^2 <= 2 |g| e + e^2 to the second moment's (divided by unit, as the caller scales
-  // magnitudes back).
-  const bool has_gerr = gerr.defined();
-  if (o.kind == OptimizerKind::kAdamW) {
-    p = target * (1.0 - o.lr * o.weight_decay);
-  } else if (o.weight_decay != 0) {  // L2 decay folded into the gradient (SGD, Adam)
-    gp = g + target * o.weight_decay;
-    gmag = gmag + target.abs() * o.weight_decay;
-  }
-  if (o.kind == OptimizerKind::kSgd) {
-    const at::Tensor& buf = slots.at("momentum");
-    Expect b = t == 1 ? Expect{gp, gmag}
-                      : Expect{buf * o.momentum + gp, mags.at("momentum") * o.momentum + gmag};
-    if (has_gerr) b.mag = b.mag + gerr / unit;
+  // One loop over the elements, each the float64 expression written below in order (no fused
+  // multiply-adds: this file compiles with -ffp-contract=off).
+  const int64_t n = target.numel();
+  std::vector<at::Tensor> held;  // the contiguous inputs, alive through the loops
+  auto in = [&held](const at::Tensor& x) {
+    return held.emplace_back(x.contiguous()).data_ptr<double>();
+  };
+  auto fresh = [n] { return at::empty({n}, at::kDouble); };
+  const double *tp = in(target), *gv = in(g), *gm = in(g_mag);
+  const double* ge = gerr.defined() ? in(gerr) : nullptr;
+  const double floor = kSubnormalFloor / unit;
+  const bool sgd = o.kind == OptimizerKind::kSgd;
+  Expect next{fresh(), fresh()};
+  double *nv = next.value.data_ptr<double>(), *nm = next.mag.data_ptr<double>();
+  if (sgd) {
+    const double *buf = in(prev.slots.at("momentum")), *bmag = in(prev.slot_mags.at("momentum"));
+    Expect b{fresh(), fresh()};
+    double *bv = b.value.data_ptr<double>(), *bm = b.mag.data_ptr<double>();
+    for (int64_t i = 0; i < n; ++i) {
+      double p = tp[i], gp = gv[i], gmag = gm[i] + floor;
+      if (o.weight_decay != 0) {  // L2 decay folded into the gradient
+        gp = gv[i] + tp[i] * o.weight_decay;
+        gmag = gmag + std::fabs(tp[i]) * o.weight_decay;
+      }
+      double value = gp, mag = gmag;
+      if (t != 1) {
+        value = buf[i] * o.momentum + gp;
+        mag = bmag[i] * o.momentum + gmag;
+      }
+      if (ge != nullptr) mag = mag + ge[i] / unit;
+      bv[i] = value;
+      bm[i] = mag;
+      nv[i] = p - value * o.lr;
+      nm[i] = std::fabs(p) + mag * o.lr;
+    }
     out["momentum"] = b;
-    return {p - b.value * o.lr, p.abs() + b.mag * o.lr};
+    return next;
   }
-  const at::Tensor &m0 = slots.at("exp_avg"), &v0 = slots.at("exp_avg_sq");
-  Expect m{m0 * o.beta1 + gp * (1.0 - o.beta1),
-           mags.at("exp_avg") * o.beta1 + gmag * (1.0 - o.beta1) +
-               (mags.at("exp_avg") + gmag) * (drift.Beta(o.beta1) / unit)};
-  Expect v{v0 * o.beta2 + gp * gp * (1.0 - o.beta2),
-           v0 * o.beta2 + gmag * gmag * (1.0 - o.beta2) +
-               (v0 + gmag * gmag) * (drift.Beta(o.beta2) / unit)};
-  if (has_gerr) {
-    m.mag = m.mag + gerr * ((1.0 - o.beta1) / unit);
-    v.mag = v.mag + (gp.abs() * gerr * 2.0 + gerr * gerr) * ((1.0 - o.beta2) / unit);
+  const double *m0 = in(prev.slots.at("exp_avg")), *v0 = in(prev.slots.at("exp_avg_sq"));
+  const double* m0mag = in(prev.slot_mags.at("exp_avg"));
+  Expect m{fresh(), fresh()}, v{fresh(), fresh()};
+  double *mv = m.value.data_ptr<double>(), *mm = m.mag.data_ptr<double>();
+  double *vv = v.value.data_ptr<double>(), *vm = v.mag.data_ptr<double>();
+  const double bc1 = 1.0 - std::pow(o.beta1, static_cast<double>(t));
+  const double bc2 = 1.0 - std::pow(o.beta2, static_cast<double>(t));
+  const double sqrt_bc2 = std::sqrt(bc2), step_lr = o.lr / bc1;
+  const double drift1 = drift.Beta(o.beta1) / unit, drift2 = drift.Beta(o.beta2) / unit;
+  const double gerr1 = (1.0 - o.beta1) / unit, gerr2 = (1.0 - o.beta2) / unit;
+  const double corrections =
+      (drift.Correction(o.beta1, t) + drift.Correction(o.beta2, t) / 2) / unit;
+  for (int64_t i = 0; i < n; ++i) {
+    double p = tp[i], gp = gv[i], gmag = gm[i] + floor;
+    if (o.kind == OptimizerKind::kAdamW) {
+      p = tp[i] * (1.0 - o.lr * o.weight_decay);
+    } else if (o.weight_decay != 0) {  // L2 decay folded into the gradient
+      gp = gv[i] + tp[i] * o.weight_decay;
+      gmag = gmag + std::fabs(tp[i]) * o.weight_decay;
+    }
+    const double m_value = m0[i] * o.beta1 + gp * (1.0 - o.beta1);
+    double m_mag = m0mag[i] * o.beta1 + gmag * (1.0 - o.beta1) + (m0mag[i] + gmag) * drift1;
+    const double v_value = v0[i] * o.beta2 + gp * gp * (1.0 - o.beta2);
+    double v_mag = v0[i] * o.beta2 + gmag * gmag * (1.0 - o.beta2) + (v0[i] + gmag * gmag) * drift2;
+    if (ge != nullptr) {
+      m_mag = m_mag + ge[i] * gerr1;
+      v_mag = v_mag + (std::fabs(gp) * ge[i] * 2.0 + ge[i] * ge[i]) * gerr2;
+    }
+    mv[i] = m_value, mm[i] = m_mag, vv[i] = v_value, vm[i] = v_mag;
+    const double denom = std::sqrt(v_value) / sqrt_bc2 + o.eps;
+    // Note [Quotient overflow]: the run forms m / denom before scaling it by lr; where that
+    // quotient exceeds its dtype's range (a second moment near 0 with an eps as small as 1e-45, or
+    // beta2 = 0 and a vanishing gradient) the run holds inf from there on: its arithmetic, not a
+    // finding. Such elements are expected inf, which is not judged (Ratio).
+    // Evidence: docs/EVIDENCE.md.
+    double q = m_value / denom;
+    if (std::fabs(q) > held_max) q = INFINITY;
+    // Note [Rounded second moment]: the bound above treats denom as exact, but the run's second
+    // moment carries its own rounding (v.mag * unit, absolute kSubnormalFloor where it is
+    // subnormal), and sqrt turns a subnormal v's absolute error into a large relative one; the sum
+    // sqrt(v) + eps rounds absolutely in the subnormal range as well (an eps of 1e-45 is 2^-149 in
+    // float32, 1.4 times larger). With a denominator that small the quotient m / denom can move
+    // by orders of magnitude. The smallest denominator those roundings allow bounds the quotient's
+    // error (none where it can reach 0: not judged); an absolute term, so divided by unit here as
+    // the caller scales it back. Evidence: docs/EVIDENCE.md.
+    const double v_err = v_mag * unit + kSubnormalFloor;
+    // std::max(x, 0.0) keeps a NaN x, as clamp_min does.
+    const double denom_lo = std::max(
+        std::sqrt(std::max(v_value - v_err, 0.0)) / sqrt_bc2 + (o.eps - kSubnormalFloor), 0.0);
+    const double q_err =
+        m_value == 0 ? 0.0 : std::fabs(m_value) * (1.0 / denom_lo - 1.0 / denom) / unit;
+    nv[i] = p - q * step_lr;
+    nm[i] = std::fabs(p) + (m_mag / denom + q_err + std::fabs(q) * corrections) * step_lr;
   }
   out["exp_avg"] = m;
   out["exp_avg_sq"] = v;
-  const double bc1 = 1.0 - std::pow(o.beta1, static_cast<double>(t));
-  const double bc2 = 1.0 - std::pow(o.beta2, static_cast<double>(t));
-  at::Tensor denom = v.value.sqrt() / std::sqrt(bc2) + o.eps;
-  // Note [Quotient overflow]: the run forms m / denom before scaling it by lr; where that
-  // quotient exceeds its dtype's range (a second moment near 0 with an eps as small as 1e-45, or
-  // beta2 = 0 and a vanishing gradient) the run holds inf from there on: its arithmetic, not a
-  // finding. Such elements are expected inf, which is not judged (Ratios).
-  // Evidence: docs/EVIDENCE.md.
-  at::Tensor q = m.value / denom;
-  q = at::where(q.abs() > held_max, at::full_like(q, INFINITY), q);
-  // Note [Rounded second moment]: the bound above treats denom as exact, but the run's second
-  // moment carries its own rounding (v.mag * unit, absolute kSubnormalFloor where it is
-  // subnormal), and sqrt turns a subnormal v's absolute error into a large relative one; the sum
-  // sqrt(v) + eps rounds absolutely in the subnormal range as well (an eps of 1e-45 is 2^-149 in
-  // float32, 1.4 times larger). With a denominator that small the quotient m / denom can move
-  // by orders of magnitude. The smallest denominator those roundings allow bounds the quotient's
-  // error (none where it can reach 0: not judged); an absolute term, so divided by unit here as
-  // the caller scales it back. Evidence: docs/EVIDENCE.md.
-  at::Tensor v_err = v.mag * unit + kSubnormalFloor;
-  at::Tensor denom_lo =
-      ((v.value - v_err).clamp_min(0).sqrt() / std::sqrt(bc2) + (o.eps - kSubnormalFloor))
-          .clamp_min(0);
-  at::Tensor q_err = at::where(m.value.eq(0), at::zeros_like(denom),
-                               m.value.abs() * (denom_lo.reciprocal() - denom.reciprocal()) / unit);
-  const double corrections = drift.Correction(o.beta1, t) + drift.Correction(o.beta2, t) / 2;
-  return {p - q * (o.lr / bc1),
-          p.abs() + (m.mag / denom + q_err + q.abs() * (corrections / unit)) * (o.lr / bc1)};
+  return next;
 }
 
-// |actual - expected| / bound per element; 0 where the expectation is not finite (not judged)
-// or the two are equal, inf where only the actual value is not finite.
-at::Tensor Ratios(const at::Tensor& actual, const at::Tensor& expected, const at::Tensor& bound) {
-  at::Tensor diff = (actual - expected).abs();
-  diff = at::where(actual.isfinite(), diff, at::full_like(diff, INFINITY));
-  at::Tensor ratio =
-      at::where(expected.isfinite(), diff / bound.clamp_min(1e-300), at::zeros_like(diff));
-  return at::where(diff.eq(0), at::zeros_like(ratio), ratio);
+// |actual - expected| / bound for one element; 0 where the expectation is not finite (not
+// judged) or the two are equal, inf where only the actual value is not finite; NaN where the
+// bound is.
+double Ratio(double actual, double expected, double bound) {
+  const double diff = std::isfinite(actual) ? std::fabs(actual - expected) : INFINITY;
+  if (!std::isfinite(expected) || diff == 0) return 0;
+  return diff / (std::isnan(bound) ? bound : std::max(bound, 1e-300));
 }
 
-// The worst element of one tensor, as a Comparison (index relative to the tensor).
-Comparison Worst(const at::Tensor& actual, const at::Tensor& expected, const at::Tensor& bound) {
+// The three float64 vectors of one kind's check, read in plain loops (one pass per step and kind
+// instead of a dozen tensor calls on the whole state).
+struct Judged {
+  at::Tensor actual, expected, bound;  // contiguous float64
+  const double* a() const { return actual.data_ptr<double>(); }
+  const double* e() const { return expected.data_ptr<double>(); }
+  const double* b() const { return bound.data_ptr<double>(); }
+};
+
+Judged Judge(const at::Tensor& actual, const Expect& e) {
+  auto flat = [](const at::Tensor& x) { return AsDType(x, at::kDouble).contiguous(); };
+  return {flat(actual), flat(e.value), flat(e.mag)};
+}
+
+// The first element whose ratio exceeds 1, or -1.
+int64_t FirstViolation(const Judged& j) {
+  const double *a = j.a(), *e = j.e(), *b = j.b();
+  for (int64_t i = 0; i < j.actual.numel(); ++i)
+    if (Ratio(a[i], e[i], b[i]) > 1.0) return i;
+  return -1;
+}
+
+// The worst element of elements [begin, begin + n), as a Comparison (index relative to begin):
+// the first largest ratio, a NaN ratio counting as the largest (as at::argmax counts it).
+Comparison Worst(const Judged& j, int64_t begin, int64_t n) {
+  const double *a = j.a() + begin, *e = j.e() + begin, *b = j.b() + begin;
+  int64_t worst = 0;
+  double worst_ratio = -INFINITY;
+  for (int64_t i = 0; i < n; ++i) {
+    const double r = Ratio(a[i], e[i], b[i]);
+    if (std::isnan(worst_ratio)) break;
+    if (std::isnan(r) || r > worst_ratio) {
+      worst = i;
+      worst_ratio = r;
+    }
+  }
   Comparison w;
-  const at::Tensor ratio = Ratios(actual, expected, bound);
-  w.index = ratio.argmax().item<int64_t>();
-  w.expected = expected[w.index].item<double>();
-  w.actual = actual[w.index].item<double>();
-  w.error = actual.isfinite()[w.index].item<bool>() ? std::fabs(w.actual - w.expected) : INFINITY;
-  w.bound = bound[w.index].item<double>();
+  w.index = worst;
+  w.expected = e[worst];
+  w.actual = a[worst];
+  w.error = std::isfinite(w.actual) ? std::fabs(w.actual - w.expected) : INFINITY;
+  w.bound = b[worst];
   if (w.bound == 0 &&
       w.error > 0) {  // must be equal: the error in float32 units (see Note [Discrete bounds])
     w.error /= kFp32Unit * std::max(std::fabs(w.expected), 0x1p-126);
@@ -316,16 +382,13 @@ Verdict UpdateOracle::Check(const OracleInput& in) const {
     // flat vectors are in model order, so the first violating element names the tensor.
     for (const auto& kind : ExpectedKinds(cfg, a.reporting)) {
       if (kind == "grad") continue;
-      const at::Tensor violations =
-          Ratios(actual.at(kind), e.at(kind).value, e.at(kind).mag).gt(1.0).nonzero();
-      if (violations.numel() == 0) continue;
-      const int64_t first = violations[0][0].item<int64_t>();
+      const Judged j = Judge(actual.at(kind), e.at(kind));
+      const int64_t first = FirstViolation(j);
+      if (first < 0) continue;
       const size_t t =
           static_cast<size_t>(std::upper_bound(ends.begin(), ends.end(), first) - ends.begin());
       const ParamSpec& ps = spec.params[t];
-      const int64_t begin = ends[t] - ps.numel();
-      auto part = [&](const at::Tensor& x) { return x.narrow(0, begin, ps.numel()); };
-      Comparison w = Worst(part(actual.at(kind)), part(e.at(kind).value), part(e.at(kind).mag));
+      Comparison w = Worst(j, ends[t] - ps.numel(), ps.numel());
       w.step = step;
       w.phase = Phase::kOptimizer;
       w.tensor_kind = kind;
