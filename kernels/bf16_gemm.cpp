@@ -79,25 +79,27 @@ PARADIFF_AVX2 inline __m256 WidenV(const uint16_t* p) {
   return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
 }
 
-PARADIFF_AVX2 inline __m256 RoundV(__m256 f) {
-  const __m256i u = _mm256_castps_si256(f);
-  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
-  const __m256i up = _mm256_add_epi32(u, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7FFF)));
-  const __m256i r = _mm256_and_si256(up, _mm256_set1_epi32(int32_t(0xFFFF0000u)));
-  const __m256 nan = _mm256_cmp_ps(f, f, _CMP_UNORD_Q);
-  return _mm256_blendv_ps(_mm256_castsi256_ps(r),
-                          _mm256_castsi256_ps(_mm256_set1_epi32(0x7FC00000)), nan);
-}
-
 PARADIFF_AVX2 inline void StoreV(uint16_t* p, __m256 rounded) {
   const __m256i s = _mm256_srli_epi32(_mm256_castps_si256(rounded), 16);
   const __m128i lo = _mm256_castsi256_si128(s), hi = _mm256_extracti128_si256(s, 1);
   _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm_packus_epi32(lo, hi));
 }
 
-// One term for eight rows: acc + a * val, rounded twice as ATen rounds it.
+// c10's round to nearest even but for NaNs, which stay NaNs of their own payload: every NaN inside
+// the untransposed kernel's chains has zeros in its low 16 bits (a widened bfloat16's payload,
+// carried by the arithmetic, or the default NaN of inf - inf or 0 * inf), so the rounding's carry
+// cannot reach its exponent. A NaN stays a NaN through the rest of a chain, so turning it into
+// 0x7FC0 once, as StoreC does, gives the bits of rounding it at every step.
+PARADIFF_AVX2 inline __m256 RoundKeepingNanV(__m256 f) {
+  const __m256i u = _mm256_castps_si256(f);
+  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+  const __m256i up = _mm256_add_epi32(u, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7FFF)));
+  return _mm256_castsi256_ps(_mm256_and_si256(up, _mm256_set1_epi32(int32_t(0xFFFF0000u))));
+}
+
+// One term for eight rows: acc + a * val, rounded twice as ATen rounds it (NaNs aside: StoreC).
 PARADIFF_AVX2 inline __m256 StepV(__m256 acc, __m256 a, __m256 val) {
-  return RoundV(_mm256_add_ps(acc, RoundV(_mm256_mul_ps(a, val))));
+  return RoundKeepingNanV(_mm256_add_ps(acc, RoundKeepingNanV(_mm256_mul_ps(a, val))));
 }
 
 // C's rows [i, i + 8) of one column, zeros past row m (a partial block goes through a copy);
@@ -110,7 +112,10 @@ PARADIFF_AVX2 inline __m256 LoadC(const uint16_t* c, int64_t rows, bool zero) {
   return WidenV(part);
 }
 
+// `rounded` by StepV: its NaNs become 0x7FC0 here.
 PARADIFF_AVX2 inline void StoreC(uint16_t* c, int64_t rows, __m256 rounded) {
+  rounded = _mm256_blendv_ps(rounded, _mm256_castsi256_ps(_mm256_set1_epi32(0x7FC00000)),
+                             _mm256_cmp_ps(rounded, rounded, _CMP_UNORD_Q));
   if (rows >= 8) return StoreV(c, rounded);
   uint16_t part[8];
   StoreV(part, rounded);
