@@ -432,7 +432,7 @@ void RankEngine::AddPieces(std::vector<TensorPiece>& out, const char* kind, cons
     shards_[p.entry].ForEachLogicalRun(
         p.param_offset, p.count, [&](int64_t local, int64_t logical, int64_t n) {
           out.push_back({kind, layout_.entries()[p.entry].name, logical,
-                         copy.narrow(0, p.flat_offset - begin + (local - p.param_offset), n)});
+                         ReadOnlySlice(copy, p.flat_offset - begin + (local - p.param_offset), n)});
         });
   }
 }

@@ -285,7 +285,7 @@ RefRun RunReference(const Config& cfg, const GradReduction& red, bool truth,
     double sq = 0;  // per tensor, in model order
     const at::Tensor acc64 = AsDType(acc, at::kDouble);
     for (size_t i = 0; i < spec.params.size(); ++i)
-      sq += acc64.narrow(0, begin[i], begin[i + 1] - begin[i]).pow(2).sum().item<double>();
+      sq += ReadOnlySlice(acc64, begin[i], begin[i + 1] - begin[i]).pow(2).sum().item<double>();
     scaler.After(overflow);
     rs.grad_norm = overflow ? INFINITY : std::sqrt(sq) / scale;
     // Unscale (and below, clip) in the optimizer's dtype, never in a 16-bit accumulate dtype.
@@ -296,7 +296,7 @@ RefRun RunReference(const Config& cfg, const GradReduction& red, bool truth,
       const at::Tensor copy = Snapshot(flat);
       for (size_t i = 0; i < spec.params.size(); ++i)
         rs.tensors[kind + ":" + spec.params[i].name] =
-            copy.narrow(0, begin[i], begin[i + 1] - begin[i]);
+            ReadOnlySlice(copy, begin[i], begin[i + 1] - begin[i]);
     };
     record("grad", acc);
     if (coef < 1.0) acc.mul_(coef);
