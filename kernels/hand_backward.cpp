@@ -1,6 +1,8 @@
 #include "kernels/hand_backward.h"
 
 #include <ATen/ATen.h>
+#include <ATen/InferSize.h>
+#include <ATen/TensorUtils.h>
 #include <ATen/core/LegacyTypeDispatch.h>
 
 #include <atomic>
@@ -47,31 +49,75 @@ namespace paradiff {
 // untied tables; 16-bit parameters) and the engine's ranks bitwise to their autograd runs;
 // `bench_digest` is unchanged; `bench_check_throughput`'s hand_backward argument sets both side
 // by side (docs/PERFORMANCE.md).
+//
+// Note [Views by hand]: below autograd a view operator makes a TensorImpl that shares the storage
+// with other sizes and strides (ATen's alias_with_sizes_and_strides), after two or three trips
+// through the dispatcher that cost more than the TensorImpl; a unit's forward and backward make
+// hundreds. View, Reshape, T and Transpose make that TensorImpl themselves: the same sizes, strides
+// and offset (at::detail::computeStride decides, as in view and reshape; a reshape it cannot
+// express as a view is ATen's own, a copy), so every operator after them sees the same layout.
 
 namespace {
 
+at::Tensor Alias(const at::Tensor& x, at::IntArrayRef sizes, at::IntArrayRef strides) {
+  auto impl = c10::make_intrusive<c10::TensorImpl>(c10::TensorImpl::VIEW, c10::Storage(x.storage()),
+                                                   x.key_set(), x.dtype());
+  impl->set_storage_offset(x.storage_offset());
+  impl->set_sizes_and_strides(sizes, strides);
+  return at::Tensor(std::move(impl));
+}
+
+at::Tensor Reshape(const at::Tensor& x, at::IntArrayRef sizes) {
+  const at::DimVector shape = at::infer_size_dv(sizes, x.numel());
+  const auto strides = at::detail::computeStride(x.sizes(), x.strides(), shape);
+  return strides ? Alias(x, shape, *strides) : x.reshape(shape);
+}
+
+at::Tensor View(const at::Tensor& x, at::IntArrayRef sizes) {
+  const at::DimVector shape = at::infer_size_dv(sizes, x.numel());
+  const auto strides = at::detail::computeStride(x.sizes(), x.strides(), shape);
+  TORCH_CHECK(strides.has_value(), "View: sizes ", sizes, " are not a view of ", x.sizes(),
+              " with strides ", x.strides());
+  return Alias(x, shape, *strides);
+}
+
+at::Tensor Transpose(const at::Tensor& x, int64_t a, int64_t b) {
+  a = c10::maybe_wrap_dim(a, x.dim());
+  b = c10::maybe_wrap_dim(b, x.dim());
+  at::DimVector sizes(x.sizes().begin(), x.sizes().end());
+  at::DimVector strides(x.strides().begin(), x.strides().end());
+  std::swap(sizes[a], sizes[b]);
+  std::swap(strides[a], strides[b]);
+  return Alias(x, sizes, strides);
+}
+
+at::Tensor T(const at::Tensor& x) {
+  TORCH_CHECK(x.dim() == 2, "T: a 2-D tensor, not ", x.dim(), "-D");
+  return Transpose(x, 0, 1);
+}
+
 // mm_mat1_backward / mm_mat2_backward (alpha 1, real dtypes).
 at::Tensor MmMat1Backward(const at::Tensor& grad, const at::Tensor& mat2, const at::Tensor& mat1) {
-  if (mat1.stride(0) == 1 && mat1.stride(1) == mat1.size(0)) return mat2.mm(grad.t()).t();
-  return grad.mm(mat2.t());
+  if (mat1.stride(0) == 1 && mat1.stride(1) == mat1.size(0)) return T(mat2.mm(T(grad)));
+  return grad.mm(T(mat2));
 }
 
 at::Tensor MmMat2Backward(const at::Tensor& grad, const at::Tensor& mat1, const at::Tensor& mat2) {
-  if (mat2.stride(0) == 1 && mat2.stride(1) == mat2.size(0)) return grad.t().mm(mat1).t();
-  return mat1.t().mm(grad);
+  if (mat2.stride(0) == 1 && mat2.stride(1) == mat2.size(0)) return T(T(grad).mm(mat1));
+  return T(mat1).mm(grad);
 }
 
 // at::sum_to(grad, {grad.size(-1)}): a bias broadcast over every leading dim.
 at::Tensor SumToBias(const at::Tensor& grad) {
   std::vector<int64_t> dims;
   for (int64_t d = 0; d + 1 < grad.dim(); ++d) dims.push_back(d);
-  return grad.sum(dims, /*keepdim=*/true).view({grad.size(-1)});
+  return View(grad.sum(dims, /*keepdim=*/true), {grad.size(-1)});
 }
 
 // A linear with a bias on a contiguous 3-D input (at::linear's addmm path).
 at::Tensor AddmmLinear(const at::Tensor& x2d, const at::Tensor& w_t, const at::Tensor& bias,
                        int64_t bs, int64_t s) {
-  return at::addmm(bias, x2d, w_t).view({bs, s, w_t.size(1)});
+  return View(at::addmm(bias, x2d, w_t), {bs, s, w_t.size(1)});
 }
 
 // A linear without a bias on a 3-D input: matmul(x, w_t), folded where matmul's should_fold
@@ -81,12 +127,12 @@ at::Tensor Matmul(const at::Tensor& x, const at::Tensor& w_t, MatmulLinear& l) {
   l.in_sizes = x.sizes().vec();
   l.batched = x.stride(2) != 1 && x.stride(0) == s * in;
   if (!l.batched) {
-    l.x = x.reshape({bs * s, in});
+    l.x = Reshape(x, {bs * s, in});
     l.w_t = w_t;
     return at::_unsafe_view(l.x.mm(w_t), {bs, s, out});
   }
-  l.x = x.expand({bs, s, in}).reshape({bs, s, in});
-  l.w_t = w_t.expand({bs, in, out}).reshape({bs, in, out});
+  l.x = Reshape(x.expand({bs, s, in}), {bs, s, in});
+  l.w_t = Reshape(w_t.expand({bs, in, out}), {bs, in, out});
   return at::_unsafe_view(at::bmm(l.x, l.w_t), {bs, s, out});
 }
 
@@ -94,15 +140,15 @@ at::Tensor Matmul(const at::Tensor& x, const at::Tensor& w_t, MatmulLinear& l) {
 // the input's, reshaped to `in_sizes`.
 at::Tensor MmBackward(const at::Tensor& g2, const at::Tensor& x2d, const at::Tensor& w_t,
                       at::IntArrayRef in_sizes, at::Tensor* grad_w) {
-  *grad_w = MmMat2Backward(g2, x2d, w_t).t();
-  return MmMat1Backward(g2, w_t, x2d).reshape(in_sizes);
+  *grad_w = T(MmMat2Backward(g2, x2d, w_t));
+  return Reshape(MmMat1Backward(g2, w_t, x2d), in_sizes);
 }
 
 // Backward of a linear with a bias (addmm) from its 3-D output gradient: the input's gradient (of
 // `in_sizes`), the weight's and the bias's.
 at::Tensor AddmmBackward(const at::Tensor& grad3, const at::Tensor& x2d, const at::Tensor& w_t,
                          at::IntArrayRef in_sizes, at::Tensor* grad_w, at::Tensor* grad_b) {
-  const at::Tensor g2 = grad3.reshape({x2d.size(0), w_t.size(1)});
+  const at::Tensor g2 = Reshape(grad3, {x2d.size(0), w_t.size(1)});
   *grad_b = SumToBias(g2);
   return MmBackward(g2, x2d, w_t, in_sizes, grad_w);
 }
@@ -110,12 +156,12 @@ at::Tensor AddmmBackward(const at::Tensor& grad3, const at::Tensor& x2d, const a
 // Backward of Matmul: the input's gradient and the weight's.
 at::Tensor MatmulBackward(const at::Tensor& grad3, const MatmulLinear& l, at::Tensor* grad_w) {
   if (!l.batched)
-    return MmBackward(grad3.reshape({l.x.size(0), l.w_t.size(1)}), l.x, l.w_t, l.in_sizes, grad_w);
-  const at::Tensor g3 = grad3.reshape({l.x.size(0), l.x.size(1), l.w_t.size(2)});
-  const at::Tensor gw = l.x.transpose(1, 2).bmm(g3).reshape(l.w_t.sizes());
+    return MmBackward(Reshape(grad3, {l.x.size(0), l.w_t.size(1)}), l.x, l.w_t, l.in_sizes, grad_w);
+  const at::Tensor g3 = Reshape(grad3, {l.x.size(0), l.x.size(1), l.w_t.size(2)});
+  const at::Tensor gw = Reshape(Transpose(l.x, 1, 2).bmm(g3), l.w_t.sizes());
   *grad_w =
-      gw.sum(0, /*keepdim=*/true).view({l.w_t.size(1), l.w_t.size(2)}).t();  // expand's sum_to
-  return g3.bmm(l.w_t.transpose(1, 2)).reshape(l.in_sizes);
+      T(View(gw.sum(0, /*keepdim=*/true), {l.w_t.size(1), l.w_t.size(2)}));  // expand's sum_to
+  return Reshape(g3.bmm(Transpose(l.w_t, 1, 2)), l.in_sizes);
 }
 
 // narrow(-1, start, length)'s backward on a tensor of `sizes`.
@@ -169,37 +215,37 @@ at::Tensor BlockForward(const ModelConfig& m, const Numerics& n, const ParamMap&
   auto ln1 = at::native_layer_norm(x, {H}, t.w_ln1, t.b_ln1, kLayerNormEps);
   t.mean1 = std::get<1>(ln1);
   t.rstd1 = std::get<2>(ln1);
-  t.y1_2d = n.Round(std::get<0>(ln1)).view({bs * s, H});
+  t.y1_2d = View(n.Round(std::get<0>(ln1)), {bs * s, H});
   const at::Tensor wq = in(".attn.q.weight"), wkv = in(".attn.kv.weight");
   const at::Tensor bq = in(".attn.q.bias"), bkv = in(".attn.kv.bias");
   const int64_t heads = wq.size(0) / hd, K = wkv.size(0) / (2 * hd);
   t.heads = heads;
   t.kv_heads = K;
-  t.wq_t = wq.t();
-  t.wkv_t = wkv.t();
+  t.wq_t = T(wq);
+  t.wkv_t = T(wkv);
   const at::Tensor q =
-      n.Round(AddmmLinear(t.y1_2d, t.wq_t, bq, bs, s)).view({bs, s, heads, hd}).transpose(1, 2);
+      Transpose(View(n.Round(AddmmLinear(t.y1_2d, t.wq_t, bq, bs, s)), {bs, s, heads, hd}), 1, 2);
   const at::Tensor kv = n.Round(AddmmLinear(t.y1_2d, t.wkv_t, bkv, bs, s));
-  at::Tensor k = kv.narrow(-1, 0, K * hd).view({bs, s, K, hd}).transpose(1, 2);
-  at::Tensor v = kv.narrow(-1, K * hd, K * hd).view({bs, s, K, hd}).transpose(1, 2);
+  at::Tensor k = Transpose(View(kv.narrow(-1, 0, K * hd), {bs, s, K, hd}), 1, 2);
+  at::Tensor v = Transpose(View(kv.narrow(-1, K * hd, K * hd), {bs, s, K, hd}), 1, 2);
   if (K < heads) {  // repeat_interleave(heads / K, 1): an index_select
     t.repeat_index = at::repeat_interleave(at::full({K}, heads / K, at::kLong));
     k = k.index_select(1, t.repeat_index);
     v = v.index_select(1, t.repeat_index);
   }
   const int64_t B = bs * heads;
-  t.q3 = q.expand({bs, heads, s, hd}).reshape({B, s, hd});
-  t.kt3 = k.transpose(-2, -1).expand({bs, heads, hd, s}).reshape({B, hd, s});
+  t.q3 = Reshape(q.expand({bs, heads, s, hd}), {B, s, hd});
+  t.kt3 = Reshape(Transpose(k, -2, -1).expand({bs, heads, hd, s}), {B, hd, s});
   const at::Tensor raw = at::_unsafe_view(at::bmm(t.q3, t.kt3), {bs, heads, s, s});
   t.mask = at::ones({s, s}, at::TensorOptions().dtype(at::kBool)).triu(1);
   const at::Tensor masked = n.Round(raw * (1.0 / std::sqrt(double(hd))))
                                 .masked_fill(t.mask, -std::numeric_limits<double>::infinity());
   t.probs = at::_softmax(masked, -1, false);  // its backward reads the unrounded output
-  t.probs3 = n.Round(t.probs).expand({bs, heads, s, s}).reshape({B, s, s});
-  t.v3 = v.expand({bs, heads, s, hd}).reshape({B, s, hd});
+  t.probs3 = Reshape(n.Round(t.probs).expand({bs, heads, s, s}), {B, s, s});
+  t.v3 = Reshape(v.expand({bs, heads, s, hd}), {B, s, hd});
   const at::Tensor o4 = n.Round(at::_unsafe_view(at::bmm(t.probs3, t.v3), {bs, heads, s, hd}));
-  const at::Tensor o = o4.transpose(1, 2).reshape({bs, s, heads * hd});
-  const at::Tensor a = n.Round(Matmul(o, in(".attn.proj.weight").t(), t.proj));
+  const at::Tensor o = Reshape(Transpose(o4, 1, 2), {bs, s, heads * hd});
+  const at::Tensor a = n.Round(Matmul(o, T(in(".attn.proj.weight")), t.proj));
   t.h = n.Round(x + n.Round(a + in(".attn.proj.bias")));
 
   // MLP on ln2(h).
@@ -209,20 +255,20 @@ at::Tensor BlockForward(const ModelConfig& m, const Numerics& n, const ParamMap&
   t.mean2 = std::get<1>(ln2);
   t.rstd2 = std::get<2>(ln2);
   const at::Tensor y2 = n.Round(std::get<0>(ln2));
-  t.y2_2d = y2.view({bs * s, H});
+  t.y2_2d = View(y2, {bs * s, H});
   at::Tensor act;
   if (t.swiglu) {
-    t.gate = n.Round(Matmul(y2, in(".mlp.gate.weight").t(), t.gate_linear));
-    t.up = n.Round(Matmul(y2, in(".mlp.up.weight").t(), t.up_linear));
+    t.gate = n.Round(Matmul(y2, T(in(".mlp.gate.weight")), t.gate_linear));
+    t.up = n.Round(Matmul(y2, T(in(".mlp.up.weight")), t.up_linear));
     t.silu_gate = n.Round(at::silu(t.gate));
     act = n.Round(t.silu_gate * t.up);
   } else {
     const at::Tensor b1 = in(".mlp.fc1.bias");
-    t.w1_t = in(".mlp.fc1.weight").t();
+    t.w1_t = T(in(".mlp.fc1.weight"));
     t.fc1_out = n.Round(AddmmLinear(t.y2_2d, t.w1_t, b1, bs, s));
     act = n.Round(at::gelu(t.fc1_out));
   }
-  const at::Tensor f = n.Round(Matmul(act, in(".mlp.fc2.weight").t(), t.fc2));
+  const at::Tensor f = n.Round(Matmul(act, T(in(".mlp.fc2.weight")), t.fc2));
   return n.Round(t.h + n.Round(f + in(".mlp.fc2.bias")));
 }
 
@@ -264,16 +310,18 @@ at::Tensor BlockBackward(const HandTape& t, const at::Tensor& grad_out,
   grads[b + ".attn.proj.bias"] = SumToBias(g_a);
   const at::Tensor g_o = MatmulBackward(rg(g_a), t.proj, &gw);
   grads[b + ".attn.proj.weight"] = gw;
-  const at::Tensor g_o3 = rg(g_o.reshape({bs, s, heads, hd}).transpose(1, 2)).reshape({B, s, hd});
-  const at::Tensor g_probs = rg(g_o3.bmm(t.v3.transpose(1, 2)).reshape({bs, heads, s, s}));
-  const at::Tensor g_v = t.probs3.transpose(1, 2).bmm(g_o3).reshape({bs, heads, s, hd});
+  const at::Tensor g_o3 =
+      Reshape(rg(Transpose(Reshape(g_o, {bs, s, heads, hd}), 1, 2)), {B, s, hd});
+  const at::Tensor g_probs = rg(Reshape(g_o3.bmm(Transpose(t.v3, 1, 2)), {bs, heads, s, s}));
+  const at::Tensor g_v = Reshape(Transpose(t.probs3, 1, 2).bmm(g_o3), {bs, heads, s, hd});
   // probs = softmax(masked_fill(q @ k^T * scale))
   const at::Tensor g_masked =
       at::_softmax_backward_data(g_probs, t.probs, -1, t.probs.scalar_type());
   const at::Tensor g_raw3 =
-      (rg(g_masked.masked_fill(t.mask, 0)) * (1.0 / std::sqrt(double(hd)))).reshape({B, s, s});
-  const at::Tensor g_q = g_raw3.bmm(t.kt3.transpose(1, 2)).reshape({bs, heads, s, hd});
-  at::Tensor g_k = t.q3.transpose(1, 2).bmm(g_raw3).reshape({bs, heads, hd, s}).transpose(-2, -1);
+      Reshape(rg(g_masked.masked_fill(t.mask, 0)) * (1.0 / std::sqrt(double(hd))), {B, s, s});
+  const at::Tensor g_q = Reshape(g_raw3.bmm(Transpose(t.kt3, 1, 2)), {bs, heads, s, hd});
+  at::Tensor g_k =
+      Transpose(Reshape(Transpose(t.q3, 1, 2).bmm(g_raw3), {bs, heads, hd, s}), -2, -1);
   at::Tensor g_vk = g_v;
   if (t.repeat_index.defined()) {
     g_k = g_k.new_zeros({bs, K, s, hd}).index_add_(1, t.repeat_index, g_k);
@@ -282,9 +330,9 @@ at::Tensor BlockBackward(const HandTape& t, const at::Tensor& grad_out,
   // k and v: narrows of kv = kv_linear(y1); q = q_linear(y1)
   const std::vector<int64_t> kv_sizes{bs, s, 2 * K * hd};
   const at::Tensor g_kv =
-      rg(NarrowBackward(g_k.transpose(1, 2).reshape({bs, s, K * hd}), kv_sizes, 0, K * hd) +
-         NarrowBackward(g_vk.transpose(1, 2).reshape({bs, s, K * hd}), kv_sizes, K * hd, K * hd));
-  const at::Tensor from_q = AddmmBackward(rg(g_q.transpose(1, 2).reshape({bs, s, heads * hd})),
+      rg(NarrowBackward(Reshape(Transpose(g_k, 1, 2), {bs, s, K * hd}), kv_sizes, 0, K * hd) +
+         NarrowBackward(Reshape(Transpose(g_vk, 1, 2), {bs, s, K * hd}), kv_sizes, K * hd, K * hd));
+  const at::Tensor from_q = AddmmBackward(rg(Reshape(Transpose(g_q, 1, 2), {bs, s, heads * hd})),
                                           t.y1_2d, t.wq_t, {bs, s, H}, &gw, &gb);
   grads[b + ".attn.q.weight"] = gw;
   grads[b + ".attn.q.bias"] = gb;
@@ -305,8 +353,8 @@ at::Tensor EmbedForward(const ModelConfig& m, const Numerics& n, const ParamMap&
   t.bs = mb.inputs.size(0);
   t.seq = mb.inputs.size(1);
   t.vocab = wte.size(0);
-  t.tokens = mb.inputs.reshape({-1});
-  at::Tensor h = wte.index_select(0, t.tokens).view({t.bs, t.seq, m.hidden});
+  t.tokens = Reshape(mb.inputs, {-1});
+  at::Tensor h = View(wte.index_select(0, t.tokens), {t.bs, t.seq, m.hidden});
   t.positions = m.position_embeddings;
   if (t.positions) h = n.Round(h + In(n, p, "embed.wpe", t).unsqueeze(0));
   return h;
@@ -317,7 +365,7 @@ void EmbedBackward(const HandTape& t, const at::Tensor& grad_out,
   const at::Tensor g_out = t.positions ? RoundGrad(t, grad_out) : grad_out;
   if (t.positions)  // sum_to the broadcast [1, seq, hidden], then unsqueeze's backward
     grads["embed.wpe"] = (t.bs != 1 ? g_out.sum(0, /*keepdim=*/true) : g_out).squeeze(0);
-  const at::Tensor g = g_out.reshape({t.bs * t.seq, g_out.size(2)});
+  const at::Tensor g = Reshape(g_out, {t.bs * t.seq, g_out.size(2)});
   // index_select_backward: zeros, then index_add_ in token order.
   grads["embed.wte"] = g.new_zeros({t.vocab, g.size(1)}).index_add_(0, t.tokens, g);
 }
@@ -335,11 +383,11 @@ at::Tensor HeadForward(const ModelConfig& m, const Numerics& n, const ParamMap& 
   t.rstd1 = std::get<2>(ln);
   t.prefix = m.tied_embeddings ? "embed.wte" : "head.lm_head.weight";  // the logits' weight
   const at::Tensor w = In(n, p, t.prefix, t);
-  const at::Tensor logits = n.Round(Matmul(n.Round(std::get<0>(ln)), w.t(), t.logits));
+  const at::Tensor logits = n.Round(Matmul(n.Round(std::get<0>(ln)), T(w), t.logits));
   t.logits_dtype = logits.scalar_type();
   const auto loss_dtype = n.exec == at::kDouble ? at::kDouble : at::kFloat;
-  t.log_probs = at::_log_softmax(AsDType(logits, loss_dtype).reshape({-1, m.vocab}), -1, false);
-  t.targets = mb.targets.reshape({-1});
+  t.log_probs = at::_log_softmax(Reshape(AsDType(logits, loss_dtype), {-1, m.vocab}), -1, false);
+  t.targets = Reshape(mb.targets, {-1});
   auto loss = at::nll_loss_forward(t.log_probs, t.targets, {}, at::Reduction::Mean, -100);
   t.total_weight = std::get<1>(loss);
   return std::get<0>(loss);
@@ -352,8 +400,9 @@ at::Tensor HeadBackward(const HandTape& t, double loss_mult,
   const at::Tensor g_log_probs = at::nll_loss_backward(g_loss, t.log_probs, t.targets, {},
                                                        at::Reduction::Mean, -100, t.total_weight);
   const at::Tensor g_logits = AsDType(
-      at::_log_softmax_backward_data(g_log_probs, t.log_probs, -1, t.log_probs.scalar_type())
-          .reshape({t.x.size(0), t.x.size(1), t.logits.w_t.size(-1)}),
+      Reshape(
+          at::_log_softmax_backward_data(g_log_probs, t.log_probs, -1, t.log_probs.scalar_type()),
+          {t.x.size(0), t.x.size(1), t.logits.w_t.size(-1)}),
       t.logits_dtype);
   at::Tensor gw;
   const at::Tensor g_y = MatmulBackward(RoundGrad(t, g_logits), t.logits, &gw);
