@@ -53,24 +53,17 @@ namespace paradiff {
 // Note [Views by hand]: below autograd a view operator makes a TensorImpl that shares the storage
 // with other sizes and strides (ATen's alias_with_sizes_and_strides), after two or three trips
 // through the dispatcher that cost more than the TensorImpl; a unit's forward and backward make
-// hundreds. View, Reshape, T and Transpose make that TensorImpl themselves: the same sizes, strides
-// and offset (at::detail::computeStride decides, as in view and reshape; a reshape it cannot
-// express as a view is ATen's own, a copy), so every operator after them sees the same layout.
+// hundreds. View, Reshape, T and Transpose make that TensorImpl themselves (AliasByHand): the same
+// sizes, strides and offset (at::detail::computeStride decides, as in view and reshape; a reshape
+// it cannot express as a view is ATen's own, a copy), so every operator after them sees the same
+// layout.
 
 namespace {
-
-at::Tensor Alias(const at::Tensor& x, at::IntArrayRef sizes, at::IntArrayRef strides) {
-  auto impl = c10::make_intrusive<c10::TensorImpl>(c10::TensorImpl::VIEW, c10::Storage(x.storage()),
-                                                   x.key_set(), x.dtype());
-  impl->set_storage_offset(x.storage_offset());
-  impl->set_sizes_and_strides(sizes, strides);
-  return at::Tensor(std::move(impl));
-}
 
 at::Tensor Reshape(const at::Tensor& x, at::IntArrayRef sizes) {
   const at::DimVector shape = at::infer_size_dv(sizes, x.numel());
   const auto strides = at::detail::computeStride(x.sizes(), x.strides(), shape);
-  return strides ? Alias(x, shape, *strides) : x.reshape(shape);
+  return strides ? AliasByHand(x, shape, *strides) : x.reshape(shape);
 }
 
 at::Tensor View(const at::Tensor& x, at::IntArrayRef sizes) {
@@ -78,7 +71,7 @@ at::Tensor View(const at::Tensor& x, at::IntArrayRef sizes) {
   const auto strides = at::detail::computeStride(x.sizes(), x.strides(), shape);
   TORCH_CHECK(strides.has_value(), "View: sizes ", sizes, " are not a view of ", x.sizes(),
               " with strides ", x.strides());
-  return Alias(x, shape, *strides);
+  return AliasByHand(x, shape, *strides);
 }
 
 at::Tensor Transpose(const at::Tensor& x, int64_t a, int64_t b) {
@@ -88,7 +81,7 @@ at::Tensor Transpose(const at::Tensor& x, int64_t a, int64_t b) {
   at::DimVector strides(x.strides().begin(), x.strides().end());
   std::swap(sizes[a], sizes[b]);
   std::swap(strides[a], strides[b]);
-  return Alias(x, sizes, strides);
+  return AliasByHand(x, sizes, strides);
 }
 
 at::Tensor T(const at::Tensor& x) {

@@ -98,15 +98,20 @@ at::Tensor RoundAtRandom(const at::Tensor& x, at::ScalarType to, at::Generator g
   return at::where(wide.isfinite(), bits.view(at::kDouble), wide).to(to).to(x.scalar_type());
 }
 
+at::Tensor AliasByHand(const at::Tensor& x, at::IntArrayRef sizes, at::IntArrayRef strides,
+                       int64_t offset) {
+  auto impl = c10::make_intrusive<c10::TensorImpl>(c10::TensorImpl::VIEW, c10::Storage(x.storage()),
+                                                   x.key_set(), x.dtype());
+  impl->set_storage_offset(x.storage_offset() + offset);
+  impl->set_sizes_and_strides(sizes, strides);
+  return at::Tensor(std::move(impl));
+}
+
 at::Tensor ReadOnlySlice(const at::Tensor& flat, int64_t begin, int64_t n) {
   TORCH_CHECK(
       flat.dim() == 1 && flat.is_contiguous() && begin >= 0 && n >= 0 && begin + n <= flat.numel(),
       "ReadOnlySlice: [", begin, ", ", begin + n, ") of a tensor of shape ", flat.sizes());
-  auto impl = c10::make_intrusive<c10::TensorImpl>(
-      c10::TensorImpl::VIEW, c10::Storage(flat.storage()), flat.key_set(), flat.dtype());
-  impl->set_storage_offset(flat.storage_offset() + begin);
-  impl->set_sizes_contiguous({n});
-  return at::Tensor(std::move(impl));
+  return AliasByHand(flat, {n}, {1}, begin);
 }
 
 bool AllFinite(const at::Tensor& t) {

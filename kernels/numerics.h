@@ -26,10 +26,16 @@ inline at::Tensor AsDType(const at::Tensor& t, at::ScalarType d) {
   return t.scalar_type() == d ? t : t.to(d);
 }
 
+// A view of x's storage with these sizes and strides, from `offset` elements past x's first:
+// the TensorImpl ATen's view operators make (alias_with_sizes_and_strides), made without the
+// dispatcher and the autograd view tracking (a tenth of their cost; a check makes thousands). It
+// shares x's storage, not its version counter or autograd history: for tensors below autograd
+// (see Note [Views by hand] in hand_backward.cpp) or that nothing writes again.
+at::Tensor AliasByHand(const at::Tensor& x, at::IntArrayRef sizes, at::IntArrayRef strides,
+                       int64_t offset = 0);
+
 // Elements [begin, begin + n) of a 1-D contiguous tensor that nothing writes again (a reported
-// piece, a recorded snapshot): what `narrow` returns, made without the dispatcher and the view
-// tracking (a tenth of its cost; a check makes thousands). It shares `flat`'s storage, not its
-// version counter.
+// piece, a recorded snapshot): what `narrow` returns, by AliasByHand.
 at::Tensor ReadOnlySlice(const at::Tensor& flat, int64_t begin, int64_t n);
 
 // t.isfinite().all().item<bool>(), read in one loop (no operator calls) when t is a contiguous
