@@ -465,14 +465,20 @@ double RankEngine::PaddingMaxAbs(const at::Tensor& buf, int64_t buf_begin) const
           std::fill(data.begin() + at, data.begin() + at + n, 1);
         });
   }
-  const at::Tensor v = buf.to(at::kDouble).contiguous();
-  const double* x = v.data_ptr<double>();
+  const at::Tensor v = buf.contiguous();
   double worst = 0;
-  for (size_t i = 0; i < data.size(); ++i) {
-    if (data[i]) continue;
-    if (std::isnan(x[i])) return x[i];  // as at::max: a NaN anywhere is the maximum
-    worst = std::max(worst, std::fabs(x[i]));
-  }
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, v.scalar_type(), "PaddingMaxAbs", [&] {
+    const scalar_t* x = v.data_ptr<scalar_t>();
+    for (size_t i = 0; i < data.size(); ++i) {
+      if (data[i]) continue;
+      const double xi = static_cast<double>(x[i]);  // exact: every dtype here widens to float64
+      if (std::isnan(xi)) {                         // as at::max: a NaN anywhere is the maximum
+        worst = xi;
+        return;
+      }
+      worst = std::max(worst, std::fabs(xi));
+    }
+  });
   return worst;
 }
 
