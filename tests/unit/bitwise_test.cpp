@@ -3,6 +3,7 @@
 #include "oracles/bitwise.h"
 
 #include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -47,6 +48,40 @@ TEST(CompareBitwise, CountsLocatesAndMeasuresInUlps) {
   d = CompareBitwise(at::zeros({3}), at::zeros({4}, at::kDouble), DType::kFp32);
   EXPECT_EQ(d.count, 4);
   EXPECT_TRUE(std::isinf(d.ulps));
+}
+
+// UlpOf is the spacing of the held dtype at each value: the distance from |x| to the next value
+// up, in every dtype, from the subnormals to the largest binade, of any shape and input dtype
+// (zero aside: std::frexp gives it the exponent of 0.5).
+TEST(UlpOf, IsTheSpacingToTheNextValueUp) {
+  const at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(20261205);
+  const auto randn = [&] { return at::randn({200}, gen, at::TensorOptions().dtype(at::kDouble)); };
+  const at::Tensor x =
+      at::cat({randn() * 1e3, randn() * 1e-3,
+               at::tensor({1.0, 0.5, 2.0, 1e-40, 6e-8, -3.0, 1e-45, 7.0}, at::kDouble)});
+  const std::pair<DType, at::ScalarType> dtypes[] = {{DType::kFp32, at::kFloat},
+                                                     {DType::kBf16, at::kBFloat16},
+                                                     {DType::kFp16, at::kHalf},
+                                                     {DType::kFp64, at::kDouble}};
+  for (const auto& [held, st] : dtypes) {
+    const at::Tensor all = x.to(st).abs();
+    const at::Tensor v = all.index({all.ne(0)});  // 1e-40 is 0 in float16
+    // The next value up: one more in the bits of a non-negative finite value.
+    at::Tensor up;
+    if (st == at::kDouble) {
+      up = (v.view(at::kLong) + 1).view(at::kDouble);
+    } else if (st == at::kFloat) {
+      up = (v.view(at::kInt) + 1).view(at::kFloat);
+    } else {
+      up = (v.view(at::kShort) + 1).view(st);
+    }
+    const at::Tensor spacing = up.to(at::kDouble) - v.to(at::kDouble);
+    const at::Tensor ulp = UlpOf(v.unsqueeze(1), held);
+    EXPECT_EQ(ulp.sizes(), v.unsqueeze(1).sizes());
+    EXPECT_EQ(ulp.scalar_type(), at::kDouble);
+    EXPECT_TRUE(at::equal(ulp.view(-1), spacing)) << c10::toString(st);
+    EXPECT_TRUE(at::equal(UlpOf(-v, held), ulp.view(-1))) << "sign";
+  }
 }
 
 }  // namespace
