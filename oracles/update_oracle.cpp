@@ -146,6 +146,9 @@ Expect Step(const OptimizerConfig& o, int64_t t, const at::Tensor& target, const
   const double *tp = in(target), *gv = in(g), *gm = in(g_mag);
   const double* ge = gerr.defined() ? in(gerr) : nullptr;
   const double floor = kSubnormalFloor / unit;
+  // The error a gradient error e (`gerr`) adds: e to the momentum or first moment's new term, and
+  // (g + e)^2 - g^2 <= 2 |g| e + e^2 to the second moment's (divided by unit, as the caller scales
+  // magnitudes back).
   const bool sgd = o.kind == OptimizerKind::kSgd;
   Expect next{fresh(), fresh()};
   double *nv = next.value.data_ptr<double>(), *nm = next.mag.data_ptr<double>();
@@ -154,7 +157,8 @@ Expect Step(const OptimizerConfig& o, int64_t t, const at::Tensor& target, const
     Expect b{fresh(), fresh()};
     double *bv = b.value.data_ptr<double>(), *bm = b.mag.data_ptr<double>();
     for (int64_t i = 0; i < n; ++i) {
-      double p = tp[i], gp = gv[i], gmag = gm[i] + floor;
+      const double p = tp[i];
+      double gp = gv[i], gmag = gm[i] + floor;
       if (o.weight_decay != 0) {  // L2 decay folded into the gradient
         gp = gv[i] + tp[i] * o.weight_decay;
         gmag = gmag + std::fabs(tp[i]) * o.weight_decay;
