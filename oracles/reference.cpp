@@ -87,9 +87,9 @@ const char* StageOrder(const Config& cfg) {
   return cfg.parallel.schedule == Schedule::kGpipe ? "last_first" : "first_first";
 }
 
-std::vector<at::Tensor> CombinePasses(const std::vector<std::vector<at::Tensor>>& passes,
-                                      const Config& cfg, const GradReduction& red,
-                                      at::ScalarType rdt, at::ScalarType adt) {
+// `passes`: each global micro-batch's flat gradient (see Note [Flat reference state]).
+at::Tensor CombinePasses(const std::vector<at::Tensor>& passes, const Config& cfg,
+                         const GradReduction& red, at::ScalarType rdt, at::ScalarType adt) {
   const int64_t A = cfg.batch.accumulation_steps, dp = static_cast<int64_t>(passes.size()) / A;
   const double average = 1.0 / static_cast<double>(dp);
   const GradReduction::Average how = red.TwinAverage();
@@ -106,22 +106,19 @@ std::vector<at::Tensor> CombinePasses(const std::vector<std::vector<at::Tensor>>
     for (int64_t r = 1; r < dp; ++r) sum = sum.add(term(r));
     return before ? AsDType(sum, adt) : AsDType(sum, adt).mul_(average);
   };
-  const bool reverse = std::string(StageOrder(cfg)) == "last_first";
-  std::vector<at::Tensor> acc(passes[0].size());
-  for (size_t i = 0; i < acc.size(); ++i) {
-    if (red.TwinReducesOncePerStep(cfg)) {
-      acc[i] = reduce([&](int64_t r) {
-        auto pass = [&](int64_t k) { return passes[r * A + (reverse ? A - 1 - k : k)][i]; };
-        at::Tensor local = pass(0);
-        for (int64_t k = 1; k < A; ++k) local = local.add(pass(k));
-        return local;
-      });
-      continue;
-    }
-    for (int64_t m = 0; m < A; ++m) {
-      at::Tensor step = reduce([&](int64_t r) { return passes[r * A + m][i]; });
-      acc[i] = m == 0 ? step : acc[i].add(step);
-    }
+  if (red.TwinReducesOncePerStep(cfg)) {
+    const bool reverse = std::string(StageOrder(cfg)) == "last_first";
+    return reduce([&](int64_t r) {
+      auto pass = [&](int64_t k) { return passes[r * A + (reverse ? A - 1 - k : k)]; };
+      at::Tensor local = pass(0);
+      for (int64_t k = 1; k < A; ++k) local = local.add(pass(k));
+      return local;
+    });
+  }
+  at::Tensor acc;
+  for (int64_t m = 0; m < A; ++m) {
+    at::Tensor step = reduce([&](int64_t r) { return passes[r * A + m]; });
+    acc = m == 0 ? step : acc.add(step);
   }
   return acc;
 }
@@ -247,7 +244,7 @@ RefRun RunReference(const Config& cfg, const GradReduction& red, bool truth,
     const Config layout = LayoutAtStep(cfg, step);
     const double loss_mult =
         batched ? 1.0 : 1.0 / static_cast<double>(layout.batch.accumulation_steps);
-    std::vector<std::vector<at::Tensor>> pass_grads(passes);  // [global micro-batch][flat]
+    std::vector<at::Tensor> pass_grads(passes);  // [global micro-batch], flat
     for (int64_t g = 0; g < passes; ++g) {
       MicroBatch mb = MakeMicroBatch(cfg, step, g);
       if (batched && M > 1) {
@@ -267,11 +264,10 @@ RefRun RunReference(const Config& cfg, const GradReduction& red, bool truth,
         if (!gi.defined()) gi = at::zeros_like(st.params.views[i]);
         parts.push_back(AsDType(gi, adt).reshape({-1}));
       }
-      pass_grads[g].push_back(at::cat(parts));
+      pass_grads[g] = at::cat(parts);
     }
     rs.loss = loss_sum / static_cast<double>(passes);
-    at::Tensor acc =
-        batched ? pass_grads[0][0] : CombinePasses(pass_grads, layout, red, rdt, adt)[0];
+    at::Tensor acc = batched ? pass_grads[0] : CombinePasses(pass_grads, layout, red, rdt, adt);
     // Overflow: the twin decides from its own gradients; the truth (float64 never overflows)
     // follows the twin's decisions so both skip the same steps.
     bool overflow = false;
