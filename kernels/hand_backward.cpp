@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -60,18 +61,24 @@ namespace paradiff {
 
 namespace {
 
-at::Tensor Reshape(const at::Tensor& x, at::IntArrayRef sizes) {
+// x with `sizes` as a view where its strides allow one (as view and reshape decide), else none.
+std::optional<at::Tensor> AsView(const at::Tensor& x, at::IntArrayRef sizes) {
   const at::DimVector shape = at::infer_size_dv(sizes, x.numel());
   const auto strides = at::detail::computeStride(x.sizes(), x.strides(), shape);
-  return strides ? AliasByHand(x, shape, *strides) : x.reshape(shape);
+  if (!strides) return std::nullopt;
+  return AliasByHand(x, shape, *strides);
+}
+
+at::Tensor Reshape(const at::Tensor& x, at::IntArrayRef sizes) {
+  std::optional<at::Tensor> view = AsView(x, sizes);
+  return view ? *std::move(view) : x.reshape(sizes);
 }
 
 at::Tensor View(const at::Tensor& x, at::IntArrayRef sizes) {
-  const at::DimVector shape = at::infer_size_dv(sizes, x.numel());
-  const auto strides = at::detail::computeStride(x.sizes(), x.strides(), shape);
-  TORCH_CHECK(strides.has_value(), "View: sizes ", sizes, " are not a view of ", x.sizes(),
+  std::optional<at::Tensor> view = AsView(x, sizes);
+  TORCH_CHECK(view.has_value(), "View: sizes ", sizes, " are not a view of ", x.sizes(),
               " with strides ", x.strides());
-  return AliasByHand(x, shape, *strides);
+  return *std::move(view);
 }
 
 at::Tensor Transpose(const at::Tensor& x, int64_t a, int64_t b) {
