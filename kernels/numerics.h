@@ -26,6 +26,9 @@ inline at::Tensor AsDType(const at::Tensor& t, at::ScalarType d) {
   return t.scalar_type() == d ? t : t.to(d);
 }
 
+// t as contiguous float64 (t itself when it already is), for loops over its values.
+inline at::Tensor AsFloat64(const at::Tensor& t) { return AsDType(t, at::kDouble).contiguous(); }
+
 // A view of x's storage with these sizes and strides, from `offset` elements past x's first:
 // the TensorImpl ATen's view operators make (alias_with_sizes_and_strides), made without the
 // dispatcher and the autograd view tracking (a tenth of their cost; a check makes thousands). It

@@ -121,17 +121,14 @@ Comparison CompareValues(const double* d, const std::vector<const double*>& rs, 
   return c;
 }
 
-// `x` as contiguous float64 (itself when it already is).
-at::Tensor Flat64(const at::Tensor& x) { return AsDType(x, at::kDouble).contiguous(); }
-
 // `rs` as in CompareValues.
 Comparison CompareTensor(const at::Tensor& d, const std::vector<at::Tensor>& rs,
                          const at::Tensor& t, Tolerance tol, double kind_rms = 0,
                          int64_t step = 0) {
-  const at::Tensor fd = Flat64(d), ft = Flat64(t);
+  const at::Tensor fd = AsFloat64(d), ft = AsFloat64(t);
   std::vector<at::Tensor> fr;
   std::vector<const double*> ptrs;
-  for (const auto& r : rs) ptrs.push_back(fr.emplace_back(Flat64(r)).data_ptr<double>());
+  for (const auto& r : rs) ptrs.push_back(fr.emplace_back(AsFloat64(r)).data_ptr<double>());
   return CompareValues(fd.data_ptr<double>(), ptrs, ft.data_ptr<double>(), ft.numel(), tol,
                        kind_rms, step);
 }
@@ -141,12 +138,12 @@ Comparison CompareTensor(const at::Tensor& d, const std::vector<at::Tensor>& rs,
 Comparison CompareOutside(const at::Tensor& mask, const at::Tensor& d,
                           const std::vector<at::Tensor>& rs, const at::Tensor& t, Tolerance tol,
                           double kind_rms, int64_t step) {
-  const at::Tensor m = mask.contiguous(), ft = Flat64(t);
+  const at::Tensor m = mask.contiguous(), ft = AsFloat64(t);
   const bool* mp = m.data_ptr<bool>();
   const double* tp = ft.data_ptr<double>();
   const int64_t n = ft.numel();
-  std::vector<at::Tensor> sources{Flat64(d)};
-  for (const auto& r : rs) sources.push_back(Flat64(r));
+  std::vector<at::Tensor> sources{AsFloat64(d)};
+  for (const auto& r : rs) sources.push_back(AsFloat64(r));
   std::vector<std::vector<double>> masked(sources.size(), std::vector<double>(n));
   for (size_t k = 0; k < sources.size(); ++k) {
     const double* sp = sources[k].data_ptr<double>();
@@ -183,10 +180,10 @@ constexpr double kEpsSensitivity = 0.001;
 // finite twin difference, NaN-propagating maxima, the two comparisons), element by element.
 at::Tensor IllConditioned(const at::Tensor& d, const std::vector<at::Tensor>& rs,
                           const at::Tensor& t, double factor, double adam_eps) {
-  const at::Tensor ft = Flat64(t), fd = d.defined() ? Flat64(d) : at::Tensor();
+  const at::Tensor ft = AsFloat64(t), fd = d.defined() ? AsFloat64(d) : at::Tensor();
   std::vector<at::Tensor> fr;
   std::vector<const double*> rp;
-  for (const auto& r : rs) rp.push_back(fr.emplace_back(Flat64(r)).data_ptr<double>());
+  for (const auto& r : rs) rp.push_back(fr.emplace_back(AsFloat64(r)).data_ptr<double>());
   const int64_t n = ft.numel();
   at::Tensor ill = at::empty({n}, at::kBool);
   bool* out = ill.data_ptr<bool>();

@@ -48,8 +48,7 @@ Verdict CheckReplicasOf(const Config& cfg, const Observations& obs, const Report
         const DType dtype = HeldDType(cfg, p.kind);
         BitwiseDiff d;  // d.index: within the piece
         for (int64_t i = 0; i < n; ++i)
-          if (own[i] >= 0 && vals[i] != dst[i])  // NaNs: TallyBitwise decides
-            TallyBitwise(d, i, vals[i], dst[i], dtype);
+          if (own[i] >= 0) TallyBitwise(d, i, vals[i], dst[i], dtype);
         if (!d.equal()) {
           const ParamSpec* ps = spec.Find(p.tensor);
           Verdict v;

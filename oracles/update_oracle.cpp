@@ -140,7 +140,7 @@ Expect Step(const OptimizerConfig& o, int64_t t, const at::Tensor& target, const
   const int64_t n = target.numel();
   std::vector<at::Tensor> held;  // the contiguous inputs, alive through the loops
   auto in = [&held](const at::Tensor& x) {
-    return held.emplace_back(x.contiguous()).data_ptr<double>();
+    return held.emplace_back(AsFloat64(x)).data_ptr<double>();
   };
   auto fresh = [n] { return at::empty({n}, at::kDouble); };
   const double *tp = in(target), *gv = in(g), *gm = in(g_mag);
@@ -149,20 +149,29 @@ Expect Step(const OptimizerConfig& o, int64_t t, const at::Tensor& target, const
   // The error a gradient error e (`gerr`) adds: e to the momentum or first moment's new term, and
   // (g + e)^2 - g^2 <= 2 |g| e + e^2 to the second moment's (divided by unit, as the caller scales
   // magnitudes back).
-  const bool sgd = o.kind == OptimizerKind::kSgd;
+  // Element i's parameter after AdamW's decoupled decay, its gradient with L2 decay folded in
+  // (SGD, Adam), and the gradient's magnitude.
+  struct Decayed {
+    double p, gp, gmag;
+  };
+  auto decayed = [&](int64_t i) {
+    Decayed d{tp[i], gv[i], gm[i] + floor};
+    if (o.kind == OptimizerKind::kAdamW) {
+      d.p = tp[i] * (1.0 - o.lr * o.weight_decay);
+    } else if (o.weight_decay != 0) {
+      d.gp = gv[i] + tp[i] * o.weight_decay;
+      d.gmag = d.gmag + std::fabs(tp[i]) * o.weight_decay;
+    }
+    return d;
+  };
   Expect next{fresh(), fresh()};
   double *nv = next.value.data_ptr<double>(), *nm = next.mag.data_ptr<double>();
-  if (sgd) {
+  if (o.kind == OptimizerKind::kSgd) {
     const double *buf = in(prev.slots.at("momentum")), *bmag = in(prev.slot_mags.at("momentum"));
     Expect b{fresh(), fresh()};
     double *bv = b.value.data_ptr<double>(), *bm = b.mag.data_ptr<double>();
     for (int64_t i = 0; i < n; ++i) {
-      const double p = tp[i];
-      double gp = gv[i], gmag = gm[i] + floor;
-      if (o.weight_decay != 0) {  // L2 decay folded into the gradient
-        gp = gv[i] + tp[i] * o.weight_decay;
-        gmag = gmag + std::fabs(tp[i]) * o.weight_decay;
-      }
+      const auto [p, gp, gmag] = decayed(i);
       double value = gp, mag = gmag;
       if (t != 1) {
         value = buf[i] * o.momentum + gp;
@@ -190,13 +199,7 @@ Expect Step(const OptimizerConfig& o, int64_t t, const at::Tensor& target, const
   const double corrections =
       (drift.Correction(o.beta1, t) + drift.Correction(o.beta2, t) / 2) / unit;
   for (int64_t i = 0; i < n; ++i) {
-    double p = tp[i], gp = gv[i], gmag = gm[i] + floor;
-    if (o.kind == OptimizerKind::kAdamW) {
-      p = tp[i] * (1.0 - o.lr * o.weight_decay);
-    } else if (o.weight_decay != 0) {  // L2 decay folded into the gradient
-      gp = gv[i] + tp[i] * o.weight_decay;
-      gmag = gmag + std::fabs(tp[i]) * o.weight_decay;
-    }
+    const auto [p, gp, gmag] = decayed(i);
     const double m_value = m0[i] * o.beta1 + gp * (1.0 - o.beta1);
     double m_mag = m0mag[i] * o.beta1 + gmag * (1.0 - o.beta1) + (m0mag[i] + gmag) * drift1;
     const double v_value = v0[i] * o.beta2 + gp * gp * (1.0 - o.beta2);
@@ -255,8 +258,7 @@ struct Judged {
 };
 
 Judged Judge(const at::Tensor& actual, const Expect& e) {
-  auto flat = [](const at::Tensor& x) { return AsDType(x, at::kDouble).contiguous(); };
-  return {flat(actual), flat(e.value), flat(e.mag)};
+  return {AsFloat64(actual), AsFloat64(e.value), AsFloat64(e.mag)};
 }
 
 // The first element whose ratio exceeds 1, or -1.
