@@ -171,6 +171,7 @@ void LocalGroup::Collective(int rank, Slot& slot) {
     first_ = -1;
     std::fill(slots_.begin(), slots_.end(), nullptr);
     world_->SetDoneLocked(wr, slot.fp);
+    lk.unlock();  // woken waiters find the lock free (the world outlives every rank thread)
     cv_.notify_all();
     return;
   }
@@ -200,10 +201,12 @@ void LocalGroup::Collective(int rank, Slot& slot) {
 
 void LocalGroup::Send(int rank, int dst, const Fingerprint& fp, const at::Tensor& t) {
   Message m{fp, t.clone(at::MemoryFormat::Contiguous)};
-  std::lock_guard<std::mutex> lk(world_->mu);
-  ThrowIfFailedLocked(rank, fp);
-  mailboxes_[{rank, dst}].push_back(std::move(m));
-  world_->SetDoneLocked(members_[rank], fp);
+  {
+    std::lock_guard<std::mutex> lk(world_->mu);
+    ThrowIfFailedLocked(rank, fp);
+    mailboxes_[{rank, dst}].push_back(std::move(m));
+    world_->SetDoneLocked(members_[rank], fp);
+  }
   cv_.notify_all();
 }
 
