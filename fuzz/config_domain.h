@@ -16,6 +16,7 @@
 #include "core/reload_support.h"
 #include "core/rng.h"
 #include "core/status.h"
+#include "core/target_option.h"
 
 namespace paradiff {
 
@@ -37,8 +38,8 @@ struct DomainOptions {
   double invalid_share = 0.0;       // share of deliberately invalid configs (Generate / Mutate)
   std::vector<std::string> faults;  // copied into every generated config
   // An external target's own settings (TargetSpec::options): each generated config leaves an
-  // option at the target's default or sets one of its values, half and half.
-  std::map<std::string, std::vector<std::string>> target_options;
+  // option at the target's default or sets one of its values that fit it, half and half.
+  std::map<std::string, TargetOption> target_options;
   // The reload layouts the system takes its checkpoints into (a target's supports.checkpoint).
   ReloadSupport reload;
   // Configs this predicate rejects are re-drawn (e.g. what the engine build supports); null = all.

@@ -636,10 +636,17 @@ bool NudgeUnevenDp(Config& c, SeqRng& rng, const DomainOptions& opts) {
 }
 
 // After the rest of the config, and only for a target that declares options: every other draw, and
-// so every config of a campaign against a target without options, is what it was without them.
+// so every config of a campaign against a target without options, is what it was without them. A
+// value that does not fit the config (core/target_option.h) is not drawn; with none fitting, the
+// option stays at the target's default.
 Config DrawTargetOptions(Config c, SeqRng& rng, const DomainOptions& opts) {
-  for (const auto& [name, values] : opts.target_options)
-    if (rng.Chance(0.5)) c.target_options[name] = values[rng.Below(values.size())];
+  for (const auto& [name, option] : opts.target_options) {
+    if (!rng.Chance(0.5)) continue;
+    std::vector<std::string> fits;
+    for (const std::string& v : option.values)
+      if (OptionMisfit(option, v, c).empty()) fits.push_back(v);
+    if (!fits.empty()) c.target_options[name] = fits[rng.Below(fits.size())];
+  }
   return c;
 }
 

@@ -24,11 +24,11 @@ namespace paradiff {
 // within (fuzz/campaign.cpp) and the campaign's watchdog. The built-in engine declares no limit.
 struct SystemLimits {
   int64_t max_world = std::numeric_limits<int64_t>::max();  // the largest world it runs
-  std::map<std::string, std::vector<std::string>> options;  // its own settings and their values
-  ReloadSupport reload;                     // the reload layouts its checkpoints go into
-  std::vector<TargetPrecision> precisions;  // the precisions it takes (empty: any)
-  std::vector<std::string> parallel;        // the parallel dimensions it runs (empty: any)
-  int64_t run_timeout_s = 0;                // its own watchdog of one run (0: none)
+  std::map<std::string, TargetOption> options;  // its own settings, their values and rules
+  ReloadSupport reload;                         // the reload layouts its checkpoints go into
+  std::vector<TargetPrecision> precisions;      // the precisions it takes (empty: any)
+  std::vector<std::string> parallel;            // the parallel dimensions it runs (empty: any)
+  int64_t run_timeout_s = 0;                    // its own watchdog of one run (0: none)
 };
 
 struct SystemUnderTest {

@@ -102,29 +102,44 @@ DType ParseDType(Reader& r, const json& p, const char* k, Status* st) {
   return DType::kFp32;
 }
 
-// "options": {"NAME": [scalar, ...], ...}, each list non-empty and without repeats.
+// "options": {"NAME": [scalar, ...] | {"values": [scalar, ...], "divides": "dp"}, ...}, each list
+// non-empty and without repeats; under "divides" every value a positive integer.
 void ParseOptions(const json& o, TargetSpec& t, Reader& r) {
   if (!o.is_object()) {
     r.Error("options", "must be an object {\"NAME\": [values]} of the target's own settings");
     return;
   }
-  for (const auto& [name, values] : o.items()) {
-    const std::string field = KeyPath("options", name);
-    const bool scalars =
-        values.is_array() && std::all_of(values.begin(), values.end(), [](const json& v) {
-          return v.is_boolean() || v.is_number() || v.is_string();
-        });
-    if (!scalars || values.empty()) {
+  for (const auto& [name, spec] : o.items()) {
+    std::string field = KeyPath("options", name);
+    TargetOption opt;
+    const json* values = &spec;
+    if (spec.is_object()) {
+      for (const auto& [key, unused] : spec.items())
+        if (key != "values" && key != "divides")
+          r.Error(KeyPath(field, key), "unknown key (an option has \"values\" and \"divides\")");
+      if (spec.contains("divides")) {
+        opt.divides_dp = spec["divides"] == "dp";
+        if (!opt.divides_dp) r.Error(KeyPath(field, "divides"), "must be \"dp\"");
+      }
+      field = KeyPath(field, "values");
+      values = spec.contains("values") ? &spec["values"] : nullptr;
+    }
+    const bool scalars = values && values->is_array() &&
+                         std::all_of(values->begin(), values->end(), [](const json& v) {
+                           return v.is_boolean() || v.is_number() || v.is_string();
+                         });
+    if (!scalars || values->empty()) {
       r.Error(field, "must be a non-empty array of scalar values (boolean, number or string)");
       continue;
     }
-    std::vector<std::string> texts;
-    for (const json& v : values) {
+    for (const json& v : *values) {
       const std::string text = v.dump();
-      if (Has(texts, text)) r.Error(field, text + " is listed twice");
-      texts.push_back(text);
+      if (Has(opt.values, text)) r.Error(field, text + " is listed twice");
+      if (opt.divides_dp && !(v.is_number_integer() && v.get<int64_t>() > 0))
+        r.Error(field, text + " is not a positive integer (the option \"divides\" dp)");
+      opt.values.push_back(text);
     }
-    t.options[name] = std::move(texts);
+    t.options[name] = std::move(opt);
   }
 }
 
@@ -464,9 +479,11 @@ Status TargetSupports(const TargetSpec& t, const Config& c) {
     const auto it = t.options.find(name);
     if (it == t.options.end())
       no(KeyPath("target_options", name), "the target declares no option " + name);
-    else if (!Has(it->second, value))
+    else if (!Has(it->second.values, value))
       no(KeyPath("target_options", name),
-         value + " is not one of the declared values " + Join(it->second));
+         value + " is not one of the declared values " + Join(it->second.values));
+    else if (const std::string why = OptionMisfit(it->second, value, c); !why.empty())
+      no(KeyPath("target_options", name), why);
   }
   if (c.parallel.pp > 1 && !Has(t.schedules, std::string(Name(c.parallel.schedule))))
     no("parallel.schedule",

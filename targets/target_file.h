@@ -12,6 +12,7 @@
 #include "core/config.h"
 #include "core/reload_support.h"
 #include "core/status.h"
+#include "core/target_option.h"
 #include "sut/outcome.h"
 
 namespace paradiff {
@@ -48,9 +49,9 @@ struct TargetSpec {
   bool kv_head_sharing = true;
   ReloadSupport reload;   // with checkpoint: the reload layouts it takes (supports.checkpoint)
   int64_t max_steps = 0;  // 0: any
-  // The target's own settings a campaign may vary ("options": name -> its values, each the JSON
-  // text of a scalar); a config sets each at most once, in target_options.
-  std::map<std::string, std::vector<std::string>> options;
+  // The target's own settings a campaign may vary ("options": name -> its values and their rule);
+  // a config sets each at most once, in target_options.
+  std::map<std::string, TargetOption> options;
   // What the target reports ("reports": any of "grad", "optimizer"; both when absent) and the
   // precision of its gradient norm ("grad_norm_dtype", fp64 when absent). Loss, gradient norm and
   // parameters are always reported.

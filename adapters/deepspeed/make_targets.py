@@ -62,6 +62,15 @@ OPTIONS = {
     "zero_optimization.stage3_prefetch_bucket_size": [0, 64, 50000000],
     "zero_optimization.stage3_max_live_parameters": [64, 1000000000],
 }
+# ZeRO 3's own settings, varied in the newest release's files that run it (older files keep the
+# configs their recorded campaigns drew): ZeRO++'s hierarchical partitioning (hpZ: a secondary copy
+# of each parameter's shard within groups of that many dp ranks, gathered from there in backward;
+# DeepSpeed refuses a size that does not divide dp, hence "divides") and the optimizer's
+# sub-groups (one element: every parameter in a sub-group of its own).
+OPTIONS_ZERO3 = dict(OPTIONS, **{
+    "zero_optimization.zero_hpz_partition_size": {"values": [2, 4], "divides": "dp"},
+    "zero_optimization.sub_group_size": [1, 64, 4096],
+})
 # Checkpoints (the newest release's non-pipeline files): saved and reloaded through DeepSpeed's
 # API, into another dp (ZeRO 1-3 through a universal checkpoint, adapter.py) and between ZeRO 1 and
 # 2; DeepSpeed's universal checkpoint does not cross between ZeRO 3 and stages 1 / 2 (the model
@@ -128,12 +137,14 @@ def files():
             "deepspeed-" + v,
             "DeepSpeed %s (CPU accelerator, gloo): ZeRO 0, 2, 3, fp32 and bf16 with bf16 accumulation, "
             "client torch optimizers (adapters/deepspeed/adapter.py, docs/DEEPSPEED.md)" % v,
-            v, [0, 2, 3], [FP32] + BF16, options=OPTIONS, checkpoint=v == NEWEST)
+            v, [0, 2, 3], [FP32] + BF16, options=OPTIONS_ZERO3 if v == NEWEST else OPTIONS,
+            checkpoint=v == NEWEST)
         out[base + "_fp32acc.json"] = target(
             "deepspeed-%s-fp32acc" % v,
             "DeepSpeed %s: bf16 with fp32 gradient accumulation (ZeRO 1 = DeepSpeed's BF16_Optimizer, "
             "ZeRO 2, 3; DeepSpeed refuses it at ZeRO 0)" % v,
-            v, [1, 2, 3], BF16_FP32ACC, options=OPTIONS, checkpoint=v == NEWEST)
+            v, [1, 2, 3], BF16_FP32ACC, options=OPTIONS_ZERO3 if v == NEWEST else OPTIONS,
+            checkpoint=v == NEWEST)
         if v != NEWEST:
             # The older releases' checkpoints in files of their own: the files above keep the
             # configs their recorded rediscovery campaigns drew (docs/FINDINGS.md).
@@ -181,7 +192,7 @@ def files():
         "deepspeed-%s-adam" % NEWEST,
         "DeepSpeed %s with its own Adam / AdamW (the config's optimizer section; the CPU accelerator's "
         "C++ CPU Adam), ZeRO 0, 2, 3, fp32 and bf16 with bf16 accumulation (docs/DEEPSPEED.md)" % NEWEST,
-        NEWEST, [0, 2, 3], [FP32] + BF16, extra_args=["--ds-optimizer"], options=OPTIONS, checkpoint=True,
+        NEWEST, [0, 2, 3], [FP32] + BF16, extra_args=["--ds-optimizer"], options=OPTIONS_ZERO3, checkpoint=True,
         optimizers=("adam", "adamw"))
     # DeepSpeed JIT-builds the op on first use; scripts/setup-targets builds it ahead (the release's
     # pinned file lists it), so a run only loads it.

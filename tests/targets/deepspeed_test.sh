@@ -67,6 +67,20 @@ PY
       echo "zero $st world $w: $(grep SUMMARY "$TMP/out")"
     done
     ;;
+  deepspeed_zero3_options)
+    need_deepspeed
+    # ZeRO 3's options (docs/DEEPSPEED.md, "Options"): hpZ groups of 2 and one-element optimizer
+    # sub-groups at dp 4: PASS. hpZ 2 at dp 3, which DeepSpeed would refuse with an assertion, is
+    # refused by paradiff first (exit 2) for the option's "divides": "dp" rule, naming the option.
+    derive_json "$T/deepspeed_w1.json" "$TMP/hpz4.json" "c['zero']['stage'] = 3; \
+c['parallel'] = {'world': 4, 'dp': 4}; c['model']['layers'] = 2; \
+c['target_options'] = {'zero_optimization.zero_hpz_partition_size': 2, 'zero_optimization.sub_group_size': 1}"
+    expect 0 "$P" run "$TMP/hpz4.json" --target "$DS/deepspeed.json"
+    has "SUMMARY: paradiff: PASS"
+    derive_json "$TMP/hpz4.json" "$TMP/hpz3.json" "c['parallel'] = {'world': 3, 'dp': 3}"
+    expect 2 "$P" run "$TMP/hpz3.json" --target "$DS/deepspeed.json"
+    has 'target_options."zero_optimization.zero_hpz_partition_size": 2 does not divide parallel.dp 3'
+    ;;
   deepspeed_warm_leaks_nothing)  # protocol 2: nothing one config does reaches the next
     need_deepspeed
     warm_leaks_nothing "$DS/deepspeed.json" "$T/deepspeed_dp2.json" 100

@@ -499,18 +499,41 @@ TEST(ConfigDomain, FaultsAreCopiedIntoEveryConfig) {
   }
 }
 
+// An option whose values must divide dp (core/target_option.h) is drawn only where its value does,
+// in the save layout and in the reload layout; each value still gets drawn.
+TEST(ConfigDomain, AnOptionThatDividesDpIsDrawnOnlyWhereItDivides) {
+  DomainOptions opts = EngineOptions();
+  opts.accept = nullptr;
+  opts.target_options = {{"hpz", {{"2", "3", "4"}, /*divides_dp=*/true}}};
+  std::set<std::string> seen;
+  int reloads = 0;
+  for (const Config& c : Generate(14, opts, 400)) {
+    const auto it = c.target_options.find("hpz");
+    if (it == c.target_options.end()) continue;
+    const int64_t n = std::stoll(it->second);
+    EXPECT_EQ(c.parallel.dp % n, 0) << WriteConfig(c);
+    if (c.checkpoint.save_at > 0) {
+      EXPECT_EQ(c.checkpoint.reload.dp % n, 0) << WriteConfig(c);
+      ++reloads;
+    }
+    seen.insert(it->second);
+  }
+  EXPECT_EQ(seen, (std::set<std::string>{"2", "3", "4"}));
+  EXPECT_GT(reloads, 0);
+}
+
 TEST(ConfigDomain, TargetOptionsAreDrawnFromTheDeclaredValuesOnly) {
   DomainOptions opts = EngineOptions();
   const std::vector<Config> plain = Generate(12, opts, 200);
   opts.accept = nullptr;
-  opts.target_options = {{"a.flag", {"true", "false"}}, {"size", {"64", "500000000"}}};
+  opts.target_options = {{"a.flag", {{"true", "false"}}}, {"size", {{"64", "500000000"}}}};
   const std::vector<Config> with = Generate(12, opts, 200);
   std::map<std::string, std::set<std::string>> seen;
   int unset = 0;
   for (size_t i = 0; i < with.size(); ++i) {
     for (const auto& [name, value] : with[i].target_options) {
       ASSERT_TRUE(opts.target_options.count(name)) << name;
-      const std::vector<std::string>& values = opts.target_options.at(name);
+      const std::vector<std::string>& values = opts.target_options.at(name).values;
       EXPECT_NE(std::find(values.begin(), values.end(), value), values.end()) << value;
       seen[name].insert(value);
     }

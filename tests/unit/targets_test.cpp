@@ -91,7 +91,8 @@ TEST(TargetFile, OptionsBoundTheConfigsTargetOptions) {
       "options": {"zero_optimization.overlap_comm": [true, false], "n": [64, 5e8]}})",
       "t.json");
   ASSERT_TRUE(t.ok()) << t.status().ToString();
-  EXPECT_EQ(t.value().options.at("n"), (std::vector<std::string>{"64", "500000000.0"}));
+  EXPECT_EQ(t.value().options.at("n").values, (std::vector<std::string>{"64", "500000000.0"}));
+  EXPECT_FALSE(t.value().options.at("n").divides_dp);
   Config c;
   c.target_options = {{"zero_optimization.overlap_comm", "false"}};
   EXPECT_TRUE(TargetSupports(t.value(), c).ok());
@@ -109,6 +110,46 @@ TEST(TargetFile, OptionsBoundTheConfigsTargetOptions) {
     const StatusOr<TargetSpec> r = ParseTargetSpec(text, "t.json");
     ASSERT_FALSE(r.ok()) << bad;
     EXPECT_NE(r.status().ToString().find("options"), std::string::npos) << r.status().ToString();
+  }
+}
+
+// An option under "divides": "dp" (DeepSpeed's zero_hpz_partition_size) takes only values that
+// divide the config's dp and, with a checkpoint, its reload dp; its values must be positive
+// integers.
+TEST(TargetFile, AnOptionThatDividesDpRefusesValuesThatDoNot) {
+  const char* head = R"({"protocol": 1, "name": "x", "command": ["/bin/true", "{run_dir}"],
+      "supports": {"max_world": 4, "checkpoint": true}, "options": {"hpz": )";
+  StatusOr<TargetSpec> t =
+      ParseTargetSpec(std::string(head) + R"({"values": [2, 4], "divides": "dp"}}})", "t.json");
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_TRUE(t.value().options.at("hpz").divides_dp);
+  Config c;
+  c.parallel.dp = c.parallel.world = 4;
+  c.target_options = {{"hpz", "2"}};
+  EXPECT_TRUE(TargetSupports(t.value(), c).ok());
+  c.parallel.dp = c.parallel.world = 3;
+  const Status no = TargetSupports(t.value(), c);
+  ASSERT_EQ(no.errors().size(), 1u) << no.ToString();
+  EXPECT_EQ(no.errors()[0].field, "target_options.hpz");
+  EXPECT_NE(no.ToString().find("2 does not divide parallel.dp 3"), std::string::npos)
+      << no.ToString();
+  c.parallel.dp = c.parallel.world = 4;  // saved at dp 4, reloaded into dp 3
+  c.steps = 3;
+  c.checkpoint.save_at = 1;
+  c.checkpoint.reload.dp = 3;
+  const Status reload = TargetSupports(t.value(), c);
+  EXPECT_NE(reload.ToString().find("2 does not divide checkpoint.reload.dp 3"), std::string::npos)
+      << reload.ToString();
+  c.checkpoint.reload.dp = 2;
+  EXPECT_TRUE(TargetSupports(t.value(), c).ok()) << TargetSupports(t.value(), c).ToString();
+  for (const char* bad :
+       {R"({"values": [2, 0], "divides": "dp"})", R"({"values": [1.5], "divides": "dp"})",
+        R"({"values": [2], "divides": "tp"})", R"({"values": [2], "unknown": 1})",
+        R"({"divides": "dp"})", R"({"values": ["2"], "divides": "dp"})"}) {
+    const StatusOr<TargetSpec> r = ParseTargetSpec(std::string(head) + bad + "}}", "t.json");
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().ToString().find("options.hpz"), std::string::npos)
+        << r.status().ToString();
   }
 }
 
@@ -130,7 +171,7 @@ TEST(SystemUnderTest, LimitsAreTheTargetFilesAndNoneForTheEngine) {
   sut.target = std::make_shared<const TargetSpec>(t.value());
   const SystemLimits l = sut.Limits();
   EXPECT_EQ(l.max_world, 3);
-  EXPECT_EQ(l.options.at("n"), (std::vector<std::string>{"1", "2"}));
+  EXPECT_EQ(l.options.at("n").values, (std::vector<std::string>{"1", "2"}));
   ASSERT_EQ(l.precisions.size(), 1u);
   EXPECT_EQ(l.precisions[0].compute, DType::kBf16);
   EXPECT_EQ(l.run_timeout_s, 7);

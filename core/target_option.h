@@ -1,0 +1,24 @@
+// TargetOption: one of an external target's own settings that campaigns vary (a target file's
+// "options", docs/TARGETS.md): the values it may take and the rule a value must meet in a config.
+// Used by the target's support check (refusal) and by the generator (it draws only fitting values).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/config.h"
+
+namespace paradiff {
+
+struct TargetOption {
+  std::vector<std::string> values;  // each the JSON text of a scalar
+  // "divides": "dp": a value (a positive integer) must divide the config's dp, and its reload dp
+  // with a checkpoint (DeepSpeed's zero_hpz_partition_size splits the dp ranks into groups of that
+  // many, and refuses a size that does not divide them).
+  bool divides_dp = false;
+};
+
+// Why `value` of option `o` does not fit cfg (its dp, or its reload dp), or "" when it does.
+std::string OptionMisfit(const TargetOption& o, const std::string& value, const Config& cfg);
+
+}  // namespace paradiff
