@@ -21,7 +21,8 @@ bool ParallelConfig::operator==(const ParallelConfig& o) const {
 }
 
 bool ZeroConfig::operator==(const ZeroConfig& o) const {
-  return stage == o.stage && bucket_elems == o.bucket_elems && align_elems == o.align_elems;
+  return stage == o.stage && bucket_elems == o.bucket_elems && align_elems == o.align_elems &&
+         shard_group == o.shard_group;
 }
 
 bool LossScaleConfig::operator==(const LossScaleConfig& o) const {

@@ -65,6 +65,9 @@ struct ZeroConfig {
   int64_t stage = 0;
   int64_t bucket_elems = 4096;
   int64_t align_elems = 1;
+  // The dp ranks a ZeRO stage shards over, in groups of this many consecutive dp ranks, each group
+  // a replica of the sharded state (torch's HSDP, DeepSpeed's MiCS); 0: all dp ranks, one group.
+  int64_t shard_group = 0;
   bool operator==(const ZeroConfig&) const;
 };
 

@@ -362,6 +362,7 @@ StatusOr<Config> ConfigFromJson(const nlohmann::json& j) {
     zero.Int("stage", c.zero.stage);
     zero.Int("bucket_elems", c.zero.bucket_elems);
     zero.Int("align_elems", c.zero.align_elems);
+    zero.Int("shard_group", c.zero.shard_group);
     zero.Finish();
   }
   if (const json* v = r.Object("precision"))

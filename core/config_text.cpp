@@ -61,6 +61,8 @@ J Build(const Config& c) {
   zero["stage"] = c.zero.stage;
   zero["bucket_elems"] = c.zero.bucket_elems;
   zero["align_elems"] = c.zero.align_elems;
+  if (c.zero.shard_group != 0)
+    zero["shard_group"] = c.zero.shard_group;  // absent: configs keep their text
   j["zero"] = std::move(zero);
   const PrecisionConfig& pr = c.precision;
   J ls = J::object();

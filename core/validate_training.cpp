@@ -28,6 +28,20 @@ void UnitInterval(Status& st, const std::string& field, double v) {
 
 bool IsPowerOfTwo(int64_t v) { return v >= 1 && (v & (v - 1)) == 0; }
 
+// zero.shard_group: 0 (every dp rank), or groups of that many dp ranks that tile dp, under a stage
+// that shards something. `at` names the layout ("" or "checkpoint.reload.").
+void CheckShardGroup(Status& st, const std::string& at, int64_t group, int64_t stage, int64_t dp) {
+  const std::string is = "zero.shard_group=" + Str(group);
+  if (group < 0) {
+    st.Add("zero.shard_group", is + " must be >= 0 (0: every dp rank)");
+  } else if (group > 0 && stage == 0) {
+    st.Add("zero.shard_group", is + " needs a ZeRO stage that shards (" + at + "zero_stage >= 1)");
+  } else if (group > 0 && dp >= 1 && dp % group != 0) {
+    st.Add("zero.shard_group", is + " must divide " + at + (at.empty() ? "parallel." : "") +
+                                   "dp=" + Str(dp) + " (its groups tile the dp ranks)");
+  }
+}
+
 // ZeRO-3 gathers each layer's parameters within one pipeline stage; it is not combined with pp.
 void CheckZeroStagePipeline(Status& st, const std::string& stage_field, int64_t stage,
                             const std::string& pp_field, int64_t pp) {
@@ -47,6 +61,7 @@ void CheckZero(const Config& c, Status& st) {
     st.Add("zero.align_elems", "zero.align_elems=" + Str(z.align_elems) +
                                    " must be a power of two >= 1 (shard boundaries are padded"
                                    " to a multiple of it)");
+  CheckShardGroup(st, "", z.shard_group, z.stage, c.parallel.dp);
 }
 
 // Loss scaling only acts on fp16; a static or dynamic mode without any fp16 is allowed (it has no
@@ -135,6 +150,8 @@ void CheckCheckpoint(const Config& c, Status& st) {
   if (stage_ok && pp_ok)
     CheckZeroStagePipeline(st, "checkpoint.reload.zero_stage", r.zero_stage, "checkpoint.reload.pp",
                            r.pp);
+  if (c.zero.shard_group > 0)  // the reload keeps the shard groups' size
+    CheckShardGroup(st, "checkpoint.reload.", c.zero.shard_group, r.zero_stage, r.dp);
 }
 
 void CheckFaults(const Config& c, Status& st) {

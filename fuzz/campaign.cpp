@@ -175,6 +175,7 @@ DomainOptions DomainFor(const SystemUnderTest& system) {
   const SystemLimits limits = system.Limits();
   domain.max_world = std::min(domain.max_world, limits.max_world);
   domain.target_options = limits.options;
+  domain.shard_groups = limits.shard_groups;
   domain.reload = limits.reload;
   domain.parallel = std::set<std::string>(limits.parallel.begin(), limits.parallel.end());
   for (const TargetPrecision& t : limits.precisions) {

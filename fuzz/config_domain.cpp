@@ -349,6 +349,8 @@ std::vector<std::string> ConfigFeatures(const Config& c) {
   }
   if (p.sp) f.push_back("sp");
   f.push_back("zero=" + std::to_string(c.zero.stage));
+  if (c.zero.shard_group > 0)  // absent at 0: a system without shard groups keeps its features
+    f.push_back(c.zero.shard_group == 1 ? "shard=1" : "shard>1");
   f.push_back(std::string("param=") + Name(c.precision.param));
   if (c.precision.param != DType::kFp32)
     f.push_back(c.precision.master_weights ? "master" : "nomaster");

@@ -40,6 +40,9 @@ struct DomainOptions {
   // An external target's own settings (TargetSpec::options): each generated config leaves an
   // option at the target's default or sets one of its values that fit it, half and half.
   std::map<std::string, TargetOption> target_options;
+  // The system takes zero.shard_group (a target's supports.shard_groups): see Note [Shard groups]
+  // in config_generate.cpp.
+  bool shard_groups = false;
   // The reload layouts the system takes its checkpoints into (a target's supports.checkpoint).
   ReloadSupport reload;
   // Configs this predicate rejects are re-drawn (e.g. what the engine build supports); null = all.

@@ -635,11 +635,27 @@ bool NudgeUnevenDp(Config& c, SeqRng& rng, const DomainOptions& opts) {
   return uneven();
 }
 
+// Note [Shard groups]: zero.shard_group shards a stage's state within groups of dp ranks and
+// replicates it across the groups (torch's HSDP). For a system that takes it, half the configs
+// whose stage shards and whose dp is 2 or more get groups of a proper divisor of dp that also
+// divides the reload dp (1 included: every rank a whole replica, the sharding machinery with
+// nothing to shard); drawn last, so that a system without it keeps its configs.
+void DrawShardGroup(Config& c, SeqRng& rng) {
+  if (c.zero.stage == 0 || c.parallel.dp < 2 || !rng.Chance(0.5)) return;
+  const bool reload = c.checkpoint.save_at > 0;
+  if (reload && c.checkpoint.reload.zero_stage == 0) return;
+  std::vector<int64_t> groups;
+  for (int64_t g = 1; g < c.parallel.dp; ++g)
+    if (c.parallel.dp % g == 0 && (!reload || c.checkpoint.reload.dp % g == 0)) groups.push_back(g);
+  c.zero.shard_group = Pick(rng, groups);
+}
+
 // After the rest of the config, and only for a target that declares options: every other draw, and
 // so every config of a campaign against a target without options, is what it was without them. A
 // value that does not fit the config (core/target_option.h) is not drawn; with none fitting, the
 // option stays at the target's default.
 Config DrawTargetOptions(Config c, SeqRng& rng, const DomainOptions& opts) {
+  if (opts.shard_groups) DrawShardGroup(c, rng);
   for (const auto& [name, option] : opts.target_options) {
     if (!rng.Chance(0.5)) continue;
     std::vector<std::string> fits;

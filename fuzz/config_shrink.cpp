@@ -211,7 +211,11 @@ std::vector<Edit> Moves(const Config& c) {
       [=](Config& x) { x.batch.accumulation_steps = c.batch.accumulation_steps - pp_unit; },
       [=](Config& x) { x.steps = c.steps - 1; },
       [](Config& x) { x.checkpoint = CheckpointConfig{}; },
-      [](Config& x) { x.zero.stage = 0; },
+      [](Config& x) {
+        x.zero.stage = 0;
+        x.zero.shard_group = 0;
+      },
+      [](Config& x) { x.zero.shard_group = 0; },
       AllFp32,
       [](Config& x) { x.clip_grad_norm = 0.0; },
       PlainSgd,

@@ -147,6 +147,8 @@ Status CheckFuzzable(const Config& c) {
   Status s = CheckConfig(c, ResourceBudget{});
   if (!s.ok()) return s;
   s = EngineSupports(c);
+  if (const std::string why = EngineShardGroupRefusal(c); !why.empty())
+    s.Add("zero.shard_group", why);
   if (!s.ok()) return s;
   return CheckFuzzSizeWithReload(c);
 }

@@ -101,11 +101,24 @@ Status EngineSupports(const Config& cfg) {
   return s;
 }
 
+std::string EngineShardGroupRefusal(const Config& cfg) {
+  if (cfg.zero.shard_group == 0) return "";
+  return "zero.shard_group=" + std::to_string(cfg.zero.shard_group) +
+         ": not supported by the built-in engine, which shards over every dp rank (0); shard "
+         "groups are an external target's (supports.shard_groups)";
+}
+
 EngineOutcome RunEngine(const Config& cfg, const EngineOptions& opts) {
+  EngineOutcome out;
+  if (const std::string why = EngineShardGroupRefusal(cfg); !why.empty()) {
+    out.ok = false;  // a direct caller (the libFuzzer target) gets a refusal, not a wrong layout
+    out.failure_kind = FailureKind::kUnsupported;
+    out.failure = why;
+    return out;
+  }
   // One intra-op thread per rank: ranks are threads already (TOOLCHAIN.md).
   if (cfg.backend == Backend::kLocal && at::get_num_threads() != 1) at::set_num_threads(1);
   const FaultSet faults = MakeFaultSet(cfg.faults);
-  EngineOutcome out;
   if (cfg.checkpoint.save_at <= 0 && opts.checkpoint_dir.empty()) {
     RunPhase({&cfg, 0, cfg.steps, nullptr, ""}, faults, opts.timeout, out.obs, out);
     return out;

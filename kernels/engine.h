@@ -17,6 +17,10 @@ namespace paradiff {
 // Which valid configs this build of the engine can run; the rest get a message naming the field.
 // Includes ReloadSupports.
 Status EngineSupports(const Config& cfg);
+// Why the engine does not run cfg's zero.shard_group (it shards over every dp rank), "" when 0.
+// Not part of EngineSupports, whose rules bind every system: shard groups are a target's layout,
+// which the reference does not depend on.
+std::string EngineShardGroupRefusal(const Config& cfg);
 struct EngineOptions {
   std::chrono::milliseconds timeout = kDefaultCollectiveTimeout;  // bounds every collective wait
   // Keep the checkpoint here (written after checkpoint.save_at steps, or after the last step when

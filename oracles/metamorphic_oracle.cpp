@@ -150,6 +150,7 @@ Verdict WithinBounds(const OracleInput& in, const std::string& relation, const C
 std::optional<Config> ZeroStageVariant(const Config& cfg) {
   Config v = cfg;
   v.zero.stage = cfg.zero.stage == 0 ? 3 : 0;
+  v.zero.shard_group = 0;  // stage 0 shards nothing; stage 3 over every dp rank
   return v;
 }
 

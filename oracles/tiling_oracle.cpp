@@ -54,10 +54,12 @@ bool NonFinitePropagated(const RankStep& step) {
 int64_t ExpectedHolders(const Config& cfg, const std::string& kind, const ParamSpec& p,
                         const Reporting::PartitionedFrom& from) {
   const int64_t dp = cfg.parallel.dp, stage = cfg.zero.stage;
-  const int64_t dp_holders = kind == "param" ? (stage >= from.param ? 1 : dp)
+  // A sharded kind is held once per shard group (zero.shard_group: each group a replica).
+  const int64_t sharded = cfg.zero.shard_group > 0 ? dp / cfg.zero.shard_group : 1;
+  const int64_t dp_holders = kind == "param" ? (stage >= from.param ? sharded : dp)
                              : kind == "grad"
-                                 ? (stage >= from.grad ? 1 : dp)
-                                 : (stage >= from.optimizer ? 1 : dp);  // master weights, slots
+                                 ? (stage >= from.grad ? sharded : dp)
+                                 : (stage >= from.optimizer ? sharded : dp);  // masters, slots
   return dp_holders * TpHolders(cfg.model, p, cfg.parallel.tp) * PpHolders(cfg, p);
 }
 
@@ -143,6 +145,9 @@ Verdict CheckTilingOf(const Config& cfg, const Observations& obs, const Reportin
             key + "[" + std::to_string(first) + "] is held by " + std::to_string(got) +
                 " ranks, expected " + std::to_string(want) + " (ZeRO stage " +
                 std::to_string(layout.zero.stage) + ", dp " + std::to_string(layout.parallel.dp) +
+                (layout.zero.shard_group > 0
+                     ? " in shard groups of " + std::to_string(layout.zero.shard_group)
+                     : "") +
                 ", tp " + std::to_string(layout.parallel.tp) + ", pp " +
                 std::to_string(layout.parallel.pp) + "); " + std::to_string(n) +
                 " element(s) of the tensor are off");

@@ -6,12 +6,14 @@ namespace paradiff {
 
 Status SystemUnderTest::Supports(const Config& cfg) const {
   if (target) return TargetSupports(*target, cfg);
-  // The engine's rules bind every system (its reference runs each config); the options only a
-  // target's file declares bind the engine alone.
+  // The engine's rules bind every system (its reference runs each config); the options and shard
+  // groups only a target's file declares bind the engine alone.
   Status s = EngineSupports(cfg);
   if (!cfg.target_options.empty())
     s.Add("target_options",
           "target_options are an external target's own settings; the built-in engine has none");
+  if (const std::string why = EngineShardGroupRefusal(cfg); !why.empty())
+    s.Add("zero.shard_group", why);
   return s;
 }
 
@@ -31,6 +33,7 @@ SystemLimits SystemUnderTest::Limits() const {
   l.precisions = target->precisions;
   l.parallel = target->parallel;
   l.run_timeout_s = target->timeout_s;
+  l.shard_groups = target->shard_groups;
   return l;
 }
 

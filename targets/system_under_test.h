@@ -29,6 +29,7 @@ struct SystemLimits {
   std::vector<TargetPrecision> precisions;      // the precisions it takes (empty: any)
   std::vector<std::string> parallel;            // the parallel dimensions it runs (empty: any)
   int64_t run_timeout_s = 0;                    // its own watchdog of one run (0: none)
+  bool shard_groups = false;                    // it takes zero.shard_group other than 0
 };
 
 struct SystemUnderTest {

@@ -190,7 +190,7 @@ void ParseSupports(const json& s, TargetSpec& t, Status* st) {
   if (!s.is_object()) return r.Error("", "must be an object");
   r.Unknown({"max_world", "parallel", "zero_stages", "models", "activations", "optimizers",
              "lr_schedules", "schedules", "precision", "clip_grad_norm", "loss_scale", "checkpoint",
-             "max_steps", "kv_head_sharing"});
+             "max_steps", "kv_head_sharing", "shard_groups"});
   r.Int("max_world", t.max_world, 1, 1024);
   r.Strings("parallel", t.parallel, {"dp", "tp", "pp", "sp"});
   r.Strings("models", t.models, {"gpt", "exact_linear"});
@@ -202,6 +202,7 @@ void ParseSupports(const json& s, TargetSpec& t, Status* st) {
   r.Bool("clip_grad_norm", t.clip_grad_norm);
   r.Bool("loss_scale", t.loss_scale);
   r.Bool("kv_head_sharing", t.kv_head_sharing);
+  r.Bool("shard_groups", t.shard_groups);
   if (s.contains("checkpoint") && s["checkpoint"].is_object()) {
     ParseCheckpoint(s["checkpoint"], t, st);
   } else {
@@ -463,6 +464,8 @@ Status TargetSupports(const TargetSpec& t, const Config& c) {
                              std::to_string(c.parallel.tp) +
                              ": the target splits key / value heads over tp ranks and cannot "
                              "share one (supports.kv_head_sharing)");
+  if (c.zero.shard_group != 0 && !t.shard_groups)
+    no("zero.shard_group", "the target shards over every dp rank (supports.shard_groups)");
   if (!Has(t.zero_stages, c.zero.stage))
     no("zero.stage", "stage " + std::to_string(c.zero.stage) + " is not supported");
   if (!Has(t.models, std::string(Name(c.model.kind))))

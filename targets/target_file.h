@@ -47,6 +47,9 @@ struct TargetSpec {
   // Key / value heads with kv_heads < tp, each shared by tp / kv_heads ranks (Megatron's layout);
   // false for a target that can only split them (DTensor's Shard placements).
   bool kv_head_sharing = true;
+  // zero.shard_group other than 0: ZeRO's state sharded within groups of dp ranks, replicated
+  // across them (torch's HSDP); false: sharded over every dp rank.
+  bool shard_groups = false;
   ReloadSupport reload;   // with checkpoint: the reload layouts it takes (supports.checkpoint)
   int64_t max_steps = 0;  // 0: any
   // The target's own settings a campaign may vary ("options": name -> its values and their rule);

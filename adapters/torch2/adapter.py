@@ -18,8 +18,10 @@ RUN_DIR/out/rank<R>.json and rank<R>.step<S>.safetensors with the kinds run.json
   torch's bf16_compress_hook (the bucket cast to bf16, divided by dp, all-reduced, cast back).
   Gradients and parameters are replicated: every rank reports them whole; ZeRO 1's slots are
   reported by the rank whose partition holds the parameter.
---parallel fsdp2: fully_shard on the whole model on a 1-D dp device mesh (flat wrapping: one
-  parameter group; --nested: one per transformer block, then the root, on nested_model.py's
+--parallel fsdp2: fully_shard on the whole model on a 1-D dp device mesh, or with zero.shard_group
+  on a 2-D (replicate, shard) mesh of groups of that many consecutive ranks (HSDP: each group
+  shards the state, the groups replicate it, the gradients reduce-scattered within a group and
+  all-reduced across groups) (flat wrapping: one parameter group; --nested: one per transformer block, then the root, on nested_model.py's
   NestedGpt: model.py's arithmetic with each block's parameters in a submodule),
   reshard_after_forward True (False with --no-reshard), a MixedPrecisionPolicy (param_dtype bf16,
   reduce_dtype = precision.reduce) for bf16 compute; --sync-last-micro-step:
@@ -60,6 +62,9 @@ Planted bugs for paradiff's self-test (never on by default):
   replicated parameters (norms, row-parallel biases, position embeddings) over the tp ranks, as if
   each rank had computed only a share of them (Megatron's sequence-parallel layer-norm all-reduce
   applied without sequence parallelism): they come out tp times too large.
+--plant average_over_shard_group: fsdp2 under shard groups (HSDP) divides the gradients' sum over
+  all dp ranks by the shard group's size instead of dp (an average over the wrong group): they come
+  out dp / shard_group times too large.
 --plant shard_offset: fsdp2 reports each local piece at rank * its own size, as if every shard
   were the same size (a report bug: right for tensors whose rows divide evenly over dp; for the
   others the last shards overlap their neighbour and the tensor's end is held by no rank).
@@ -89,7 +94,7 @@ DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
 SLOTS = {"sgd": ["momentum"], "adam": ["exp_avg", "exp_avg_sq"], "adamw": ["exp_avg", "exp_avg_sq"]}
 TORCH_SLOT = {"momentum": "momentum_buffer", "exp_avg": "exp_avg", "exp_avg_sq": "exp_avg_sq"}
 PLANTS = ["", "sum_not_average", "shard_offset", "reload_without_optimizer", "reload_restarts_schedule",
-          "replicated_grad_summed"]
+          "replicated_grad_summed", "average_over_shard_group"]
 
 
 def optimizer_class(o, lr):
@@ -170,6 +175,7 @@ def train(rank, world, run_dir, a):
     init, _ = safetensors_io.read(os.path.join(run_dir, "init.safetensors"))
     lr = opt_cfg["lr"]
     zero_stage = cfg["zero"]["stage"]
+    group = cfg["zero"].get("shard_group", 0)  # fsdp2: HSDP's shard groups (0: none)
     pipe = net = None
     tp = cfg["parallel"]["tp"]
     partial_addend = None  # DTensor's unreduced state as this rank's addend: tensor parallelism only
@@ -201,7 +207,10 @@ def train(rank, world, run_dir, a):
         from torch.distributed.device_mesh import init_device_mesh
         from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
         model = (NestedGpt if a.nested else Gpt)(cfg["model"], run["params"], init, compute)
-        mesh = init_device_mesh("cpu", (world,))
+        if group:  # HSDP: sharded within groups of consecutive ranks, replicated across the groups
+            mesh = init_device_mesh("cpu", (world // group, group), mesh_dim_names=("replicate", "shard"))
+        else:
+            mesh = init_device_mesh("cpu", (world,))
         mp_policy = MixedPrecisionPolicy()
         if compute != torch.float32:
             mp_policy = MixedPrecisionPolicy(param_dtype=compute, reduce_dtype=DTYPES[prec["reduce"]])
@@ -256,6 +265,10 @@ def train(rank, world, run_dir, a):
             for p in params:  # the planted bug: undo the average (a sum over dp ranks)
                 if p.grad is not None:
                     p.grad.to_local().mul_(world)
+        if a.plant == "average_over_shard_group" and group:
+            for p in params:  # the planted bug: the sum over dp divided by the group's size only
+                if p.grad is not None:
+                    p.grad.to_local().mul_(world // group)
         if a.plant == "replicated_grad_summed" and tp > 1:
             from torch.distributed.tensor import Replicate
             for p in params:  # the planted bug: each replicated gradient summed over the tp ranks

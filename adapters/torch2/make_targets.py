@@ -18,7 +18,7 @@ NEWEST = "2.15.0"
 # run there is T2-4). 2.8.0: the oldest release here whose FSDP2 runs on CPU.
 RELEASES = {
     "2.6.0": ["torch2_ddp", "torch2_pp", "torch2_tp", "torch2_tp_sp"],
-    "2.8.0": ["torch2_ddp", "torch2_fsdp2", "torch2_pp", "torch2_tp", "torch2_tp_sp", "torch2_tp_fsdp2",
+    "2.8.0": ["torch2_ddp", "torch2_fsdp2", "torch2_hsdp", "torch2_pp", "torch2_tp", "torch2_tp_sp", "torch2_tp_fsdp2",
               "torch2_tp_pp"],
 }
 

@@ -229,6 +229,28 @@ virtual_stages=2); c['model'].update(layers=4, activation='swiglu'); c['precisio
     expect 3 "$P" run "$T/torch2_dp2_zero3.json" --target "$A/torch2_fsdp2_offset_planted.json"
     has "sig=invariant.tiling.grad.embedding.gradient"
     ;;
+  hsdp)
+    # FSDP2 on a (replicate, shard) mesh (zero.shard_group, torch2_hsdp.json), AdamW: dp 4 in
+    # shard groups of 2 and of 1, and groups of 2 saved at dp 4 and reloaded into dp 2: PASS (the
+    # tiling oracle counts one holder per group). The planted average over the shard group only
+    # (gradients dp / shard_group times too large): caught as a reduction scale, and minimized
+    # to a config that keeps its shard groups.
+    base="c['steps'] = 3; c['optimizer'] = {'kind': 'adamw', 'lr': 0.01, 'weight_decay': 0.1}; \
+c['parallel'] = {'world': 4, 'dp': 4}"
+    derive_json "$T/torch2_dp2_zero3.json" "$TMP/g2.json" "$base; c['zero']['shard_group'] = 2"
+    derive_json "$T/torch2_dp2_zero3.json" "$TMP/g1.json" "$base; c['zero']['shard_group'] = 1"
+    derive_json "$TMP/g2.json" "$TMP/g2ck.json" "c['checkpoint'] = {'save_at': 1, 'reload': {'dp': 2, 'zero_stage': 3}}"
+    passes_on "$A/torch2_hsdp.json" "$TMP/g2.json" "$TMP/g1.json" "$TMP/g2ck.json"
+    expect 2 "$P" run "$TMP/g2.json" --target "$A/torch2_fsdp2.json"
+    has "zero.shard_group: the target shards over every dp rank"
+    expect 3 "$P" run "$TMP/g2.json" --target "$A/torch2_hsdp_planted.json"
+    has "sig=mismatch.numeric.grad.embedding.reduction.scale"
+    has "the gradient is the truth scaled by 2 "
+    expect 3 "$P" minimize "$TMP/g2.json" --target "$A/torch2_hsdp_planted.json" --out "$TMP/min.json" \
+      --budget 40s
+    has "minimize FINDING sig=mismatch.numeric.grad"
+    grep -q '"shard_group"' "$TMP/min.json" || fail "the minimized config lost its shard groups"
+    ;;
   checkpoint)
     # torch.distributed.checkpoint through the reload (two launches, docs/TARGETS.md), AdamW:
     # FSDP2 dp 2 -> dp 1 and dp 1 -> dp 4 (uneven shards: vocab 11 over 4), nested; DDP dp 2 -> dp 1.
@@ -323,6 +345,7 @@ c['optimizer']['schedule'] = {'kind': 'warmup_linear', 'warmup_steps': 3, 'total
   ddp_bucket_view_campaign) campaign "$A/torch2_ddp_bucket_view.json" 23 2 ;;
   ddp_bf16_reduce_campaign) campaign "$A/torch2_ddp_bf16_reduce.json" 28 4 ;;
   fsdp2_campaign) campaign "$A/torch2_fsdp2.json" 24 4 ;;
+  hsdp_campaign) campaign "$A/torch2_hsdp.json" 34 4 ;;
   fsdp2_noreshard_campaign) campaign "$A/torch2_fsdp2_noreshard.json" 25 2 ;;
   fsdp2_nested_campaign) campaign "$A/torch2_fsdp2_nested.json" 27 2 ;;
   fsdp2_accum_campaign) campaign "$A/torch2_fsdp2_accum.json" 26 2 ;;

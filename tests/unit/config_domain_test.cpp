@@ -499,6 +499,36 @@ TEST(ConfigDomain, FaultsAreCopiedIntoEveryConfig) {
   }
 }
 
+// See Note [Shard groups]: drawn only for a system that takes them, under a sharding stage,
+// dividing dp and the reload dp; every proper divisor gets drawn.
+TEST(ConfigDomain, ShardGroupsAreDrawnOnlyForASystemThatTakesThem) {
+  DomainOptions opts = EngineOptions();
+  opts.accept = nullptr;
+  for (const Config& c : Generate(15, opts, 200)) EXPECT_EQ(c.zero.shard_group, 0);
+  opts.shard_groups = true;
+  std::set<std::pair<int64_t, int64_t>> seen;  // (dp, group)
+  int reloads = 0;
+  for (const Config& c : Generate(15, opts, 600)) {
+    const int64_t g = c.zero.shard_group;
+    const std::vector<std::string> f = ConfigFeatures(c);  // a coverage feature where set
+    const auto shard_features = std::count_if(
+        f.begin(), f.end(), [](const std::string& x) { return x.rfind("shard", 0) == 0; });
+    EXPECT_EQ(shard_features, g == 0 ? 0 : 1);
+    if (g == 0) continue;
+    ExpectPasses(c, opts);
+    EXPECT_GE(c.zero.stage, 1);
+    EXPECT_LT(g, c.parallel.dp);
+    EXPECT_EQ(c.parallel.dp % g, 0) << WriteConfig(c);
+    if (c.checkpoint.save_at > 0) {
+      EXPECT_EQ(c.checkpoint.reload.dp % g, 0) << WriteConfig(c);
+      ++reloads;
+    }
+    seen.insert({c.parallel.dp, g});
+  }
+  EXPECT_TRUE(seen.count({4, 2}) && seen.count({4, 1}) && seen.count({2, 1})) << seen.size();
+  EXPECT_GT(reloads, 0);
+}
+
 // An option whose values must divide dp (core/target_option.h) is drawn only where its value does,
 // in the save layout and in the reload layout; each value still gets drawn.
 TEST(ConfigDomain, AnOptionThatDividesDpIsDrawnOnlyWhereItDivides) {

@@ -257,6 +257,16 @@ TEST(ConfigJson, TargetOptionsAreScalarsKeptAsTheirJson) {
   EXPECT_EQ(OnlyError(R"({"target_options": 3})").field, "target_options");
 }
 
+TEST(ConfigJson, ShardGroupIsWrittenOnlyWhenSet) {
+  const Config c =
+      ParseOk(R"({"parallel": {"world": 4, "dp": 4}, "zero": {"stage": 3, "shard_group": 2}})");
+  EXPECT_EQ(c.zero.shard_group, 2);
+  EXPECT_EQ(ParseOk(WriteConfig(c)), c);
+  EXPECT_EQ(WriteConfig(Config{}).find("shard_group"),
+            std::string::npos);  // configs keep their text
+  EXPECT_EQ(OnlyError(R"({"zero": {"shard_group": 1.5}})").field, "zero.shard_group");
+}
+
 TEST(ConfigJson, IntegersMustBeIntegral) {
   FieldError e = OnlyError(R"({"steps": 2.5})");
   EXPECT_EQ(e.field, "steps");

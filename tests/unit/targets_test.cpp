@@ -153,6 +153,32 @@ TEST(TargetFile, AnOptionThatDividesDpRefusesValuesThatDoNot) {
   }
 }
 
+// zero.shard_group other than 0 needs a target that declares supports.shard_groups; the built-in
+// engine shards over every dp rank only.
+TEST(TargetFile, ShardGroupsNeedTheTargetsSupport) {
+  const char* head = R"({"protocol": 1, "name": "x", "command": ["/bin/true", "{run_dir}"],
+      "supports": {"max_world": 4, "zero_stages": [3])";
+  StatusOr<TargetSpec> plain = ParseTargetSpec(std::string(head) + "}}", "t.json");
+  StatusOr<TargetSpec> hsdp =
+      ParseTargetSpec(std::string(head) + R"(, "shard_groups": true}})", "t.json");
+  ASSERT_TRUE(plain.ok() && hsdp.ok()) << hsdp.status().ToString();
+  Config c;
+  c.parallel.dp = c.parallel.world = 4;
+  c.zero.stage = 3;
+  c.zero.shard_group = 2;
+  const Status no = TargetSupports(plain.value(), c);
+  ASSERT_EQ(no.errors().size(), 1u) << no.ToString();
+  EXPECT_EQ(no.errors()[0].field, "zero.shard_group");
+  EXPECT_TRUE(TargetSupports(hsdp.value(), c).ok()) << TargetSupports(hsdp.value(), c).ToString();
+  SystemUnderTest sut;
+  sut.target = std::make_shared<const TargetSpec>(hsdp.value());
+  EXPECT_TRUE(sut.Limits().shard_groups);
+  EXPECT_FALSE(SystemUnderTest{}.Limits().shard_groups);
+  const Status engine = SystemUnderTest{}.Supports(c);
+  ASSERT_FALSE(engine.ok());
+  EXPECT_EQ(engine.errors()[0].field, "zero.shard_group");
+}
+
 // A system's limits come from its file for a target; the built-in engine declares none.
 TEST(SystemUnderTest, LimitsAreTheTargetFilesAndNoneForTheEngine) {
   const SystemLimits engine = SystemUnderTest{}.Limits();

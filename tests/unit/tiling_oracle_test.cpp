@@ -41,6 +41,26 @@ TEST(TilingOracle, ExpectedHoldersFollowZeroStage) {
   EXPECT_EQ(ExpectedHolders(c, "grad", q, early), 4);
 }
 
+// Shard groups (torch's HSDP): a sharded kind is held once per group, a replicated one by every
+// dp rank.
+TEST(TilingOracle, ExpectedHoldersCountOneHolderPerShardGroup) {
+  Config c = SmallConfig(4, 0);
+  const ModelSpec spec = BuildModelSpec(c.model);
+  const ParamSpec& q = *spec.Find("blocks.0.attn.q.weight");
+  c.zero.stage = 3;
+  c.zero.shard_group = 2;
+  EXPECT_EQ(ExpectedHolders(c, "param", q), 2);
+  EXPECT_EQ(ExpectedHolders(c, "exp_avg", q), 2);
+  c.zero.shard_group = 1;  // every rank a whole replica
+  EXPECT_EQ(ExpectedHolders(c, "grad", q), 4);
+  c.zero.shard_group = 4;  // one group: every dp rank, as 0
+  EXPECT_EQ(ExpectedHolders(c, "param", q), 1);
+  c.zero.stage = 1;
+  c.zero.shard_group = 2;
+  EXPECT_EQ(ExpectedHolders(c, "grad", q), 4);
+  EXPECT_EQ(ExpectedHolders(c, "exp_avg", q), 2);
+}
+
 TEST(TilingOracle, ExpectedHoldersFollowTensorAndPipelineSplits) {
   Config c = SmallConfig(2, 1);  // 4 heads, 4 kv heads, tied embeddings
   c.parallel.tp = 4;

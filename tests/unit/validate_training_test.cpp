@@ -39,6 +39,34 @@ TEST(Validate, AlignElemsPowerOfTwo) {
                 "zero.align_elems");
 }
 
+// zero.shard_group: 0, or groups that tile dp under a stage that shards; a checkpoint's reload
+// layout keeps the groups' size.
+TEST(Validate, ShardGroupsTileDpUnderAShardingStage) {
+  auto dp4 = [](int64_t stage, int64_t group) {
+    return With([=](Config& c) {
+      c.parallel.dp = c.parallel.world = 4;
+      c.zero.stage = stage;
+      c.zero.shard_group = group;
+    });
+  };
+  ExpectValid(dp4(3, 2));
+  ExpectValid(dp4(1, 1));
+  ExpectValid(dp4(3, 4));
+  ExpectInvalid(dp4(3, 3), "zero.shard_group",
+                "must divide parallel.dp=4 (its groups tile the dp ranks)");
+  ExpectInvalid(dp4(0, 2), "zero.shard_group", "needs a ZeRO stage that shards");
+  ExpectInvalid(dp4(3, -1), "zero.shard_group", "must be >= 0");
+  Config saved = dp4(3, 2);
+  saved.steps = 3;
+  saved.checkpoint.save_at = 1;
+  saved.checkpoint.reload = {1, 1, 2, 3};
+  ExpectValid(saved);
+  saved.checkpoint.reload.dp = 3;
+  ExpectInvalid(saved, "zero.shard_group", "must divide checkpoint.reload.dp=3");
+  saved.checkpoint.reload = {1, 1, 2, 0};
+  ExpectInvalid(saved, "zero.shard_group", "checkpoint.reload.zero_stage >= 1");
+}
+
 TEST(Validate, LossScaleWithoutFp16IsAllowed) {
   ExpectValid(With([](Config& c) { c.precision.loss_scale.mode = LossScaleMode::kDynamic; }));
   ExpectValid(With([](Config& c) {
