@@ -318,6 +318,15 @@ c['optimizer']['schedule'] = {'kind': 'warmup_linear', 'warmup_steps': 3, 'total
     # times the truth; the minimized config passes on 2.15.0, and so does the reproducer.
     old_release_bug "$A/rediscovery/issue162338_2.8.0_minimized.json" "$A/torch2_fsdp2-2.8.0.json" \
       "$A/torch2_fsdp2.json" mismatch.numeric.grad.embedding.reduction.scale "$PY28" "$A/repro/fsdp2_gloo_avg_sums.py"
+    # T2-10 under HSDP (torch2_hsdp-2.8.0.json, dp 4): the reduce-scatter within a shard group of
+    # two sums, the all-reduce across the groups averages, so the gradients are twice the truth;
+    # groups of one rank (nothing to reduce-scatter) pass.
+    derive_json "$T/torch2_dp2_zero3.json" "$TMP/h2.json" "c['parallel'] = {'world': 4, 'dp': 4}; c['zero']['shard_group'] = 2"
+    derive_json "$TMP/h2.json" "$TMP/h1.json" "c['zero']['shard_group'] = 1"
+    expect 3 "$P" run "$TMP/h2.json" --target "$A/torch2_hsdp-2.8.0.json"
+    has "sig=mismatch.numeric.grad.embedding.reduction.scale "
+    has "the gradient is the truth scaled by 2 "
+    passes_on "$A/torch2_hsdp-2.8.0.json" "$TMP/h1.json"
     # T2-11, rediscovered on 2.8.0: an in-place scalar divide of a Partial DTensor is lost, so
     # pipelining's scale_grads leaves the sequence-parallel norms' gradients x micro-batches.
     old_release_bug "$A/rediscovery/issue163374_2.8.0_minimized.json" "$A/torch2_tp_pp-2.8.0.json" \
