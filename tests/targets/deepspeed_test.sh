@@ -80,6 +80,20 @@ c['target_options'] = {'zero_optimization.zero_hpz_partition_size': 2, 'zero_opt
     derive_json "$TMP/hpz4.json" "$TMP/hpz3.json" "c['parallel'] = {'world': 3, 'dp': 3}"
     expect 2 "$P" run "$TMP/hpz3.json" --target "$DS/deepspeed.json"
     has 'target_options."zero_optimization.zero_hpz_partition_size": 2 does not divide parallel.dp 3'
+    # A DeepSpeed bug (docs/DEEPSPEED.md): a universal-checkpoint reload gives every ZeRO-3
+    # sub-group one shared step tensor, which torch's Adam advances once per sub-group. The
+    # campaign's minimized config (dp 2 saved, reloaded into dp 1, sub_group_size 1) is the update
+    # oracle's finding; the same config at the default sub_group_size passes; the reproducer exits
+    # 1. This test fails once a release fixes it.
+    expect 3 "$P" run "$DS/repro/zero3_universal_subgroups_shared_step.config.json" --target "$DS/deepspeed.json"
+    has "sig=mismatch.update.master.embedding.optimizer "
+    derive_json "$DS/repro/zero3_universal_subgroups_shared_step.config.json" "$TMP/one_group.json" \
+      "del c['target_options']"
+    expect 0 "$P" run "$TMP/one_group.json" --target "$DS/deepspeed.json"
+    has "SUMMARY: paradiff: PASS"
+    expect 1 env DS_ACCELERATOR=cpu PYTHONPATH="$SRC/work/venv/deepspeed-0.19.8" \
+      "$SRC/work/venv/torch-2.15.0/bin/python" "$DS/repro/zero3_universal_subgroups_shared_step.py"
+    has "BUG: the sub-groups share one step tensor"
     ;;
   deepspeed_warm_leaks_nothing)  # protocol 2: nothing one config does reaches the next
     need_deepspeed
