@@ -7,8 +7,8 @@ tensor once per sub-group and the later sub-groups' bias corrections use a step 
 stage3.py `load_hp_checkpoint_state_from_checkpoint_dir_stage3` reads one step
 (`optim_sd[...]['state'][0]['step']`, a tensor for torch's optimizers) and assigns that object to
 `self.optimizer.state[fp32_param]['step']` of every sub-group. ZeRO 3 splits its partition into
-sub-groups of `zero_optimization.sub_group_size` elements (default 1e9, so a model of more than
-1e9 parameters per rank has several) and steps each with the client optimizer in turn. A resumed
+sub-groups of `zero_optimization.sub_group_size` elements (default 1e9, so a rank's partition of
+more than 1e9 elements has several) and steps each with the client optimizer in turn. A resumed
 run's updates are silently wrong from the first step after the reload (Adam's first-moment
 correction 1 - beta1^step with a step too large). Found by an unsteered paradiff campaign against
 adapters/deepspeed/deepspeed.json (DeepSpeed 0.19.8, `sub_group_size` varied), the update oracle:
