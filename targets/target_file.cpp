@@ -104,7 +104,7 @@ DType ParseDType(Reader& r, const json& p, const char* k, Status* st) {
 
 // "options": {"NAME": [scalar, ...] | {"values": [scalar, ...], "divides": "dp"}, ...}, each list
 // non-empty and without repeats; under "divides" every value a positive integer.
-void ParseOptions(const json& o, TargetSpec& t, Reader& r) {
+void ParseOptions(const json& o, TargetSpec& t, Reader& r, Status* st) {
   if (!o.is_object()) {
     r.Error("options", "must be an object {\"NAME\": [values]} of the target's own settings");
     return;
@@ -114,9 +114,7 @@ void ParseOptions(const json& o, TargetSpec& t, Reader& r) {
     TargetOption opt;
     const json* values = &spec;
     if (spec.is_object()) {
-      for (const auto& [key, unused] : spec.items())
-        if (key != "values" && key != "divides")
-          r.Error(KeyPath(field, key), "unknown key (an option has \"values\" and \"divides\")");
+      Reader(spec, field + ".", st).Unknown({"values", "divides"});
       if (spec.contains("divides")) {
         opt.divides_dp = spec["divides"] == "dp";
         if (!opt.divides_dp) r.Error(KeyPath(field, "divides"), "must be \"dp\"");
@@ -414,7 +412,7 @@ StatusOr<TargetSpec> ParseTargetSpec(const std::string& text, const std::string&
         ar.Error("clip", "must be \"fp32\" or \"accumulate\"");
     }
   }
-  if (j.contains("options")) ParseOptions(j["options"], t, r);
+  if (j.contains("options")) ParseOptions(j["options"], t, r, &st);
   if (j.contains("supports"))
     ParseSupports(j["supports"], t, &st);
   else

@@ -21,8 +21,9 @@ RUN_DIR/out/rank<R>.json and rank<R>.step<S>.safetensors with the kinds run.json
 --parallel fsdp2: fully_shard on the whole model on a 1-D dp device mesh, or with zero.shard_group
   on a 2-D (replicate, shard) mesh of groups of that many consecutive ranks (HSDP: each group
   shards the state, the groups replicate it, the gradients reduce-scattered within a group and
-  all-reduced across groups) (flat wrapping: one parameter group; --nested: one per transformer block, then the root, on nested_model.py's
-  NestedGpt: model.py's arithmetic with each block's parameters in a submodule),
+  all-reduced across groups); flat wrapping (one parameter group; --nested: one per transformer
+  block, then the root, on nested_model.py's NestedGpt: model.py's arithmetic with each block's
+  parameters in a submodule),
   reshard_after_forward True (False with --no-reshard), a MixedPrecisionPolicy (param_dtype bf16,
   reduce_dtype = precision.reduce) for bf16 compute; --sync-last-micro-step:
   set_requires_gradient_sync(False) for all but the last micro-step (FSDP2's no_sync: unsharded

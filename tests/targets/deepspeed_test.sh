@@ -75,8 +75,7 @@ PY
     derive_json "$T/deepspeed_w1.json" "$TMP/hpz4.json" "c['zero']['stage'] = 3; \
 c['parallel'] = {'world': 4, 'dp': 4}; c['model']['layers'] = 2; \
 c['target_options'] = {'zero_optimization.zero_hpz_partition_size': 2, 'zero_optimization.sub_group_size': 1}"
-    expect 0 "$P" run "$TMP/hpz4.json" --target "$DS/deepspeed.json"
-    has "SUMMARY: paradiff: PASS"
+    passes_on "$DS/deepspeed.json" "$TMP/hpz4.json"
     derive_json "$TMP/hpz4.json" "$TMP/hpz3.json" "c['parallel'] = {'world': 3, 'dp': 3}"
     expect 2 "$P" run "$TMP/hpz3.json" --target "$DS/deepspeed.json"
     has 'target_options."zero_optimization.zero_hpz_partition_size": 2 does not divide parallel.dp 3'
@@ -89,8 +88,7 @@ c['target_options'] = {'zero_optimization.zero_hpz_partition_size': 2, 'zero_opt
     has "sig=mismatch.update.master.embedding.optimizer "
     derive_json "$DS/repro/zero3_universal_subgroups_shared_step.config.json" "$TMP/one_group.json" \
       "del c['target_options']"
-    expect 0 "$P" run "$TMP/one_group.json" --target "$DS/deepspeed.json"
-    has "SUMMARY: paradiff: PASS"
+    passes_on "$DS/deepspeed.json" "$TMP/one_group.json"
     expect 1 env DS_ACCELERATOR=cpu PYTHONPATH="$SRC/work/venv/deepspeed-0.19.8" \
       "$SRC/work/venv/torch-2.15.0/bin/python" "$DS/repro/zero3_universal_subgroups_shared_step.py"
     has "BUG: the sub-groups share one step tensor"
