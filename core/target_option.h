@@ -16,9 +16,14 @@ struct TargetOption {
   // with a checkpoint (DeepSpeed's zero_hpz_partition_size splits the dp ranks into groups of that
   // many, and refuses a size that does not divide them).
   bool divides_dp = false;
+  // "zero_stages": [S, ...]: a value is set only in a config whose ZeRO stage, and its reload
+  // stage with a checkpoint, is listed (DeepSpeed refuses partial optimizer offload, its
+  // `offload_optimizer.ratio`, outside stage 3). Empty: any stage.
+  std::vector<int64_t> zero_stages;
 };
 
-// Why `value` of option `o` does not fit cfg (its dp, or its reload dp), or "" when it does.
+// Why `value` of option `o` does not fit cfg (its dp or ZeRO stage, or those it reloads into), or
+// "" when it does.
 std::string OptionMisfit(const TargetOption& o, const std::string& value, const Config& cfg);
 
 }  // namespace paradiff

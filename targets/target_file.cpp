@@ -102,8 +102,25 @@ DType ParseDType(Reader& r, const json& p, const char* k, Status* st) {
   return DType::kFp32;
 }
 
-// "options": {"NAME": [scalar, ...] | {"values": [scalar, ...], "divides": "dp"}, ...}, each list
-// non-empty and without repeats; under "divides" every value a positive integer.
+// "options": {"NAME": [scalar, ...] | {"values": [scalar, ...], "divides": "dp", "zero_stages":
+// [S, ...]}, ...}, each list non-empty and without repeats; under "divides" every value a positive
+// integer; "zero_stages" ZeRO stages 0-3.
+std::vector<int64_t> ParseOptionStages(const json& spec, const std::string& field, Reader& r) {
+  const json& v = spec["zero_stages"];
+  std::vector<int64_t> stages;
+  const bool ok = v.is_array() && !v.empty() && std::all_of(v.begin(), v.end(), [&](const json& s) {
+                    if (!s.is_number_integer() || s.get<int64_t>() < 0 || s.get<int64_t>() > 3 ||
+                        Has(stages, s.get<int64_t>()))
+                      return false;
+                    stages.push_back(s.get<int64_t>());
+                    return true;
+                  });
+  if (!ok)
+    r.Error(KeyPath(field, "zero_stages"),
+            "must be a non-empty array of distinct ZeRO stages 0-3 (where the option may be set)");
+  return ok ? stages : std::vector<int64_t>{};
+}
+
 void ParseOptions(const json& o, TargetSpec& t, Reader& r, Status* st) {
   if (!o.is_object()) {
     r.Error("options", "must be an object {\"NAME\": [values]} of the target's own settings");
@@ -114,11 +131,12 @@ void ParseOptions(const json& o, TargetSpec& t, Reader& r, Status* st) {
     TargetOption opt;
     const json* values = &spec;
     if (spec.is_object()) {
-      Reader(spec, field + ".", st).Unknown({"values", "divides"});
+      Reader(spec, field + ".", st).Unknown({"values", "divides", "zero_stages"});
       if (spec.contains("divides")) {
         opt.divides_dp = spec["divides"] == "dp";
         if (!opt.divides_dp) r.Error(KeyPath(field, "divides"), "must be \"dp\"");
       }
+      if (spec.contains("zero_stages")) opt.zero_stages = ParseOptionStages(spec, field, r);
       field = KeyPath(field, "values");
       values = spec.contains("values") ? &spec["values"] : nullptr;
     }

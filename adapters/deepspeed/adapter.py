@@ -139,6 +139,9 @@ def ds_config(cfg, extra, own_optimizer=False):
     if not own_optimizer:
         del ds["optimizer"]  # a client torch optimizer with exactly these parameters (make_optimizer)
         ds["zero_allow_untested_optimizer"] = True  # SGD is not on ZeRO's tested list
+        # With offload_optimizer (a target option) DeepSpeed refuses a client optimizer other than
+        # its CPU Adam unless told not to; the client optimizer then steps the host partitions.
+        ds["zero_force_ds_cpu_optimizer"] = False
     ds["steps_per_print"] = 1 << 30
     merge(ds, copy.deepcopy(extra))
     for path, value in sorted(cfg.get("target_options", {}).items()):  # "a.b.c": DeepSpeed's keys
@@ -235,6 +238,10 @@ def train(rank, world, run_dir, a, extra):
     load = run.get("load_checkpoint")
     tag = universal_if_resharded(load, cfg, ds, rank) if load else None
     engine, _, _, _ = deepspeed.initialize(model=model, optimizer=opt, config=ds)
+    if rank == 0:  # DeepSpeed's own reading of the ZeRO settings, for whoever reads the run's log
+        zc = engine._config.zero_config
+        print("deepspeed: ZeRO stage %d, optimizer %s; offload_optimizer: %s; offload_param: %s"
+              % (zc.stage, type(engine.optimizer).__name__, zc.offload_optimizer, zc.offload_param), flush=True)
     if load:
         path, _ = engine.load_checkpoint(load, tag=tag,
                                          load_optimizer_states=plant != "reload_without_optimizer")

@@ -67,9 +67,24 @@ OPTIONS = {
 # of each parameter's shard within groups of that many dp ranks, gathered from there in backward;
 # DeepSpeed refuses a size that does not divide dp, hence "divides") and the optimizer's
 # sub-groups (one element: every parameter in a sub-group of its own).
+# ZeRO-Offload, varied in the newest release's ZeRO files: the optimizer's state and step on the
+# host (ZeRO 1-3: the stages' own offload paths; ZeRO 0 ignores it), and ZeRO 3's parameters there
+# too. On the CPU accelerator host and device are one memory, but the code paths are the offload
+# ones (the optimizer's own partition buffers and copies, the gradient norm from per-parameter
+# norms). A client torch optimizer needs zero_force_ds_cpu_optimizer false (adapter.py).
+OFFLOAD = {
+    "zero_optimization.offload_optimizer.device": ["cpu"],
+    "zero_optimization.offload_param.device": {"values": ["cpu"], "zero_stages": [3]},
+}
 OPTIONS_ZERO3 = dict(OPTIONS, **{
     "zero_optimization.zero_hpz_partition_size": {"values": [2, 4], "divides": "dp"},
     "zero_optimization.sub_group_size": [1, 64, 4096],
+}, **OFFLOAD)
+# DeepSpeed's own optimizer (its CPU Adam) may also keep part of ZeRO 3's sub-groups off the host
+# (ZeRO-Offload++, offload_optimizer.ratio; DeepSpeed refuses it at other stages and with a client
+# optimizer): the sub-groups below the ratio step with a torch AdamW on the device.
+OPTIONS_OWN = dict(OPTIONS_ZERO3, **{
+    "zero_optimization.offload_optimizer.ratio": {"values": [0.5], "zero_stages": [3]},
 })
 # Checkpoints (the newest release's non-pipeline files): saved and reloaded through DeepSpeed's
 # API, into another dp (ZeRO 1-3 through a universal checkpoint, adapter.py) and between ZeRO 1 and
@@ -187,12 +202,14 @@ def files():
         "deepspeed-%s-zero1" % NEWEST,
         "DeepSpeed %s ZeRO 1 (its ZeRO optimizer): it reduces each gradient slice to its owner only, "
         "so its gradients are partitioned from stage 1 (docs/DEEPSPEED.md)" % NEWEST,
-        NEWEST, [1], [FP32] + BF16, partitioned_from={"grad": 1}, options=OPTIONS, checkpoint=True)
+        NEWEST, [1], [FP32] + BF16, partitioned_from={"grad": 1},
+        options=dict(OPTIONS, **{k: v for k, v in OFFLOAD.items() if "offload_param" not in k}),
+        checkpoint=True)
     own = target(
         "deepspeed-%s-adam" % NEWEST,
         "DeepSpeed %s with its own Adam / AdamW (the config's optimizer section; the CPU accelerator's "
         "C++ CPU Adam), ZeRO 0, 2, 3, fp32 and bf16 with bf16 accumulation (docs/DEEPSPEED.md)" % NEWEST,
-        NEWEST, [0, 2, 3], [FP32] + BF16, extra_args=["--ds-optimizer"], options=OPTIONS_ZERO3, checkpoint=True,
+        NEWEST, [0, 2, 3], [FP32] + BF16, extra_args=["--ds-optimizer"], options=OPTIONS_OWN, checkpoint=True,
         optimizers=("adam", "adamw"))
     # DeepSpeed JIT-builds the op on first use; scripts/setup-targets builds it ahead (the release's
     # pinned file lists it), so a run only loads it.

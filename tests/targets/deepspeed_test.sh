@@ -93,6 +93,31 @@ c['target_options'] = {'zero_optimization.zero_hpz_partition_size': 2, 'zero_opt
       "$SRC/work/venv/torch-2.15.0/bin/python" "$DS/repro/zero3_universal_subgroups_shared_step.py"
     has "BUG: the sub-groups share one step tensor"
     ;;
+  deepspeed_offload)
+    need_deepspeed
+    # ZeRO-Offload (docs/DEEPSPEED.md, "Options"): the optimizer on the host at ZeRO 2 with a client
+    # AdamW, the parameters too at ZeRO 3, and DeepSpeed's own optimizer at ZeRO 3 keeping half its
+    # one-element sub-groups off the host (offload_optimizer.ratio 0.5): PASS. The ratio at ZeRO 2,
+    # which DeepSpeed refuses, is refused by paradiff first (exit 2), naming the option's rule.
+    derive_json "$T/deepspeed_w1.json" "$TMP/off2.json" "c['zero']['stage'] = 2; \
+c['parallel'] = {'world': 2, 'dp': 2}; c['target_options'] = {'zero_optimization.offload_optimizer.device': 'cpu'}"
+    passes_on "$DS/deepspeed.json" "$TMP/off2.json"
+    derive_json "$TMP/off2.json" "$TMP/off3.json" "c['zero']['stage'] = 3; c['model']['layers'] = 2; \
+c['target_options']['zero_optimization.offload_param.device'] = 'cpu'"
+    expect 0 "$P" run "$TMP/off3.json" --target "$DS/deepspeed.json" --keep-run-dirs "$TMP/off3"
+    has "SUMMARY: paradiff: PASS"
+    cat "$TMP"/off3/*/target.log >"$TMP/out"  # the adapter logs DeepSpeed's own reading of them
+    has "offload_optimizer: device='cpu'.*offload_param: device='cpu'"
+    derive_json "$TMP/off2.json" "$TMP/ratio3.json" "c['zero']['stage'] = 3; c['model']['layers'] = 2; \
+c['target_options'].update({'zero_optimization.offload_optimizer.ratio': 0.5, 'zero_optimization.sub_group_size': 1})"
+    expect 0 "$P" run "$TMP/ratio3.json" --target "$DS/deepspeed_adam.json" --keep-run-dirs "$TMP/ratio3"
+    has "SUMMARY: paradiff: PASS"
+    cat "$TMP"/ratio3/*/target.log >"$TMP/out"
+    has "offload_optimizer: device='cpu'.* ratio=0.5"
+    derive_json "$TMP/ratio3.json" "$TMP/ratio2.json" "c['zero']['stage'] = 2"
+    expect 2 "$P" run "$TMP/ratio2.json" --target "$DS/deepspeed_adam.json"
+    has 'target_options."zero_optimization.offload_optimizer.ratio": 0.5 is not set at zero.stage 2'
+    ;;
   deepspeed_warm_leaks_nothing)  # protocol 2: nothing one config does reaches the next
     need_deepspeed
     warm_leaks_nothing "$DS/deepspeed.json" "$T/deepspeed_dp2.json" 100

@@ -534,7 +534,7 @@ TEST(ConfigDomain, ShardGroupsAreDrawnOnlyForASystemThatTakesThem) {
 TEST(ConfigDomain, AnOptionThatDividesDpIsDrawnOnlyWhereItDivides) {
   DomainOptions opts = EngineOptions();
   opts.accept = nullptr;
-  opts.target_options = {{"hpz", {{"2", "3", "4"}, /*divides_dp=*/true}}};
+  opts.target_options = {{"hpz", {{"2", "3", "4"}, /*divides_dp=*/true, /*zero_stages=*/{}}}};
   std::set<std::string> seen;
   int reloads = 0;
   for (const Config& c : Generate(14, opts, 400)) {
@@ -552,11 +552,29 @@ TEST(ConfigDomain, AnOptionThatDividesDpIsDrawnOnlyWhereItDivides) {
   EXPECT_GT(reloads, 0);
 }
 
+TEST(ConfigDomain, AnOptionWithZeroStagesIsDrawnOnlyAtThoseStages) {
+  DomainOptions opts = EngineOptions();
+  opts.accept = nullptr;
+  opts.target_options = {{"ratio", {{"0.5"}, /*divides_dp=*/false, /*zero_stages=*/{3}}}};
+  int set = 0, stage3_unset = 0;
+  for (const Config& c : Generate(15, opts, 400)) {
+    const bool has = c.target_options.count("ratio") > 0;
+    const bool fits =
+        c.zero.stage == 3 && (c.checkpoint.save_at == 0 || c.checkpoint.reload.zero_stage == 3);
+    EXPECT_TRUE(fits || !has) << WriteConfig(c);
+    set += has;
+    stage3_unset += fits && !has;
+  }
+  EXPECT_GT(set, 0);
+  EXPECT_GT(stage3_unset, 0);  // still left at the default half the time
+}
+
 TEST(ConfigDomain, TargetOptionsAreDrawnFromTheDeclaredValuesOnly) {
   DomainOptions opts = EngineOptions();
   const std::vector<Config> plain = Generate(12, opts, 200);
   opts.accept = nullptr;
-  opts.target_options = {{"a.flag", {{"true", "false"}}}, {"size", {{"64", "500000000"}}}};
+  opts.target_options = {{"a.flag", {{"true", "false"}, false, {}}},
+                         {"size", {{"64", "500000000"}, false, {}}}};
   const std::vector<Config> with = Generate(12, opts, 200);
   std::map<std::string, std::set<std::string>> seen;
   int unset = 0;
