@@ -80,6 +80,14 @@ OPTIONS_ZERO3 = dict(OPTIONS, **{
     "zero_optimization.zero_hpz_partition_size": {"values": [2, 4], "divides": "dp"},
     "zero_optimization.sub_group_size": [1, 64, 4096],
 }, **OFFLOAD)
+# bf16 with fp32 accumulation at ZeRO 1 is DeepSpeed's BF16_Optimizer, which keeps whole gradients,
+# except under offload, where DeepSpeed takes its ZeRO-1 optimizer, which keeps each rank's slice
+# only (engine.py _do_optimizer_sanity_check: "... == 1 and not self.zero_cpu_offload()"): the
+# fp32acc file declares stage 1's gradients whole, so it offloads at ZeRO 2 and 3 only (ZeRO 1's
+# offload is deepspeed_zero1.json's).
+OPTIONS_FP32ACC = dict(OPTIONS_ZERO3, **{
+    "zero_optimization.offload_optimizer.device": {"values": ["cpu"], "zero_stages": [2, 3]},
+})
 # DeepSpeed's own optimizer (its CPU Adam) may also keep part of ZeRO 3's sub-groups off the host
 # (ZeRO-Offload++, offload_optimizer.ratio; DeepSpeed refuses it at other stages and with a client
 # optimizer): the sub-groups below the ratio step with a torch AdamW on the device.
@@ -158,7 +166,7 @@ def files():
             "deepspeed-%s-fp32acc" % v,
             "DeepSpeed %s: bf16 with fp32 gradient accumulation (ZeRO 1 = DeepSpeed's BF16_Optimizer, "
             "ZeRO 2, 3; DeepSpeed refuses it at ZeRO 0)" % v,
-            v, [1, 2, 3], BF16_FP32ACC, options=OPTIONS_ZERO3 if v == NEWEST else OPTIONS,
+            v, [1, 2, 3], BF16_FP32ACC, options=OPTIONS_FP32ACC if v == NEWEST else OPTIONS,
             checkpoint=v == NEWEST)
         if v != NEWEST:
             # The older releases' checkpoints in files of their own: the files above keep the

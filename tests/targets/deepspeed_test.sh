@@ -114,9 +114,19 @@ c['target_options'].update({'zero_optimization.offload_optimizer.ratio': 0.5, 'z
     has "SUMMARY: paradiff: PASS"
     cat "$TMP"/ratio3/*/target.log >"$TMP/out"
     has "offload_optimizer: device='cpu'.* ratio=0.5"
+    # The warm worker of DeepSpeed's own optimizer loads its C++ ops before forking (adapter.py
+    # prepare): a config's CPU Adam state does not reach the next.
+    warm_leaks_nothing "$DS/deepspeed_adam.json" "$TMP/ratio3.json" 10
     derive_json "$TMP/ratio3.json" "$TMP/ratio2.json" "c['zero']['stage'] = 2"
     expect 2 "$P" run "$TMP/ratio2.json" --target "$DS/deepspeed_adam.json"
     has 'target_options."zero_optimization.offload_optimizer.ratio": 0.5 is not set at zero.stage 2'
+    # bf16 with fp32 accumulation at ZeRO 1 under offload is DeepSpeed's ZeRO-1 optimizer (each
+    # rank keeps its gradient slice), not the BF16_Optimizer the fp32acc file declares (whole
+    # gradients): that file offloads at ZeRO 2 and 3 only (a campaign's tiling findings otherwise).
+    derive_json "$TMP/off2.json" "$TMP/acc1.json" "c['zero']['stage'] = 1; c['precision'] = \
+{'param': 'bf16', 'compute': 'bf16', 'reduce': 'fp32', 'accumulate': 'fp32', 'master_weights': True}"
+    expect 2 "$P" run "$TMP/acc1.json" --target "$DS/deepspeed_fp32acc.json"
+    has 'offload_optimizer.device": "cpu" is not set at zero.stage 1'
     ;;
   deepspeed_warm_leaks_nothing)  # protocol 2: nothing one config does reaches the next
     need_deepspeed
