@@ -17,8 +17,8 @@ struct TargetOption {
   // many, and refuses a size that does not divide them).
   bool divides_dp = false;
   // "zero_stages": [S, ...]: a value is set only in a config whose ZeRO stage, and its reload
-  // stage with a checkpoint, is listed (DeepSpeed refuses partial optimizer offload, its
-  // `offload_optimizer.ratio`, outside stage 3). Empty: any stage.
+  // stage with a checkpoint, is listed (DeepSpeed offloads parameters at stage 3 only, and changes
+  // its optimizer at stage 1 under offload). Empty: any stage.
   std::vector<int64_t> zero_stages;
 };
 

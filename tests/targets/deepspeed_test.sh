@@ -96,9 +96,9 @@ c['target_options'] = {'zero_optimization.zero_hpz_partition_size': 2, 'zero_opt
   deepspeed_offload)
     need_deepspeed
     # ZeRO-Offload (docs/DEEPSPEED.md, "Options"): the optimizer on the host at ZeRO 2 with a client
-    # AdamW, the parameters too at ZeRO 3, and DeepSpeed's own optimizer at ZeRO 3 keeping half its
-    # one-element sub-groups off the host (offload_optimizer.ratio 0.5): PASS. The ratio at ZeRO 2,
-    # which DeepSpeed refuses, is refused by paradiff first (exit 2), naming the option's rule.
+    # AdamW, the parameters too at ZeRO 3, and DeepSpeed's own optimizer (its CPU Adam under
+    # offload) at ZeRO 3 over one-element sub-groups: PASS. Parameter offload at ZeRO 2 is refused
+    # by paradiff (exit 2), naming the option's rule.
     derive_json "$T/deepspeed_w1.json" "$TMP/off2.json" "c['zero']['stage'] = 2; \
 c['parallel'] = {'world': 2, 'dp': 2}; c['target_options'] = {'zero_optimization.offload_optimizer.device': 'cpu'}"
     passes_on "$DS/deepspeed.json" "$TMP/off2.json"
@@ -108,18 +108,19 @@ c['target_options']['zero_optimization.offload_param.device'] = 'cpu'"
     has "SUMMARY: paradiff: PASS"
     cat "$TMP"/off3/*/target.log >"$TMP/out"  # the adapter logs DeepSpeed's own reading of them
     has "offload_optimizer: device='cpu'.*offload_param: device='cpu'"
-    derive_json "$TMP/off2.json" "$TMP/ratio3.json" "c['zero']['stage'] = 3; c['model']['layers'] = 2; \
-c['target_options'].update({'zero_optimization.offload_optimizer.ratio': 0.5, 'zero_optimization.sub_group_size': 1})"
-    expect 0 "$P" run "$TMP/ratio3.json" --target "$DS/deepspeed_adam.json" --keep-run-dirs "$TMP/ratio3"
+    derive_json "$TMP/off2.json" "$TMP/own3.json" "c['zero']['stage'] = 3; c['model']['layers'] = 2; \
+c['target_options']['zero_optimization.sub_group_size'] = 1"
+    expect 0 "$P" run "$TMP/own3.json" --target "$DS/deepspeed_adam.json" --keep-run-dirs "$TMP/own3"
     has "SUMMARY: paradiff: PASS"
-    cat "$TMP"/ratio3/*/target.log >"$TMP/out"
-    has "offload_optimizer: device='cpu'.* ratio=0.5"
+    cat "$TMP"/own3/*/target.log >"$TMP/out"
+    has "optimizer DeepSpeedZeroOptimizer_Stage3; offload_optimizer: device='cpu'"
     # The warm worker of DeepSpeed's own optimizer loads its C++ ops before forking (adapter.py
     # prepare): a config's CPU Adam state does not reach the next.
-    warm_leaks_nothing "$DS/deepspeed_adam.json" "$TMP/ratio3.json" 10
-    derive_json "$TMP/ratio3.json" "$TMP/ratio2.json" "c['zero']['stage'] = 2"
-    expect 2 "$P" run "$TMP/ratio2.json" --target "$DS/deepspeed_adam.json"
-    has 'target_options."zero_optimization.offload_optimizer.ratio": 0.5 is not set at zero.stage 2'
+    warm_leaks_nothing "$DS/deepspeed_adam.json" "$TMP/own3.json" 10
+    derive_json "$TMP/off2.json" "$TMP/param2.json" \
+      "c['target_options']['zero_optimization.offload_param.device'] = 'cpu'"
+    expect 2 "$P" run "$TMP/param2.json" --target "$DS/deepspeed.json"
+    has 'target_options."zero_optimization.offload_param.device": "cpu" is not set at zero.stage 2'
     # bf16 with fp32 accumulation at ZeRO 1 under offload is DeepSpeed's ZeRO-1 optimizer (each
     # rank keeps its gradient slice), not the BF16_Optimizer the fp32acc file declares (whole
     # gradients): that file offloads at ZeRO 2 and 3 only (a campaign's tiling findings otherwise).
