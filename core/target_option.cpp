@@ -7,38 +7,43 @@ namespace paradiff {
 
 namespace {
 
-std::string StageMisfit(const TargetOption& o, const std::string& value, const Config& cfg) {
-  if (o.zero_stages.empty()) return "";
-  auto misfit = [&](int64_t stage, const char* field) {
-    if (std::find(o.zero_stages.begin(), o.zero_stages.end(), stage) != o.zero_stages.end())
-      return std::string();
-    std::string listed;
-    for (int64_t s : o.zero_stages) listed += (listed.empty() ? "" : ", ") + std::to_string(s);
-    return value + " is not set at " + field + " " + std::to_string(stage) +
-           " (the target declares \"zero_stages\": [" + listed + "])";
-  };
-  std::string why = misfit(cfg.zero.stage, "zero.stage");
-  if (why.empty() && cfg.checkpoint.save_at > 0)
-    why = misfit(cfg.checkpoint.reload.zero_stage, "checkpoint.reload.zero_stage");
-  return why;
+// Where an option's value must fit: the config's own layout, and with a checkpoint the one it
+// reloads into.
+struct Layout {
+  int64_t dp, stage;
+  const char* dp_field;
+  const char* stage_field;
+};
+
+std::vector<Layout> LayoutsOf(const Config& cfg) {
+  std::vector<Layout> layouts = {{cfg.parallel.dp, cfg.zero.stage, "parallel.dp", "zero.stage"}};
+  if (cfg.checkpoint.save_at > 0)
+    layouts.push_back({cfg.checkpoint.reload.dp, cfg.checkpoint.reload.zero_stage,
+                       "checkpoint.reload.dp", "checkpoint.reload.zero_stage"});
+  return layouts;
 }
 
 }  // namespace
 
 std::string OptionMisfit(const TargetOption& o, const std::string& value, const Config& cfg) {
-  if (std::string why = StageMisfit(o, value, cfg); !why.empty()) return why;
+  const std::vector<Layout> layouts = LayoutsOf(cfg);
+  const auto& stages = o.zero_stages;
+  for (const Layout& l : layouts) {
+    if (stages.empty() || std::find(stages.begin(), stages.end(), l.stage) != stages.end())
+      continue;
+    std::string listed;
+    for (int64_t s : stages) listed += (listed.empty() ? "" : ", ") + std::to_string(s);
+    return value + " is not set at " + l.stage_field + " " + std::to_string(l.stage) +
+           " (the target declares \"zero_stages\": [" + listed + "])";
+  }
   if (!o.divides_dp) return "";
   // The target file's parser admits only positive integers under "divides" (target_file.cpp).
   const long long n = std::atoll(value.c_str());
-  auto misfit = [&](int64_t dp, const char* field) {
-    return n > 0 && dp % n == 0 ? std::string()
-                                : value + " does not divide " + field + " " + std::to_string(dp) +
-                                      " (the target declares \"divides\": \"dp\")";
-  };
-  std::string why = misfit(cfg.parallel.dp, "parallel.dp");
-  if (why.empty() && cfg.checkpoint.save_at > 0)
-    why = misfit(cfg.checkpoint.reload.dp, "checkpoint.reload.dp");
-  return why;
+  for (const Layout& l : layouts)
+    if (n <= 0 || l.dp % n != 0)
+      return value + " does not divide " + l.dp_field + " " + std::to_string(l.dp) +
+             " (the target declares \"divides\": \"dp\")";
+  return "";
 }
 
 }  // namespace paradiff

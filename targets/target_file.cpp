@@ -108,13 +108,12 @@ DType ParseDType(Reader& r, const json& p, const char* k, Status* st) {
 std::vector<int64_t> ParseOptionStages(const json& spec, const std::string& field, Reader& r) {
   const json& v = spec["zero_stages"];
   std::vector<int64_t> stages;
-  const bool ok = v.is_array() && !v.empty() && std::all_of(v.begin(), v.end(), [&](const json& s) {
-                    if (!s.is_number_integer() || s.get<int64_t>() < 0 || s.get<int64_t>() > 3 ||
-                        Has(stages, s.get<int64_t>()))
-                      return false;
-                    stages.push_back(s.get<int64_t>());
-                    return true;
-                  });
+  bool ok = v.is_array() && !v.empty();
+  for (size_t i = 0; ok && i < v.size(); ++i) {
+    ok = v[i].is_number_integer() && v[i].get<int64_t>() >= 0 && v[i].get<int64_t>() <= 3 &&
+         !Has(stages, v[i].get<int64_t>());
+    if (ok) stages.push_back(v[i].get<int64_t>());
+  }
   if (!ok)
     r.Error(KeyPath(field, "zero_stages"),
             "must be a non-empty array of distinct ZeRO stages 0-3 (where the option may be set)");

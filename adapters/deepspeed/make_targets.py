@@ -62,20 +62,20 @@ OPTIONS = {
     "zero_optimization.stage3_prefetch_bucket_size": [0, 64, 50000000],
     "zero_optimization.stage3_max_live_parameters": [64, 1000000000],
 }
-# ZeRO 3's own settings, varied in the newest release's files that run it (older files keep the
-# configs their recorded campaigns drew): ZeRO++'s hierarchical partitioning (hpZ: a secondary copy
-# of each parameter's shard within groups of that many dp ranks, gathered from there in backward;
-# DeepSpeed refuses a size that does not divide dp, hence "divides") and the optimizer's
-# sub-groups (one element: every parameter in a sub-group of its own).
 # ZeRO-Offload, varied in the newest release's ZeRO files: the optimizer's state and step on the
 # host (ZeRO 1-3: the stages' own offload paths; ZeRO 0 ignores it), and ZeRO 3's parameters there
 # too. On the CPU accelerator host and device are one memory, but the code paths are the offload
 # ones (the optimizer's own partition buffers and copies, the gradient norm from per-parameter
 # norms). A client torch optimizer needs zero_force_ds_cpu_optimizer false (adapter.py).
-OFFLOAD = {
-    "zero_optimization.offload_optimizer.device": ["cpu"],
+OFFLOAD_OPTIMIZER = {"zero_optimization.offload_optimizer.device": ["cpu"]}
+OFFLOAD = dict(OFFLOAD_OPTIMIZER, **{
     "zero_optimization.offload_param.device": {"values": ["cpu"], "zero_stages": [3]},
-}
+})
+# ZeRO 3's own settings, varied in the newest release's files that run it (older files keep the
+# configs their recorded campaigns drew): ZeRO++'s hierarchical partitioning (hpZ: a secondary copy
+# of each parameter's shard within groups of that many dp ranks, gathered from there in backward;
+# DeepSpeed refuses a size that does not divide dp, hence "divides") and the optimizer's
+# sub-groups (one element: every parameter in a sub-group of its own).
 OPTIONS_ZERO3 = dict(OPTIONS, **{
     "zero_optimization.zero_hpz_partition_size": {"values": [2, 4], "divides": "dp"},
     "zero_optimization.sub_group_size": [1, 64, 4096],
@@ -210,7 +210,7 @@ def files():
         "DeepSpeed %s ZeRO 1 (its ZeRO optimizer): it reduces each gradient slice to its owner only, "
         "so its gradients are partitioned from stage 1 (docs/DEEPSPEED.md)" % NEWEST,
         NEWEST, [1], [FP32] + BF16, partitioned_from={"grad": 1},
-        options=dict(OPTIONS, **{k: v for k, v in OFFLOAD.items() if "offload_param" not in k}),
+        options=dict(OPTIONS, **OFFLOAD_OPTIMIZER),
         checkpoint=True)
     own = target(
         "deepspeed-%s-adam" % NEWEST,

@@ -555,10 +555,10 @@ TEST(ConfigDomain, AnOptionThatDividesDpIsDrawnOnlyWhereItDivides) {
 TEST(ConfigDomain, AnOptionWithZeroStagesIsDrawnOnlyAtThoseStages) {
   DomainOptions opts = EngineOptions();
   opts.accept = nullptr;
-  opts.target_options = {{"ratio", {{"0.5"}, /*divides_dp=*/false, /*zero_stages=*/{3}}}};
+  opts.target_options = {{"offload", {{"\"cpu\""}, /*divides_dp=*/false, /*zero_stages=*/{3}}}};
   int set = 0, stage3_unset = 0;
   for (const Config& c : Generate(15, opts, 400)) {
-    const bool has = c.target_options.count("ratio") > 0;
+    const bool has = c.target_options.count("offload") > 0;
     const bool fits =
         c.zero.stage == 3 && (c.checkpoint.save_at == 0 || c.checkpoint.reload.zero_stage == 3);
     EXPECT_TRUE(fits || !has) << WriteConfig(c);

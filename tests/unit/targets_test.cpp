@@ -156,21 +156,21 @@ TEST(TargetFile, AnOptionThatDividesDpRefusesValuesThatDoNot) {
 TEST(TargetFile, AnOptionWithZeroStagesIsSetOnlyAtThoseStages) {
   const char* head = R"({"protocol": 1, "name": "x", "command": ["/bin/true", "{run_dir}"],
       "supports": {"max_world": 4, "zero_stages": [0, 1, 2, 3], "checkpoint": true},
-      "options": {"ratio": )";
+      "options": {"offload": )";
   StatusOr<TargetSpec> t =
-      ParseTargetSpec(std::string(head) + R"({"values": [0.5], "zero_stages": [3]}}})", "t.json");
+      ParseTargetSpec(std::string(head) + R"({"values": ["cpu"], "zero_stages": [3]}}})", "t.json");
   ASSERT_TRUE(t.ok()) << t.status().ToString();
-  EXPECT_EQ(t.value().options.at("ratio").zero_stages, std::vector<int64_t>{3});
+  EXPECT_EQ(t.value().options.at("offload").zero_stages, std::vector<int64_t>{3});
   Config c;
   c.parallel.dp = c.parallel.world = 2;
   c.zero.stage = 3;
-  c.target_options = {{"ratio", "0.5"}};
+  c.target_options = {{"offload", "\"cpu\""}};
   EXPECT_TRUE(TargetSupports(t.value(), c).ok()) << TargetSupports(t.value(), c).ToString();
   c.zero.stage = 2;
   const Status no = TargetSupports(t.value(), c);
   ASSERT_EQ(no.errors().size(), 1u) << no.ToString();
-  EXPECT_EQ(no.errors()[0].field, "target_options.ratio");
-  EXPECT_NE(no.ToString().find("0.5 is not set at zero.stage 2"), std::string::npos)
+  EXPECT_EQ(no.errors()[0].field, "target_options.offload");
+  EXPECT_NE(no.ToString().find("\"cpu\" is not set at zero.stage 2"), std::string::npos)
       << no.ToString();
   c.zero.stage = 3;  // saved at stage 3, reloaded into stage 2
   c.steps = 3;
@@ -181,11 +181,12 @@ TEST(TargetFile, AnOptionWithZeroStagesIsSetOnlyAtThoseStages) {
             std::string::npos)
       << TargetSupports(t.value(), c).ToString();
   for (const char* bad :
-       {R"({"values": [0.5], "zero_stages": []})", R"({"values": [0.5], "zero_stages": [4]})",
-        R"({"values": [0.5], "zero_stages": [3, 3]})", R"({"values": [0.5], "zero_stages": 3})"}) {
+       {R"({"values": ["cpu"], "zero_stages": []})", R"({"values": ["cpu"], "zero_stages": [4]})",
+        R"({"values": ["cpu"], "zero_stages": [3, 3]})",
+        R"({"values": ["cpu"], "zero_stages": 3})"}) {
     const StatusOr<TargetSpec> r = ParseTargetSpec(std::string(head) + bad + "}}", "t.json");
     ASSERT_FALSE(r.ok()) << bad;
-    EXPECT_NE(r.status().ToString().find("options.ratio.zero_stages"), std::string::npos)
+    EXPECT_NE(r.status().ToString().find("options.offload.zero_stages"), std::string::npos)
         << r.status().ToString();
   }
 }
