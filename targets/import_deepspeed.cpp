@@ -31,6 +31,8 @@
 //   derives: warmup_num_steps from TrainingArguments' warmup (default 0, which DeepSpeed runs as
 //   2), total_num_steps the run's last update, warmup_max_lr the optimizer's rate. Other
 //   schedulers (OneCycle, LRRangeTest) keep the rate constant with a WARNING.
+// - bf16 / fp16 keep fp32 master weights unless "<dtype>_master_weights_and_grads" is on (ZeRO
+//   1-3 then keep weights and gradients in that dtype): precision.master_weights false.
 // - Every key without a counterpart (offload, activation checkpointing, logging,
 //   stage-3 prefetch and persistence sizes, ...) is warned once and ignored; the deepspeed target
 //   can still run DeepSpeed-only options through its target file's "--ds" settings.
@@ -249,17 +251,22 @@ void Importer::Precision(const json& ds) {
   const bool bf16 =
       bf && bf->contains("enabled") && Bool((*bf)["enabled"], std::string(bf16_key) + ".enabled");
   const bool fp16 = fp && fp->contains("enabled") && Bool((*fp)["enabled"], "fp16.enabled");
-  if (bf) IgnoreOthers(*bf, std::string(bf16_key) + ".", {"enabled"});
+  if (bf)
+    IgnoreOthers(*bf, std::string(bf16_key) + ".", {"enabled", "bf16_master_weights_and_grads"});
   if (bf16 && fp16) return Error("fp16.enabled", "bf16 and fp16 cannot both be enabled");
   if (bf16 || fp16) {
     const DType d = bf16 ? DType::kBf16 : DType::kFp16;
     c_.precision.param = c_.precision.compute = d;
-    c_.precision.master_weights = true;  // DeepSpeed keeps fp32 master weights in both modes
+    const json& holder = bf16 ? *bf : *fp;
+    const std::string key = std::string(Name(d)) + "_master_weights_and_grads";
+    c_.precision.master_weights =
+        !(holder.contains(key) &&
+          Bool(holder[key], std::string(bf16 ? bf16_key : "fp16") + "." + key));
   }
   if (!fp) return;
   IgnoreOthers(*fp, "fp16.",
                {"enabled", "loss_scale", "initial_scale_power", "loss_scale_window", "hysteresis",
-                "min_loss_scale"});
+                "min_loss_scale", "fp16_master_weights_and_grads"});
   if (!fp16) return;
   LossScaleConfig& s = c_.precision.loss_scale;
   double fixed = 0, min_scale = 1;

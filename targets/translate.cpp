@@ -161,6 +161,13 @@ json ExportDeepSpeed(const Config& c) {
     fp16["min_loss_scale"] = s.min;
   }
   ds["fp16"] = fp16;
+  if (c.precision.param != DType::kFp32 && !c.precision.master_weights) {
+    // ZeRO 1-3 keep the master weights and gradients in the parameters' dtype; with fp32
+    // optimizer state DeepSpeed needs it on the host (ZeRO-Offload's CPU Adam).
+    const std::string dtype = Name(c.precision.param);
+    ds[dtype][dtype + "_master_weights_and_grads"] = true;
+    ds["zero_optimization"]["offload_optimizer"] = {{"device", "cpu"}};
+  }
   return ds;
 }
 

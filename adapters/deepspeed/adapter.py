@@ -122,6 +122,11 @@ def export_deepspeed(cfg):
         fp16["hysteresis"] = s["hysteresis"]
         fp16["min_loss_scale"] = s["min"]
     ds["fp16"] = fp16
+    if p["param"] != "fp32" and not p["master_weights"]:
+        # ZeRO 1-3 keep the master weights and gradients in the parameters' dtype; with fp32
+        # optimizer state DeepSpeed needs it on the host (ZeRO-Offload's CPU Adam).
+        ds[p["param"]][p["param"] + "_master_weights_and_grads"] = True
+        ds["zero_optimization"]["offload_optimizer"] = {"device": "cpu"}
     return ds
 
 
@@ -240,8 +245,10 @@ def train(rank, world, run_dir, a, extra):
     engine, _, _, _ = deepspeed.initialize(model=model, optimizer=opt, config=ds)
     if rank == 0:  # DeepSpeed's own reading of the ZeRO settings, for whoever reads the run's log
         zc = engine._config.zero_config
-        print("deepspeed: ZeRO stage %d, optimizer %s; offload_optimizer: %s; offload_param: %s"
-              % (zc.stage, type(engine.optimizer).__name__, zc.offload_optimizer, zc.offload_param), flush=True)
+        master = getattr(engine.optimizer, "master_weights_and_grads_dtype", None)  # ZeRO 1-3
+        print("deepspeed: ZeRO stage %d, optimizer %s; offload_optimizer: %s; offload_param: %s; "
+              "master weights and grads: %s" % (zc.stage, type(engine.optimizer).__name__,
+                                                zc.offload_optimizer, zc.offload_param, master), flush=True)
     if load:
         path, _ = engine.load_checkpoint(load, tag=tag,
                                          load_optimizer_states=plant != "reload_without_optimizer")

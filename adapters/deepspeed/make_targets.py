@@ -39,8 +39,9 @@ TORCH = "torch-2.15.0"
 FP32 = {"param": "fp32", "compute": "fp32", "reduce": "fp32", "accumulate": "fp32"}
 
 
-def bf16(reduce, accumulate):
-    return {"param": "bf16", "compute": "bf16", "reduce": reduce, "accumulate": accumulate, "master_weights": True}
+def bf16(reduce, accumulate, master_weights=True):
+    return {"param": "bf16", "compute": "bf16", "reduce": reduce, "accumulate": accumulate,
+            "master_weights": master_weights}
 
 
 BF16 = [bf16("fp32", "bf16"), bf16("bf16", "bf16")]
@@ -68,18 +69,18 @@ OPTIONS = {
 # ones (the optimizer's own partition buffers and copies, the gradient norm from per-parameter
 # norms). A client torch optimizer needs zero_force_ds_cpu_optimizer false (adapter.py).
 OFFLOAD_OPTIMIZER = {"zero_optimization.offload_optimizer.device": ["cpu"]}
-OFFLOAD = dict(OFFLOAD_OPTIMIZER, **{
-    "zero_optimization.offload_param.device": {"values": ["cpu"], "zero_stages": [3]},
-})
+OFFLOAD_PARAM = {"zero_optimization.offload_param.device": {"values": ["cpu"], "zero_stages": [3]}}
+OFFLOAD = dict(OFFLOAD_OPTIMIZER, **OFFLOAD_PARAM)
 # ZeRO 3's own settings, varied in the newest release's files that run it (older files keep the
 # configs their recorded campaigns drew): ZeRO++'s hierarchical partitioning (hpZ: a secondary copy
 # of each parameter's shard within groups of that many dp ranks, gathered from there in backward;
 # DeepSpeed refuses a size that does not divide dp, hence "divides") and the optimizer's
 # sub-groups (one element: every parameter in a sub-group of its own).
-OPTIONS_ZERO3 = dict(OPTIONS, **{
+ZERO3 = {
     "zero_optimization.zero_hpz_partition_size": {"values": [2, 4], "divides": "dp"},
     "zero_optimization.sub_group_size": [1, 64, 4096],
-}, **OFFLOAD)
+}
+OPTIONS_ZERO3 = dict(OPTIONS, **ZERO3, **OFFLOAD)
 # bf16 with fp32 accumulation at ZeRO 1 is DeepSpeed's BF16_Optimizer, which keeps whole gradients,
 # except under offload, where DeepSpeed takes its ZeRO-1 optimizer, which keeps each rank's slice
 # only (engine.py _do_optimizer_sanity_check: "... == 1 and not self.zero_cpu_offload()"): the
@@ -224,6 +225,20 @@ def files():
     # optimizer hyperparameters] in oracles/update_oracle.cpp).
     own["optimizer_arithmetic"] = {"hyperparameters": "fp32"}
     out["deepspeed_adam.json"] = own
+    # bf16 master weights and gradients (bf16.bf16_master_weights_and_grads, ZeRO 1-3 only): no
+    # fp32 copy; DeepSpeed then needs the optimizer on the host, its CPU Adam keeping fp32 state and
+    # writing the bf16 weights (adapter.py export_deepspeed turns offload on). ZeRO 1 under offload
+    # is its ZeRO-1 optimizer (gradients partitioned). The clip multiplies the bf16 gradient
+    # partition in place (stage_1_and_2.py / stage3.py unscale_and_clip_grads).
+    low = target(
+        "deepspeed-%s-bf16-master" % NEWEST,
+        "DeepSpeed %s with bf16 master weights and gradients (no fp32 copy), ZeRO 1-3, its own Adam / "
+        "AdamW on the host (docs/DEEPSPEED.md)" % NEWEST,
+        NEWEST, [1, 2, 3], [bf16("fp32", "bf16", False), bf16("bf16", "bf16", False)],
+        extra_args=["--ds-optimizer"], partitioned_from={"grad": 1}, optimizers=("adam", "adamw"),
+        options=dict(OPTIONS, **ZERO3, **OFFLOAD_PARAM))
+    low["optimizer_arithmetic"] = {"hyperparameters": "fp32", "clip": "accumulate"}
+    out["deepspeed_bf16_master.json"] = low
     out["deepspeed_planted.json"] = target(
         "deepspeed-%s-planted" % NEWEST,
         "deepspeed.json (fp32) with the planted adapter bug sum_not_average (each rank's loss times dp: "

@@ -129,6 +129,37 @@ c['target_options']['zero_optimization.sub_group_size'] = 1"
     expect 2 "$P" run "$TMP/acc1.json" --target "$DS/deepspeed_fp32acc.json"
     has 'offload_optimizer.device": "cpu" is not set at zero.stage 1'
     ;;
+  deepspeed_bf16_master)
+    need_deepspeed
+    # bf16 master weights and gradients (precision.master_weights false; docs/DEEPSPEED.md): ZeRO 2
+    # and 3 PASS, with DeepSpeed's own reading of its settings in the run's log.
+    derive_json "$T/deepspeed_w1.json" "$TMP/m2.json" "c['zero']['stage'] = 2; \
+c['parallel'] = {'world': 2, 'dp': 2}; c['clip_grad_norm'] = 0.3; c['precision'] = \
+{'param': 'bf16', 'compute': 'bf16', 'reduce': 'fp32', 'accumulate': 'bf16', 'master_weights': False}"
+    expect 0 "$P" run "$TMP/m2.json" --target "$DS/deepspeed_bf16_master.json" --keep-run-dirs "$TMP/m2"
+    has "SUMMARY: paradiff: PASS"
+    cat "$TMP"/m2/*/target.log >"$TMP/out"
+    has "offload_optimizer: device='cpu'.*master weights and grads: torch.bfloat16"
+    derive_json "$TMP/m2.json" "$TMP/m3.json" "c['zero']['stage'] = 3; c['precision']['reduce'] = 'bf16'"
+    passes_on "$DS/deepspeed_bf16_master.json" "$TMP/m3.json"
+    # DeepSpeed clips the bf16 gradient partition in place: the file declares it ("clip":
+    # "accumulate"); without the declaration the update oracle reports the rounding (a campaign's
+    # finding, minimized).
+    expect 0 "$P" run "$T/deepspeed_bf16_master_clip_min.json" --target "$DS/deepspeed_bf16_master.json"
+    has "SUMMARY: paradiff: PASS"
+    /usr/bin/python3 - "$DS" "$TMP/clip_fp32.json" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1] + "/deepspeed_bf16_master.json"))
+t["optimizer_arithmetic"].pop("clip")
+t["command"] = [a.replace("{target_dir}", sys.argv[1]) for a in t["command"]]
+json.dump(t, open(sys.argv[2], "w"))
+PY
+    expect 3 "$P" run "$T/deepspeed_bf16_master_clip_min.json" --target "$TMP/clip_fp32.json"
+    has "SUMMARY: paradiff: FINDING.*sig=mismatch.update.exp_avg"
+    # fp32 master weights are what the other DeepSpeed files declare: they refuse the config.
+    expect 2 "$P" run "$TMP/m2.json" --target "$DS/deepspeed_adam.json"
+    has "precision"
+    ;;
   deepspeed_warm_leaks_nothing)  # protocol 2: nothing one config does reaches the next
     need_deepspeed
     warm_leaks_nothing "$DS/deepspeed.json" "$T/deepspeed_dp2.json" 100

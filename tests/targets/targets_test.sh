@@ -117,6 +117,9 @@ case $CASE in
     done
     expect 0 "$P" import deepspeed "$SRC/configs/deepspeed/zero1_bf16.json"
     has '"stage": 1'
+    has '"master_weights": true'
+    expect 0 "$P" import deepspeed "$SRC/configs/deepspeed/zero2_bf16_master.json"
+    has '"master_weights": false'
     echo '{"zero_optimization": {"stage": 7}}' >"$TMP/bad.json"
     expect 2 "$P" import deepspeed "$TMP/bad.json"
     has "zero_optimization.stage: must be 0, 1, 2 or 3"
