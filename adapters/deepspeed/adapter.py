@@ -25,6 +25,12 @@ parameters), plus "zero_allow_untested_optimizer": true (SGD), then the `--ds JS
 file merged in, then the config's target_options: the DeepSpeed-only settings the target file
 declares as "options" (overlap_comm, contiguous_gradients, reduce_scatter, ...), each named by its
 dotted path in DeepSpeed's config ("zero_optimization.overlap_comm") and drawn by the campaign.
+Options under "adapter." are the adapter's own, not DeepSpeed's config: "adapter.activation_checkpointing"
+runs each transformer block under activation checkpointing, recomputed in backward, as a model
+written for DeepSpeed does: "deepspeed" (deepspeed.checkpointing.checkpoint),
+"deepspeed_non_reentrant" (its non_reentrant_checkpoint), "torch" / "torch_reentrant"
+(torch.utils.checkpoint.checkpoint with use_reentrant False / True). The model has no dropout: the
+recomputation repeats the forward's arithmetic exactly.
 
 What each rank reports (the kinds run.json asks for), all read from the rank's own memory, never
 through DeepSpeed's gathers:
@@ -75,6 +81,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TORCH_ADAPTER = os.path.join(os.path.dirname(HERE), "torch")
 
 SLOTS = {"sgd": ["momentum"], "adam": ["exp_avg", "exp_avg_sq"], "adamw": ["exp_avg", "exp_avg_sq"]}
+ADAPTER_OPTION = "adapter."  # target options the adapter reads itself (docstring)
 PLANTS = ["", "sum_not_average", "reload_without_optimizer"]
 
 
@@ -150,6 +157,8 @@ def ds_config(cfg, extra, own_optimizer=False):
     ds["steps_per_print"] = 1 << 30
     merge(ds, copy.deepcopy(extra))
     for path, value in sorted(cfg.get("target_options", {}).items()):  # "a.b.c": DeepSpeed's keys
+        if path.startswith(ADAPTER_OPTION):
+            continue
         *outer, key = path.split(".")
         node = ds
         for k in outer:
@@ -230,13 +239,17 @@ def train(rank, world, run_dir, a, extra):
     pp = cfg["parallel"]["pp"]
     piped = pp > 1 or a.pipe  # a deepspeed.pipe PipelineModule (DeepSpeed's PipelineEngine)
     recorded = []  # pipeline: the last stage's loss per micro-batch (pipe.loss_fn)
+    how = cfg.get("target_options", {}).get(ADAPTER_OPTION + "activation_checkpointing")
+    if piped and how:
+        raise SystemExit("adapter.activation_checkpointing: not with deepspeed.pipe (pipe.py has no such option)")
     if piped:
         import pipe
         model = pipe.build(cfg, run["params"], init, dtypes[prec["compute"]], recorded,
                            loss_factor=run["dp"] if plant == "sum_not_average" else 1)
     else:
-        model = (flat_gpt(torch, Gpt) if stage == 3 else Gpt)(cfg["model"], run["params"], init,
-                                                                dtypes[prec["compute"]])
+        cls = flat_gpt(torch, Gpt) if stage == 3 else Gpt
+        model = (checkpointed(torch, deepspeed, cls, how) if how else cls)(cfg["model"], run["params"], init,
+                                                                            dtypes[prec["compute"]])
     # A client torch optimizer, or DeepSpeed's own from the config's "optimizer" section.
     opt = None if a.ds_optimizer else make_optimizer(torch, o, list(model.parameters()))
     ds = ds_config(cfg, extra, own_optimizer=a.ds_optimizer)
@@ -247,8 +260,9 @@ def train(rank, world, run_dir, a, extra):
         zc = engine._config.zero_config
         master = getattr(engine.optimizer, "master_weights_and_grads_dtype", None)  # ZeRO 1-3
         print("deepspeed: ZeRO stage %d, optimizer %s; offload_optimizer: %s; offload_param: %s; "
-              "master weights and grads: %s" % (zc.stage, type(engine.optimizer).__name__,
-                                                zc.offload_optimizer, zc.offload_param, master), flush=True)
+              "master weights and grads: %s; activation checkpointing: %s"
+              % (zc.stage, type(engine.optimizer).__name__, zc.offload_optimizer, zc.offload_param, master,
+                 getattr(engine.module, "checkpointing", "off")), flush=True)
     if load:
         path, _ = engine.load_checkpoint(load, tag=tag,
                                          load_optimizer_states=plant != "reload_without_optimizer")
@@ -375,6 +389,8 @@ def train(rank, world, run_dir, a, extra):
         steps.append({"loss_sum": loss_sum, "loss_count": loss_count, "grad_norm": norm})
     if run.get("save_checkpoint"):
         save_checkpoint(engine, run["save_checkpoint"], cfg, rank)
+    if rank == 0 and how:  # a block recomputed in backward runs twice per layer per micro-step
+        print("activation checkpointing: %d block runs" % engine.module.block_runs, flush=True)
     with open(os.path.join(out_dir, "rank%d.json" % rank), "w") as f:
         json.dump({"steps": steps}, f)
     serve.end_group(tdist)
@@ -442,6 +458,32 @@ def flat_gpt(torch, Gpt):
             return getattr(self, "p%d" % self.index[name])
 
     return FlatGpt
+
+
+def checkpointed(torch, deepspeed, Gpt, how):
+    """Gpt whose blocks run under activation checkpointing `how` (the docstring's values)."""
+    if how.startswith("deepspeed"):
+        deepspeed.checkpointing.configure(None)  # its defaults: no partitioning, nothing offloaded
+        run = {"deepspeed": deepspeed.checkpointing.checkpoint,
+               "deepspeed_non_reentrant": deepspeed.checkpointing.non_reentrant_checkpoint}[how]
+    else:
+        reentrant = {"torch": False, "torch_reentrant": True}[how]
+
+        def run(fn, h):
+            return torch.utils.checkpoint.checkpoint(fn, h, use_reentrant=reentrant)
+
+    class Checkpointed(Gpt):
+        checkpointing = how  # what rank 0 logs, with the count of block runs
+        block_runs = 0
+
+        def run_block(self, i, h):
+            def fn(x):
+                self.block_runs += 1
+                return self.block("blocks.%d" % i, x)
+
+            return run(fn, h)
+
+    return Checkpointed
 
 
 def zero0_norm(torch, engine, grads, piped):

@@ -80,7 +80,12 @@ ZERO3 = {
     "zero_optimization.zero_hpz_partition_size": {"values": [2, 4], "divides": "dp"},
     "zero_optimization.sub_group_size": [1, 64, 4096],
 }
-OPTIONS_ZERO3 = dict(OPTIONS, **ZERO3, **OFFLOAD)
+# Activation checkpointing, varied in the newest release's files without a pipeline: each block
+# recomputed in backward under DeepSpeed's checkpoint (reentrant or not) or torch's; an option of
+# the adapter, not of DeepSpeed's config (adapter.py). ZeRO's gradient hooks then fire during the
+# recomputing backward, and ZeRO 3 gathers the parameters again for it.
+ACTIVATION = {"adapter.activation_checkpointing": ["deepspeed", "deepspeed_non_reentrant", "torch", "torch_reentrant"]}
+OPTIONS_ZERO3 = dict(OPTIONS, **ZERO3, **OFFLOAD, **ACTIVATION)
 # bf16 with fp32 accumulation at ZeRO 1 is DeepSpeed's BF16_Optimizer, which keeps whole gradients,
 # except under offload, where DeepSpeed takes its ZeRO-1 optimizer, which keeps each rank's slice
 # only (engine.py _do_optimizer_sanity_check: "... == 1 and not self.zero_cpu_offload()"): the
@@ -211,7 +216,7 @@ def files():
         "DeepSpeed %s ZeRO 1 (its ZeRO optimizer): it reduces each gradient slice to its owner only, "
         "so its gradients are partitioned from stage 1 (docs/DEEPSPEED.md)" % NEWEST,
         NEWEST, [1], [FP32] + BF16, partitioned_from={"grad": 1},
-        options=dict(OPTIONS, **OFFLOAD_OPTIMIZER),
+        options=dict(OPTIONS, **OFFLOAD_OPTIMIZER, **ACTIVATION),
         checkpoint=True)
     own = target(
         "deepspeed-%s-adam" % NEWEST,
@@ -236,7 +241,8 @@ def files():
         "AdamW on the host (docs/DEEPSPEED.md)" % NEWEST,
         NEWEST, [1, 2, 3], [bf16("fp32", "bf16", False), bf16("bf16", "bf16", False)],
         extra_args=["--ds-optimizer"], partitioned_from={"grad": 1}, optimizers=("adam", "adamw"),
-        options=dict(OPTIONS, **ZERO3, **OFFLOAD_PARAM))
+        checkpoint=dict(CHECKPOINT, reload_zero_stages={"1": [1, 2], "2": [1, 2], "3": [3]}),
+        options=dict(OPTIONS, **ZERO3, **OFFLOAD_PARAM, **ACTIVATION))
     low["optimizer_arithmetic"] = {"hyperparameters": "fp32", "clip": "accumulate"}
     out["deepspeed_bf16_master.json"] = low
     out["deepspeed_planted.json"] = target(

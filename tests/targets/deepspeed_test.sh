@@ -21,6 +21,21 @@ need_release() {
   [ -d "$SRC/work/venv/deepspeed-$1/deepspeed" ] ||
     { echo "SKIP: no DeepSpeed $1 environment (scripts/setup-targets deepspeed-$1)"; exit 77; }
 }
+# A known DeepSpeed 0.19.8 bug: on target $1, its minimized config $2 is a finding matching $3;
+# the config edited by the python statement $4 (the trigger taken out) passes; the reproducer
+# (the rest of the arguments: script and its arguments) exits 1 and prints the line $5. Fails
+# once a release fixes the bug.
+known_bug() {
+  local target=$1 config=$2 finding=$3 edit=$4 line=$5
+  shift 5
+  expect 3 "$P" run "$config" --target "$target"
+  has "$finding"
+  derive_json "$config" "$TMP/without_trigger.json" "$edit"
+  passes_on "$target" "$TMP/without_trigger.json"
+  expect 1 env DS_ACCELERATOR=cpu PYTHONPATH="$SRC/work/venv/deepspeed-0.19.8" \
+    "$SRC/work/venv/torch-2.15.0/bin/python" "$@"
+  has "$line"
+}
 # The target file $1 with only its fp32 precision, written to $2 (absolute paths).
 fp32_part() {
   /usr/bin/python3 - "$1" "$2" <<'PY'
@@ -84,14 +99,9 @@ c['target_options'] = {'zero_optimization.zero_hpz_partition_size': 2, 'zero_opt
     # campaign's minimized config (dp 2 saved, reloaded into dp 1, sub_group_size 1) is the update
     # oracle's finding; the same config at the default sub_group_size passes; the reproducer exits
     # 1. This test fails once a release fixes it.
-    expect 3 "$P" run "$DS/repro/zero3_universal_subgroups_shared_step.config.json" --target "$DS/deepspeed.json"
-    has "sig=mismatch.update.master.embedding.optimizer "
-    derive_json "$DS/repro/zero3_universal_subgroups_shared_step.config.json" "$TMP/one_group.json" \
-      "del c['target_options']"
-    passes_on "$DS/deepspeed.json" "$TMP/one_group.json"
-    expect 1 env DS_ACCELERATOR=cpu PYTHONPATH="$SRC/work/venv/deepspeed-0.19.8" \
-      "$SRC/work/venv/torch-2.15.0/bin/python" "$DS/repro/zero3_universal_subgroups_shared_step.py"
-    has "BUG: the sub-groups share one step tensor"
+    known_bug "$DS/deepspeed.json" "$DS/repro/zero3_universal_subgroups_shared_step.config.json" \
+      "sig=mismatch.update.master.embedding.optimizer " "del c['target_options']" \
+      "BUG: the sub-groups share one step tensor" "$DS/repro/zero3_universal_subgroups_shared_step.py"
     ;;
   deepspeed_offload)
     need_deepspeed
@@ -156,9 +166,36 @@ json.dump(t, open(sys.argv[2], "w"))
 PY
     expect 3 "$P" run "$T/deepspeed_bf16_master_clip_min.json" --target "$TMP/clip_fp32.json"
     has "SUMMARY: paradiff: FINDING.*sig=mismatch.update.exp_avg"
+    # A reload turns the CPU Adam's float32 moments into bf16 (docs/FINDINGS.md): the campaign's
+    # minimized config is the update oracle's finding at the first step after the reload, the
+    # same config without the checkpoint passes, and the reproducer exits 1 (fails once a release
+    # fixes it).
+    known_bug "$DS/deepspeed_bf16_master.json" "$T/deepspeed_bf16_master_reload_min.json" \
+      "SUMMARY: paradiff: FINDING.*sig=mismatch.update.exp_avg.* step=1 " \
+      "c['checkpoint'] = {'save_at': 0, 'reload': {'tp': 1, 'pp': 1, 'dp': 1, 'zero_stage': 0}}" \
+      "BUG: training resumed from the checkpoint is not the training saved" \
+      "$DS/repro/bf16_master_reload_moments.py" --dp 1 --stage 2
     # fp32 master weights are what the other DeepSpeed files declare: they refuse the config.
     expect 2 "$P" run "$TMP/m2.json" --target "$DS/deepspeed_adam.json"
     has "precision"
+    ;;
+  deepspeed_activation_checkpointing)
+    need_deepspeed
+    # The adapter's own option (docs/DEEPSPEED.md, "Options"): each block recomputed in backward
+    # under DeepSpeed's or torch's checkpoint, at ZeRO 0-3, dp 2: PASS, the log naming it.
+    for v in "deepspeed 3 deepspeed.json" "deepspeed_non_reentrant 1 deepspeed_zero1.json" \
+      "torch 0 deepspeed.json" "torch_reentrant 2 deepspeed_adam.json"; do
+      set -- $v
+      derive_json "$T/deepspeed_w1.json" "$TMP/ac_$1.json" "c['zero']['stage'] = $2; \
+c['parallel'] = {'world': 2, 'dp': 2}; c['model']['layers'] = 2; \
+c['target_options'] = {'adapter.activation_checkpointing': '$1'}"
+      expect 0 "$P" run "$TMP/ac_$1.json" --target "$DS/$3" --keep-run-dirs "$TMP/ac_$1"
+      has "SUMMARY: paradiff: PASS"
+      cat "$TMP"/ac_$1/*/target.log >"$TMP/out"
+      has "ZeRO stage $2, .*activation checkpointing: $1\$"
+      # recomputed: 2 layers x 2 steps x 2 micro-steps, each block run twice
+      has "activation checkpointing: 16 block runs"
+    done
     ;;
   deepspeed_warm_leaks_nothing)  # protocol 2: nothing one config does reaches the next
     need_deepspeed
