@@ -215,7 +215,7 @@ def train(rank, world, run_dir, a, extra):
     import crew
     import safetensors_io
     import serve
-    from model import Gpt
+    from model import Gpt, checkpointed
 
     plant = a.plant
     torch.set_num_threads(1)
@@ -248,8 +248,9 @@ def train(rank, world, run_dir, a, extra):
                            loss_factor=run["dp"] if plant == "sum_not_average" else 1)
     else:
         cls = flat_gpt(torch, Gpt) if stage == 3 else Gpt
-        model = (checkpointed(torch, deepspeed, cls, how) if how else cls)(cfg["model"], run["params"], init,
-                                                                            dtypes[prec["compute"]])
+        if how:
+            cls = checkpointed(cls, how, checkpoint_function(torch, deepspeed, how))
+        model = cls(cfg["model"], run["params"], init, dtypes[prec["compute"]])
     # A client torch optimizer, or DeepSpeed's own from the config's "optimizer" section.
     opt = None if a.ds_optimizer else make_optimizer(torch, o, list(model.parameters()))
     ds = ds_config(cfg, extra, own_optimizer=a.ds_optimizer)
@@ -460,30 +461,14 @@ def flat_gpt(torch, Gpt):
     return FlatGpt
 
 
-def checkpointed(torch, deepspeed, Gpt, how):
-    """Gpt whose blocks run under activation checkpointing `how` (the docstring's values)."""
+def checkpoint_function(torch, deepspeed, how):
+    """The activation-checkpoint function run(fn, h) that `how` names (the docstring's values)."""
     if how.startswith("deepspeed"):
         deepspeed.checkpointing.configure(None)  # its defaults: no partitioning, nothing offloaded
-        run = {"deepspeed": deepspeed.checkpointing.checkpoint,
-               "deepspeed_non_reentrant": deepspeed.checkpointing.non_reentrant_checkpoint}[how]
-    else:
-        reentrant = {"torch": False, "torch_reentrant": True}[how]
-
-        def run(fn, h):
-            return torch.utils.checkpoint.checkpoint(fn, h, use_reentrant=reentrant)
-
-    class Checkpointed(Gpt):
-        checkpointing = how  # what rank 0 logs, with the count of block runs
-        block_runs = 0
-
-        def run_block(self, i, h):
-            def fn(x):
-                self.block_runs += 1
-                return self.block("blocks.%d" % i, x)
-
-            return run(fn, h)
-
-    return Checkpointed
+        return {"deepspeed": deepspeed.checkpointing.checkpoint,
+                "deepspeed_non_reentrant": deepspeed.checkpointing.non_reentrant_checkpoint}[how]
+    reentrant = {"torch": False, "torch_reentrant": True}[how]
+    return lambda fn, h: torch.utils.checkpoint.checkpoint(fn, h, use_reentrant=reentrant)
 
 
 def zero0_norm(torch, engine, grads, piped):

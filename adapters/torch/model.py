@@ -105,6 +105,24 @@ class Gpt(torch.nn.Module):
         return loss(self.logits(self.layer_norm("head.ln_f", h), self.head_weight()), targets)
 
 
+def checkpointed(cls, name, run):
+    """cls (Gpt or a subclass) whose blocks run through run(fn, h), an activation-checkpoint function
+    that recomputes fn in backward; `checkpointing` names it and `block_runs` counts the blocks run
+    (twice per layer and micro-step when each is recomputed)."""
+    class Checkpointed(cls):
+        checkpointing = name
+        block_runs = 0
+
+        def run_block(self, i, h):
+            def fn(x):
+                self.block_runs += 1
+                return super(Checkpointed, self).run_block(i, x)
+
+            return run(fn, h)
+
+    return Checkpointed
+
+
 def attend(q, k, v):
     """Causal attention of q [bs, H, s, hd] over k, v [bs, K, s, hd] (each key / value head shared by
     H / K query heads): [bs, s, H * hd]."""

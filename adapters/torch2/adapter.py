@@ -39,6 +39,11 @@ RUN_DIR/out/rank<R>.json and rank<R>.step<S>.safetensors with the kinds run.json
   (FSDP2 + TP, flat wrapping). Each rank reports its DTensors' local shards as blocks at their own
   offsets ("block:KIND:TENSOR#PART"), replicated ones whole.
 
+Target option "adapter.activation_checkpointing" (fsdp2 only; the adapter's own, as in
+adapters/deepspeed/adapter.py): "torch" / "torch_reentrant" run each transformer block under
+torch.utils.checkpoint.checkpoint with use_reentrant False / True, recomputed in backward (with
+--nested, inside FSDP2's per-block gathers); rank 0 logs the count of block runs.
+
 Checkpoints (a config with checkpoint.save_at > 0 runs as two launches, docs/TARGETS.md): ddp at
 ZeRO 0 and fsdp2 save with torch.distributed.checkpoint (get_state_dict + dcp.save) after the save
 phase and load into the reload layout's model and optimizer (dcp.load + set_state_dict: FSDP2's
@@ -80,6 +85,7 @@ import time
 
 import torch
 import torch.distributed as dist
+from torch.utils.checkpoint import checkpoint
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "torch"))
@@ -88,7 +94,7 @@ import crew  # noqa: E402
 import lr_schedule  # noqa: E402
 import safetensors_io  # noqa: E402
 import serve  # noqa: E402
-from model import Gpt  # noqa: E402
+from model import Gpt, checkpointed  # noqa: E402
 from nested_model import NestedGpt  # noqa: E402
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
@@ -178,6 +184,9 @@ def train(rank, world, run_dir, a):
     zero_stage = cfg["zero"]["stage"]
     group = cfg["zero"].get("shard_group", 0)  # fsdp2: HSDP's shard groups (0: none)
     pipe = net = None
+    how = cfg.get("target_options", {}).get("adapter.activation_checkpointing")  # docstring
+    if how and a.parallel != "fsdp2":
+        raise SystemExit("adapter.activation_checkpointing: fsdp2 only (--parallel %s)" % a.parallel)
     tp = cfg["parallel"]["tp"]
     partial_addend = None  # DTensor's unreduced state as this rank's addend: tensor parallelism only
     if tp > 1:
@@ -207,7 +216,11 @@ def train(rank, world, run_dir, a):
     else:
         from torch.distributed.device_mesh import init_device_mesh
         from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
-        model = (NestedGpt if a.nested else Gpt)(cfg["model"], run["params"], init, compute)
+        cls = NestedGpt if a.nested else Gpt
+        if how:  # each block recomputed in backward (under FSDP2's per-block gathers with --nested)
+            reentrant = {"torch": False, "torch_reentrant": True}[how]
+            cls = checkpointed(cls, how, lambda fn, h: checkpoint(fn, h, use_reentrant=reentrant))
+        model = cls(cfg["model"], run["params"], init, compute)
         if group:  # HSDP: sharded within groups of consecutive ranks, replicated across the groups
             mesh = init_device_mesh("cpu", (world // group, group), mesh_dim_names=("replicate", "shard"))
         else:
@@ -321,6 +334,9 @@ def train(rank, world, run_dir, a):
         steps.append({"loss_sum": loss_sum, "loss_count": loss_count, "grad_norm": float(norm)})
     if run.get("save_checkpoint"):
         save_checkpoint(net, opt, sched, run["save_checkpoint"])
+    if rank == 0 and how:  # a block recomputed in backward runs twice per layer per micro-step
+        print("activation checkpointing: %s, %d block runs" % (model.checkpointing, model.block_runs),
+              flush=True)
     extra = {"torch": torch.__version__}
     if pipe is not None:
         extra["schedule_run"] = pipe.schedule_run

@@ -28,6 +28,7 @@ def main():
         for base in bases:
             with open(os.path.join(HERE, base + ".json")) as f:
                 t = json.load(f)
+            t.pop("options", None)  # added after the older releases' recorded campaigns (docs/TORCH2.md)
             t["name"] += "-" + release
             t["description"] = t["description"].replace("PyTorch " + NEWEST.rsplit(".", 1)[0],
                                                         "PyTorch " + release)

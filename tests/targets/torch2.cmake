@@ -3,6 +3,7 @@
 # with 77 without it. Each case's warm worker imports torch once (about 5 s); each campaign is 2-4
 # configs, fixed by its seed.
 foreach(case ddp_world1 fsdp2_world1 pp_world1 ddp_static_no_sync fsdp2_planted hsdp checkpoint lr_schedule
+             activation_checkpointing
              warm_leaks_nothing release_2_6_0 release_2_8_0 bf16_reduce_divides bf16_own_kernels pp_dp tp tp_planted tp_sp
              tp_pp tp_width1
              ddp_campaign ddp_static_campaign ddp_bucket_view_campaign ddp_bf16_reduce_campaign fsdp2_campaign

@@ -267,6 +267,24 @@ c['checkpoint'] = {'save_at': 1, 'reload': {'dp': 1, 'zero_stage': 0}}"
     planted_target "$A/torch2_fsdp2.json" "$TMP/planted.json" reload_without_optimizer
     caught_after_reload "$TMP/planted.json" "$TMP/f21.json"
     ;;
+  activation_checkpointing)
+    # The adapter's option on the FSDP2 files (docs/TORCH2.md): each block recomputed in backward,
+    # nested (inside FSDP2's per-block gathers, reentrant) and flat (non-reentrant, through a
+    # reload), dp 2: PASS, rank 0 counting each block run twice; a DDP file does not declare it.
+    derive_json "$T/torch2_dp2_zero3.json" "$TMP/nested.json" "c['model']['layers'] = 2; \
+c['target_options'] = {'adapter.activation_checkpointing': 'torch_reentrant'}"
+    expect 0 "$P" run "$TMP/nested.json" --target "$A/torch2_fsdp2_nested.json" --keep-run-dirs "$TMP/k1"
+    has "SUMMARY: paradiff: PASS"
+    cat "$TMP"/k1/*/target.log >"$TMP/out"
+    has "activation checkpointing: torch_reentrant, 8 block runs"  # 2 layers x 2 micro-steps x 2
+    derive_json "$TMP/nested.json" "$TMP/flat.json" "c['steps'] = 2; \
+c['target_options'] = {'adapter.activation_checkpointing': 'torch'}; \
+c['checkpoint'] = {'save_at': 1, 'reload': {'dp': 1, 'zero_stage': 3}}"
+    passes_on "$A/torch2_fsdp2.json" "$TMP/flat.json"
+    derive_json "$TMP/nested.json" "$TMP/ddp.json" "c['zero']['stage'] = 0"
+    expect 2 "$P" run "$TMP/ddp.json" --target "$A/torch2_ddp.json"
+    has "adapter.activation_checkpointing"
+    ;;
   lr_schedule)
     # optimizer.schedule as a LambdaLR stepped after each update (docs/CONFIG.md): warmup + cosine
     # past its end on FSDP2 dp 2, warmup + linear decay on DDP dp 2; the cosine run saved after 3
