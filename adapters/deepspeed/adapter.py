@@ -241,7 +241,8 @@ def train(rank, world, run_dir, a, extra):
     recorded = []  # pipeline: the last stage's loss per micro-batch (pipe.loss_fn)
     how = cfg.get("target_options", {}).get(ADAPTER_OPTION + "activation_checkpointing")
     if piped and how:
-        raise SystemExit("adapter.activation_checkpointing: not with deepspeed.pipe (pipe.py has no such option)")
+        raise SystemExit("adapter.activation_checkpointing: not with deepspeed.pipe (pipe.py has no "
+                         "such option)")
     if piped:
         import pipe
         model = pipe.build(cfg, run["params"], init, dtypes[prec["compute"]], recorded,
