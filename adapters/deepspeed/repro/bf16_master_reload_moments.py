@@ -13,7 +13,8 @@ and the optimizer's parameter is the flat bf16 master partition; the universal c
 rebuilds each state as torch.zeros_like(flat bf16 partition) (utils/tensor_fragment.py
 map_to_flat_opt_states); ZeRO 3 loads like ZeRO 1/2.
 
-Run (two ranks as processes):
+Run (the ranks as processes; TORCH_EXTENSIONS_DIR=work/venv/deepspeed-0.19.8/.torch_extensions
+reuses the CPU Adam op scripts/setup-targets built, else DeepSpeed JIT-builds it, about 100 s):
   PYTHONPATH=work/venv/deepspeed-0.19.8 work/venv/torch-2.15.0/bin/python \
     adapters/deepspeed/repro/bf16_master_reload_moments.py [--dp N] [--stage 1|2|3] [--sub-group-size N]
 Trains one step and saves; a second step on that engine, and the same step on a new engine loaded
