@@ -84,7 +84,9 @@ ZERO3 = {
 # recomputed in backward under DeepSpeed's checkpoint (reentrant or not) or torch's; an option of
 # the adapter, not of DeepSpeed's config (adapter.py). ZeRO's gradient hooks then fire during the
 # recomputing backward, and ZeRO 3 gathers the parameters again for it.
-ACTIVATION = {"adapter.activation_checkpointing": ["deepspeed", "deepspeed_non_reentrant", "torch", "torch_reentrant"]}
+ACTIVATION = {
+    "adapter.activation_checkpointing": ["deepspeed", "deepspeed_non_reentrant", "torch", "torch_reentrant"],
+}
 OPTIONS_ZERO3 = dict(OPTIONS, **ZERO3, **OFFLOAD, **ACTIVATION)
 # bf16 with fp32 accumulation at ZeRO 1 is DeepSpeed's BF16_Optimizer, which keeps whole gradients,
 # except under offload, where DeepSpeed takes its ZeRO-1 optimizer, which keeps each rank's slice
