@@ -215,7 +215,7 @@ def train(rank, world, run_dir, a, extra):
     import crew
     import safetensors_io
     import serve
-    from model import Gpt, checkpointed
+    from model import ACTIVATION_CHECKPOINTING, Gpt, checkpointed
 
     plant = a.plant
     torch.set_num_threads(1)
@@ -239,10 +239,9 @@ def train(rank, world, run_dir, a, extra):
     pp = cfg["parallel"]["pp"]
     piped = pp > 1 or a.pipe  # a deepspeed.pipe PipelineModule (DeepSpeed's PipelineEngine)
     recorded = []  # pipeline: the last stage's loss per micro-batch (pipe.loss_fn)
-    how = cfg.get("target_options", {}).get(ADAPTER_OPTION + "activation_checkpointing")
+    how = cfg.get("target_options", {}).get(ACTIVATION_CHECKPOINTING)
     if piped and how:
-        raise SystemExit("adapter.activation_checkpointing: not with deepspeed.pipe (pipe.py has no "
-                         "such option)")
+        raise SystemExit(ACTIVATION_CHECKPOINTING + ": not with deepspeed.pipe (pipe.py has no such option)")
     if piped:
         import pipe
         model = pipe.build(cfg, run["params"], init, dtypes[prec["compute"]], recorded,
@@ -250,7 +249,7 @@ def train(rank, world, run_dir, a, extra):
     else:
         cls = flat_gpt(torch, Gpt) if stage == 3 else Gpt
         if how:
-            cls = checkpointed(cls, how, checkpoint_function(torch, deepspeed, how))
+            cls = checkpointed(cls, how, checkpoint_function(deepspeed, how))
         model = cls(cfg["model"], run["params"], init, dtypes[prec["compute"]])
     # A client torch optimizer, or DeepSpeed's own from the config's "optimizer" section.
     opt = None if a.ds_optimizer else make_optimizer(torch, o, list(model.parameters()))
@@ -462,14 +461,14 @@ def flat_gpt(torch, Gpt):
     return FlatGpt
 
 
-def checkpoint_function(torch, deepspeed, how):
+def checkpoint_function(deepspeed, how):
     """The activation-checkpoint function run(fn, h) that `how` names (the docstring's values)."""
-    if how.startswith("deepspeed"):
-        deepspeed.checkpointing.configure(None)  # its defaults: no partitioning, nothing offloaded
-        return {"deepspeed": deepspeed.checkpointing.checkpoint,
-                "deepspeed_non_reentrant": deepspeed.checkpointing.non_reentrant_checkpoint}[how]
-    reentrant = {"torch": False, "torch_reentrant": True}[how]
-    return lambda fn, h: torch.utils.checkpoint.checkpoint(fn, h, use_reentrant=reentrant)
+    from model import torch_checkpoint
+    if not how.startswith("deepspeed"):
+        return torch_checkpoint(how)
+    deepspeed.checkpointing.configure(None)  # its defaults: no partitioning, nothing offloaded
+    return {"deepspeed": deepspeed.checkpointing.checkpoint,
+            "deepspeed_non_reentrant": deepspeed.checkpointing.non_reentrant_checkpoint}[how]
 
 
 def zero0_norm(torch, engine, grads, piped):

@@ -105,6 +105,19 @@ class Gpt(torch.nn.Module):
         return loss(self.logits(self.layer_norm("head.ln_f", h), self.head_weight()), targets)
 
 
+# The target option under which the DeepSpeed and torch 2 adapters run each block under
+# activation checkpointing (docs/TARGETS.md, "options").
+ACTIVATION_CHECKPOINTING = "adapter.activation_checkpointing"
+
+
+def torch_checkpoint(how):
+    """torch.utils.checkpoint.checkpoint as run(fn, h) for checkpointed(): `how` "torch"
+    (use_reentrant False) or "torch_reentrant" (True)."""
+    import torch.utils.checkpoint  # only where a config asks for it
+    reentrant = {"torch": False, "torch_reentrant": True}[how]
+    return lambda fn, h: torch.utils.checkpoint.checkpoint(fn, h, use_reentrant=reentrant)
+
+
 def checkpointed(cls, name, run):
     """cls (Gpt or a subclass) whose blocks run through run(fn, h), an activation-checkpoint function
     that recomputes fn in backward; `checkpointing` names it and `block_runs` counts the blocks run

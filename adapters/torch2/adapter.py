@@ -85,7 +85,6 @@ import time
 
 import torch
 import torch.distributed as dist
-from torch.utils.checkpoint import checkpoint
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "torch"))
@@ -94,7 +93,7 @@ import crew  # noqa: E402
 import lr_schedule  # noqa: E402
 import safetensors_io  # noqa: E402
 import serve  # noqa: E402
-from model import Gpt, checkpointed  # noqa: E402
+from model import ACTIVATION_CHECKPOINTING, Gpt, checkpointed, torch_checkpoint  # noqa: E402
 from nested_model import NestedGpt  # noqa: E402
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
@@ -184,9 +183,9 @@ def train(rank, world, run_dir, a):
     zero_stage = cfg["zero"]["stage"]
     group = cfg["zero"].get("shard_group", 0)  # fsdp2: HSDP's shard groups (0: none)
     pipe = net = None
-    how = cfg.get("target_options", {}).get("adapter.activation_checkpointing")  # docstring
+    how = cfg.get("target_options", {}).get(ACTIVATION_CHECKPOINTING)  # docstring
     if how and a.parallel != "fsdp2":
-        raise SystemExit("adapter.activation_checkpointing: fsdp2 only (--parallel %s)" % a.parallel)
+        raise SystemExit("%s: fsdp2 only (--parallel %s)" % (ACTIVATION_CHECKPOINTING, a.parallel))
     tp = cfg["parallel"]["tp"]
     partial_addend = None  # DTensor's unreduced state as this rank's addend: tensor parallelism only
     if tp > 1:
@@ -218,8 +217,7 @@ def train(rank, world, run_dir, a):
         from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
         cls = NestedGpt if a.nested else Gpt
         if how:  # each block recomputed in backward (under FSDP2's per-block gathers with --nested)
-            reentrant = {"torch": False, "torch_reentrant": True}[how]
-            cls = checkpointed(cls, how, lambda fn, h: checkpoint(fn, h, use_reentrant=reentrant))
+            cls = checkpointed(cls, how, torch_checkpoint(how))
         model = cls(cfg["model"], run["params"], init, compute)
         if group:  # HSDP: sharded within groups of consecutive ranks, replicated across the groups
             mesh = init_device_mesh("cpu", (world // group, group), mesh_dim_names=("replicate", "shard"))
