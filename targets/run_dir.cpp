@@ -202,7 +202,7 @@ bool ReadObservations(const Config& cfg, const std::string& dir,
           "rank " + std::to_string(r) + " wrote no observations (" + stem + ".json is missing)");
     std::stringstream ss;
     ss << f.rdbuf();
-    const json j = ParseJsonText(ss.str());
+    const json j = ParseJsonText(QuoteNonFiniteTokens(ss.str()));
     if (j.is_discarded() || !j.is_object() || !j.contains("steps") || !j["steps"].is_array())
       return Fail(err, "bad_output", r, stem + ".json is not a JSON object with a \"steps\" array");
     if (static_cast<int64_t>(j["steps"].size()) != n)
@@ -217,15 +217,14 @@ bool ReadObservations(const Config& cfg, const std::string& dir,
       partial.back().emplace_back();
       const json& js = j["steps"][s - first];
       const std::string where = "rank " + std::to_string(r) + " step " + std::to_string(s);
-      if (!js.is_object() || !js.contains("loss_sum") || !js["loss_sum"].is_number() ||
-          !js.contains("loss_count") || !js["loss_count"].is_number_integer() ||
-          !js.contains("grad_norm") || !js["grad_norm"].is_number())
+      RankStep st;
+      if (!js.is_object() || !js.contains("loss_sum") ||
+          !JsonDouble(js["loss_sum"], &st.loss_sum) || !js.contains("loss_count") ||
+          !js["loss_count"].is_number_integer() || !js.contains("grad_norm") ||
+          !JsonDouble(js["grad_norm"], &st.grad_norm))
         return Fail(err, "bad_output", r,
                     where + ": needs loss_sum (number), loss_count (integer), grad_norm (number)");
-      RankStep st;
-      st.loss_sum = js["loss_sum"].get<double>();
       st.loss_count = js["loss_count"].get<int64_t>();
-      st.grad_norm = js["grad_norm"].get<double>();
       const std::string path = stem + ".step" + std::to_string(s) + ".safetensors";
       if (!fs::exists(path)) return Fail(err, "no_output", r, where + ": " + path + " is missing");
       StatusOr<SafeTensors> file = ReadSafeTensors(path);

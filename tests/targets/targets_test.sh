@@ -54,6 +54,11 @@ case $CASE in
     done
     # fake_no_grad declares "reports": ["grad"] but writes parameters only.
     has "step 0: no rank wrote any grad tensor, but the run reports grad"
+    # A NaN loss written as Python's json writes it (the bare token NaN) is an observation like any
+    # other: the numeric oracle's finding, not unusable output.
+    expect 3 "$P" run "$T/small_dp2.json" --target "$T/fake_nan_loss.json"
+    has "sig=mismatch.numeric.loss.-.forward "
+    has "worst index 0 expected [0-9.]* actual nan"
     ;;
   warm_broken_targets)
     # Protocol 2: the same findings from a warm worker as from one launch per run, and a worker

@@ -325,6 +325,28 @@ TEST(JsonText, ANulByteIsMalformedNotTheEnd) {
   EXPECT_EQ(ParseJsonText("{\"a\": 1}").value("a", 0), 1);
 }
 
+// Python's json module writes non-finite floats as bare NaN / Infinity / -Infinity: a target's
+// observations may hold them, and they read back as those values, strings left as they are.
+TEST(JsonText, NonFiniteTokensOfPythonReadBack) {
+  const nlohmann::json j = ParseJsonText(QuoteNonFiniteTokens(
+      R"({"a": NaN, "b": [Infinity, -Infinity, -1.5], "NaN": "x \" NaN Infinity", "c": 2})"));
+  ASSERT_FALSE(j.is_discarded());
+  double v = 0;
+  ASSERT_TRUE(JsonDouble(j["a"], &v));
+  EXPECT_TRUE(std::isnan(v));
+  ASSERT_TRUE(JsonDouble(j["b"][0], &v));
+  EXPECT_EQ(v, std::numeric_limits<double>::infinity());
+  ASSERT_TRUE(JsonDouble(j["b"][1], &v));
+  EXPECT_EQ(v, -std::numeric_limits<double>::infinity());
+  ASSERT_TRUE(JsonDouble(j["b"][2], &v));
+  EXPECT_EQ(v, -1.5);
+  EXPECT_EQ(j["NaN"], "x \" NaN Infinity");  // inside a string: untouched
+  EXPECT_EQ(j["c"], 2);
+  EXPECT_FALSE(JsonDouble(j["NaN"], &v));
+  EXPECT_FALSE(JsonDouble(nlohmann::json("nan"), &v));
+  EXPECT_TRUE(ParseJsonText(QuoteNonFiniteTokens("{\"a\": NaNx}")).is_discarded());
+}
+
 TEST(ConfigJson, DuplicateKeysAreErrors) {
   FieldError e = OnlyError(R"({"model": {"layers": 2, "layers": 3}})");
   EXPECT_EQ(e.field, "model.layers");
