@@ -27,11 +27,8 @@ class Part(Gpt):
     """model.Gpt's methods over the parameters `own` only; `kind` picks the forward."""
 
     def __init__(self, model_cfg, own, tensors, exec_dtype, kind, block=-1):
-        torch.nn.Module.__init__(self)
-        self.m, self.exec, self.kind, self.block_index = model_cfg, exec_dtype, kind, block
-        self.names = list(own)
-        self.index = {n: k for k, n in enumerate(self.names)}
-        self.params = torch.nn.ParameterList([torch.nn.Parameter(tensors[n].clone()) for n in self.names])
+        super().__init__(model_cfg, own, tensors, exec_dtype)
+        self.kind, self.block_index = kind, block
 
     def forward(self, x):  # Gpt.forward's ops, cut at the layer's boundaries
         if self.kind == "wte":

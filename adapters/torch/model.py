@@ -25,11 +25,16 @@ def layer_partition(cfg, chunks):
 
 class Gpt(torch.nn.Module):
     def __init__(self, model_cfg, names, tensors, exec_dtype):
-        super().__init__()
-        self.m = model_cfg
-        self.names = list(names)
+        self.init_fields(model_cfg, names, exec_dtype)
         self.index = {n: i for i, n in enumerate(self.names)}
         self.params = torch.nn.ParameterList([torch.nn.Parameter(tensors[n].clone()) for n in self.names])
+
+    def init_fields(self, model_cfg, names, exec_dtype):
+        """The module's set-up and the model's fields, without parameters: for a subclass that
+        registers them elsewhere (and overrides p and named)."""
+        torch.nn.Module.__init__(self)
+        self.m = model_cfg
+        self.names = list(names)
         self.exec = exec_dtype
 
     def named(self):

@@ -22,10 +22,7 @@ class Block(torch.nn.Module):
 
 class NestedGpt(Gpt):
     def __init__(self, model_cfg, names, tensors, exec_dtype):
-        torch.nn.Module.__init__(self)
-        self.m = model_cfg
-        self.names = list(names)
-        self.exec = exec_dtype
+        self.init_fields(model_cfg, names, exec_dtype)
         top = [n for n in self.names if not n.startswith("blocks.")]
         self.index = {n: k for k, n in enumerate(top)}
         self.params = torch.nn.ParameterList([torch.nn.Parameter(tensors[n].clone()) for n in top])

@@ -54,13 +54,8 @@ class Chunk(Gpt):
     last: Gpt's own methods over this chunk's parameters only."""
 
     def __init__(self, model_cfg, names, tensors, exec_dtype, lo, hi, first, last):
-        torch.nn.Module.__init__(self)
-        self.m, self.exec = model_cfg, exec_dtype
+        super().__init__(model_cfg, chunk_names(model_cfg, names, lo, hi, first, last), tensors, exec_dtype)
         self.lo, self.hi, self.first, self.last = lo, hi, first, last
-        own = chunk_names(model_cfg, names, lo, hi, first, last)
-        self.names = own
-        self.index = {n: k for k, n in enumerate(own)}
-        self.params = torch.nn.ParameterList([torch.nn.Parameter(tensors[n].clone()) for n in own])
 
     def forward(self, x):  # Gpt.forward's ops, cut at the chunk's boundaries
         h = x
