@@ -10,7 +10,7 @@ deepspeed*.json, written by make_targets.py; environments: scripts/setup-targets
 adapters/envs/deepspeed-*.txt; docs/DEEPSPEED.md). Reads RUN_DIR/{config.json, run.json,
 init.safetensors, data/step<S>.safetensors}, forks one process per rank (gloo, file:// rendezvous in
 the run dir, DS_ACCELERATOR=cpu, LOCAL_SIZE=world), builds paradiff's GPT (adapters/torch/model.py,
-imported, not copied; ZeRO 3 registers the same parameters on the root module: FlatGpt), hands it
+imported, not copied; ZeRO 3 registers the same parameters on modules: module_tree.py), hands it
 and a client torch optimizer to deepspeed.initialize, and trains with engine(...),
 engine.backward(loss), engine.step() per micro-step (DeepSpeed divides the loss gradient by
 gradient_accumulation_steps and steps at the boundary). With parallel.pp > 1 (or --pipe, also at
@@ -30,7 +30,12 @@ runs each transformer block under activation checkpointing, recomputed in backwa
 written for DeepSpeed does: "deepspeed" (deepspeed.checkpointing.checkpoint),
 "deepspeed_non_reentrant" (its non_reentrant_checkpoint), "torch" / "torch_reentrant"
 (torch.utils.checkpoint.checkpoint with use_reentrant False / True). The model has no dropout: the
-recomputation repeats the forward's arithmetic exactly.
+recomputation repeats the forward's arithmetic exactly. "adapter.module_tree": "nested" puts the
+parameters in a tree of submodules (module_tree.py), so that ZeRO 3 gathers them per submodule.
+"adapter.poison_uninitialized": true runs the ranks with torch.use_deterministic_algorithms(True),
+under which every torch.empty fills its memory with NaN (torch.utils.deterministic.
+fill_uninitialized_memory), so that DeepSpeed reading memory it never wrote shows in every run
+instead of only when the allocator hands back used memory.
 
 What each rank reports (the kinds run.json asks for), all read from the rank's own memory, never
 through DeepSpeed's gathers:
@@ -82,6 +87,7 @@ TORCH_ADAPTER = os.path.join(os.path.dirname(HERE), "torch")
 
 SLOTS = {"sgd": ["momentum"], "adam": ["exp_avg", "exp_avg_sq"], "adamw": ["exp_avg", "exp_avg_sq"]}
 ADAPTER_OPTION = "adapter."  # target options the adapter reads itself (docstring)
+POISON_UNINITIALIZED = "adapter.poison_uninitialized"
 PLANTS = ["", "sum_not_average", "reload_without_optimizer"]
 
 
@@ -215,7 +221,8 @@ def train(rank, world, run_dir, a, extra):
     import crew
     import safetensors_io
     import serve
-    from model import ACTIVATION_CHECKPOINTING, Gpt, checkpointed
+    from model import ACTIVATION_CHECKPOINTING, checkpointed
+    from module_tree import MODULE_TREE, model_class
 
     plant = a.plant
     torch.set_num_threads(1)
@@ -224,30 +231,33 @@ def train(rank, world, run_dir, a, extra):
     os.environ.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(world), LOCAL_SIZE=str(world))
     cfg = json.load(open(os.path.join(run_dir, "config.json")))
     run = json.load(open(os.path.join(run_dir, "run.json")))
+    # Set on every run: a warm worker's next config must not inherit it.
+    torch.use_deterministic_algorithms(bool(cfg.get("target_options", {}).get(POISON_UNINITIALIZED)))
     crew.join_group(tdist, rank, world, run_dir)
     deepspeed.init_distributed(dist_backend="gloo")
     dtypes = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
     prec, o = cfg["precision"], cfg["optimizer"]
     stage = cfg["zero"]["stage"]
     init, _ = safetensors_io.read(os.path.join(run_dir, "init.safetensors"))
-    # ZeRO-3 gathers a module's own parameters around its forward. paradiff's GPT keeps them in a
-    # ParameterList whose forward never runs; registered on the root module itself (FlatGpt) they
-    # are gathered for the whole forward and backward, and each gradient is reduced by its own
-    # hook. (A z3 leaf module does not do here: DeepSpeed reduces a leaf module's gradients in a
-    # full backward hook, which fires at the start of backward when no module input requires a
-    # gradient, as token ids do not; it then frees the parameters and backward fails.)
+    # ZeRO-3 gathers a module's own parameters around its forward (module_tree.py: on the root
+    # module by default, or in a tree of submodules). (Making the root a z3 leaf module does not do:
+    # DeepSpeed reduces a leaf module's gradients in a full backward hook, which fires at the start
+    # of backward when no module input requires a gradient, as token ids do not; it then frees the
+    # parameters and backward fails.)
     pp = cfg["parallel"]["pp"]
     piped = pp > 1 or a.pipe  # a deepspeed.pipe PipelineModule (DeepSpeed's PipelineEngine)
     recorded = []  # pipeline: the last stage's loss per micro-batch (pipe.loss_fn)
     how = cfg.get("target_options", {}).get(ACTIVATION_CHECKPOINTING)
-    if piped and how:
-        raise SystemExit(ACTIVATION_CHECKPOINTING + ": not with deepspeed.pipe (pipe.py has no such option)")
+    tree = cfg.get("target_options", {}).get(MODULE_TREE)
+    for name, value in ((ACTIVATION_CHECKPOINTING, how), (MODULE_TREE, tree)):
+        if piped and value:
+            raise SystemExit(name + ": not with deepspeed.pipe (pipe.py has no such option)")
     if piped:
         import pipe
         model = pipe.build(cfg, run["params"], init, dtypes[prec["compute"]], recorded,
                            loss_factor=run["dp"] if plant == "sum_not_average" else 1)
     else:
-        cls = flat_gpt(torch, Gpt) if stage == 3 else Gpt
+        cls = model_class(stage, tree)
         if how:
             cls = checkpointed(cls, how, checkpoint_function(deepspeed, how))
         model = cls(cfg["model"], run["params"], init, dtypes[prec["compute"]])
@@ -260,10 +270,14 @@ def train(rank, world, run_dir, a, extra):
     if rank == 0:  # DeepSpeed's own reading of the ZeRO settings, for whoever reads the run's log
         zc = engine._config.zero_config
         master = getattr(engine.optimizer, "master_weights_and_grads_dtype", None)  # ZeRO 1-3
+        holders = sum(1 for m in engine.module.modules() if list(m.parameters(recurse=False)))
         print("deepspeed: ZeRO stage %d, optimizer %s; offload_optimizer: %s; offload_param: %s; "
-              "master weights and grads: %s; activation checkpointing: %s"
+              "master weights and grads: %s; activation checkpointing: %s; modules holding parameters: %d; "
+              "torch.empty fills with NaN: %s"
               % (zc.stage, type(engine.optimizer).__name__, zc.offload_optimizer, zc.offload_param, master,
-                 getattr(engine.module, "checkpointing", "off")), flush=True)
+                 getattr(engine.module, "checkpointing", "off"), holders,
+                 torch.are_deterministic_algorithms_enabled() and torch.utils.deterministic.fill_uninitialized_memory),
+              flush=True)
     if load:
         path, _ = engine.load_checkpoint(load, tag=tag,
                                          load_optimizer_states=plant != "reload_without_optimizer")
@@ -438,27 +452,6 @@ def universal_if_resharded(ckpt, cfg, ds, rank):
     tdist.barrier()
     merge(ds, {"checkpoint": {"load_universal": True}})
     return universal
-
-
-def flat_gpt(torch, Gpt):
-    class FlatGpt(Gpt):
-        """adapters/torch/model.py's Gpt with its parameters registered on the module itself (p0,
-        p1, ... in model order) instead of in a ParameterList: the same forward, op for op."""
-
-        def __init__(self, model_cfg, names, tensors, exec_dtype):
-            super().__init__(model_cfg, names, tensors, exec_dtype)
-            params = list(self.params)
-            del self.params
-            for i, p in enumerate(params):
-                self.register_parameter("p%d" % i, p)
-
-        def named(self):
-            return [(n, getattr(self, "p%d" % i)) for i, n in enumerate(self.names)]
-
-        def p(self, name):
-            return getattr(self, "p%d" % self.index[name])
-
-    return FlatGpt
 
 
 def checkpoint_function(deepspeed, how):

@@ -74,20 +74,36 @@ OFFLOAD = dict(OFFLOAD_OPTIMIZER, **OFFLOAD_PARAM)
 # ZeRO 3's own settings, varied in the newest release's files that run it (older files keep the
 # configs their recorded campaigns drew): ZeRO++'s hierarchical partitioning (hpZ: a secondary copy
 # of each parameter's shard within groups of that many dp ranks, gathered from there in backward;
-# DeepSpeed refuses a size that does not divide dp, hence "divides") and the optimizer's
-# sub-groups (one element: every parameter in a sub-group of its own).
+# DeepSpeed refuses a size that does not divide dp, hence "divides"), the optimizer's sub-groups
+# (one element: every parameter in a sub-group of its own), and the ways ZeRO 3 fetches a module's
+# parameters: one all-reduce of a flat buffer where each rank fills its shards instead of an
+# all-gather, and one all-gather per parameter instead of buckets.
 ZERO3 = {
     "zero_optimization.zero_hpz_partition_size": {"values": [2, 4], "divides": "dp"},
     "zero_optimization.sub_group_size": [1, 64, 4096],
+    "zero_optimization.stage3_use_all_reduce_for_fetch_params": [True, False],
+    "zero_optimization.stage3_allgather_sequential": [True, False],
 }
-# Activation checkpointing, varied in the newest release's files without a pipeline: each block
-# recomputed in backward under DeepSpeed's checkpoint (reentrant or not) or torch's; an option of
-# the adapter, not of DeepSpeed's config (adapter.py). ZeRO's gradient hooks then fire during the
-# recomputing backward, and ZeRO 3 gathers the parameters again for it.
-ACTIVATION = {
+# Not varied: stage3_module_granularity_threshold. On the test models the root's granularity
+# (parameters per module under it) is at or just below its blocks' (e.g. 95 against 96), so every
+# threshold that takes effect makes the root a z3 leaf module, and a leaf module whose inputs need
+# no gradient (token ids) fails in backward (DeepSpeed issue 5524's class).
+# The adapter's own options (adapter.py), varied in the newest release's files without a pipeline:
+# activation checkpointing, each block recomputed in backward under DeepSpeed's checkpoint
+# (reentrant or not) or torch's, so that ZeRO's gradient hooks fire during the recomputing backward
+# and ZeRO 3 gathers the parameters again for it; the model's parameters in a tree of submodules
+# (module_tree.py), which ZeRO 3 gathers, prefetches and releases one by one; and memory poisoning:
+# every torch.empty filled with NaN, so that a read of memory DeepSpeed never wrote shows every run.
+ADAPTER = {
     "adapter.activation_checkpointing": ["deepspeed", "deepspeed_non_reentrant", "torch", "torch_reentrant"],
+    "adapter.module_tree": ["nested"],
+    "adapter.poison_uninitialized": [True],
 }
-OPTIONS_ZERO3 = dict(OPTIONS, **ZERO3, **OFFLOAD, **ACTIVATION)
+OPTIONS_ZERO3 = dict(OPTIONS, **ZERO3, **OFFLOAD, **ADAPTER)
+# The older releases' _ckpt files: the same with torch's checkpoint only. Before 0.19.8 DeepSpeed's
+# own (deepspeed.checkpointing, reentrant or not) fails on the CPU accelerator at its first call
+# (get_accelerator().Stream is None there; docs/FINDINGS.md).
+OPTIONS_OLDER = dict(OPTIONS_ZERO3, **{"adapter.activation_checkpointing": ["torch", "torch_reentrant"]})
 # bf16 with fp32 accumulation at ZeRO 1 is DeepSpeed's BF16_Optimizer, which keeps whole gradients,
 # except under offload, where DeepSpeed takes its ZeRO-1 optimizer, which keeps each rank's slice
 # only (engine.py _do_optimizer_sanity_check: "... == 1 and not self.zero_cpu_offload()"): the
@@ -176,13 +192,14 @@ def files():
             v, [1, 2, 3], BF16_FP32ACC, options=OPTIONS_FP32ACC if v == NEWEST else OPTIONS,
             checkpoint=v == NEWEST)
         if v != NEWEST:
-            # The older releases' checkpoints in files of their own: the files above keep the
-            # configs their recorded rediscovery campaigns drew (docs/FINDINGS.md).
+            # The older releases' checkpoints and the newest file's options in files of their own:
+            # the files above keep the configs their recorded rediscovery campaigns drew
+            # (docs/FINDINGS.md).
             out[base + "_ckpt.json"] = target(
                 "deepspeed-%s-ckpt" % v,
                 "deepspeed-%s.json with checkpoints saved and reloaded through DeepSpeed's API (another "
-                "dp through its universal checkpoint)" % v,
-                v, [0, 2, 3], [FP32] + BF16, options=OPTIONS, checkpoint=True)
+                "dp through its universal checkpoint) and deepspeed.json's options" % v,
+                v, [0, 2, 3], [FP32] + BF16, options=OPTIONS_OLDER, checkpoint=True)
         if v != NEWEST:
             out[base + "_pp.json"] = target(
                 "deepspeed-%s-pp" % v,
@@ -218,7 +235,7 @@ def files():
         "DeepSpeed %s ZeRO 1 (its ZeRO optimizer): it reduces each gradient slice to its owner only, "
         "so its gradients are partitioned from stage 1 (docs/DEEPSPEED.md)" % NEWEST,
         NEWEST, [1], [FP32] + BF16, partitioned_from={"grad": 1},
-        options=dict(OPTIONS, **OFFLOAD_OPTIMIZER, **ACTIVATION),
+        options=dict(OPTIONS, **OFFLOAD_OPTIMIZER, **ADAPTER),
         checkpoint=True)
     own = target(
         "deepspeed-%s-adam" % NEWEST,
@@ -244,7 +261,7 @@ def files():
         NEWEST, [1, 2, 3], [bf16("fp32", "bf16", False), bf16("bf16", "bf16", False)],
         extra_args=["--ds-optimizer"], partitioned_from={"grad": 1}, optimizers=("adam", "adamw"),
         checkpoint=dict(CHECKPOINT, reload_zero_stages={"1": [1, 2], "2": [1, 2], "3": [3]}),
-        options=dict(OPTIONS, **ZERO3, **OFFLOAD_PARAM, **ACTIVATION))
+        options=dict(OPTIONS, **ZERO3, **OFFLOAD_PARAM, **ADAPTER))
     low["optimizer_arithmetic"] = {"hyperparameters": "fp32", "clip": "accumulate"}
     out["deepspeed_bf16_master.json"] = low
     out["deepspeed_planted.json"] = target(

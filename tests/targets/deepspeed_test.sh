@@ -195,10 +195,45 @@ c['target_options'] = {'adapter.activation_checkpointing': '$1'}"
       expect 0 "$P" run "$TMP/ac_$1.json" --target "$DS/$3" --keep-run-dirs "$TMP/ac_$1"
       has "SUMMARY: paradiff: PASS"
       cat "$TMP"/ac_$1/*/target.log >"$TMP/out"
-      has "ZeRO stage $2, .*activation checkpointing: $1\$"
+      has "ZeRO stage $2, .*activation checkpointing: $1;"
       # recomputed: 2 layers x 2 steps x 2 micro-steps, each block run twice
       has "activation checkpointing: 16 block runs"
     done
+    ;;
+  deepspeed_module_tree)
+    need_deepspeed
+    # The adapter's option adapter.module_tree (docs/DEEPSPEED.md, "Options"): the parameters in
+    # submodules (module_tree.py: the root, and per block a Block with its attn and mlp) at ZeRO 3
+    # over dp 2, with ZeRO 3's per-module fetching at its tightest (prefetch and live parameters of
+    # 64 elements, no persistent parameters, one all-gather per parameter), then with the
+    # all-reduce fetch (over parameters of odd sizes: ffn 15) and under torch's reentrant
+    # checkpoint, and at ZeRO 2: PASS, the log counting the 7 modules that hold parameters (1 with
+    # the default tree).
+    derive_json "$T/deepspeed_w1.json" "$TMP/n3.json" "c['zero']['stage'] = 3; \
+c['parallel'] = {'world': 2, 'dp': 2}; c['model']['layers'] = 2; c['model']['ffn'] = 15; \
+c['target_options'] = {'adapter.module_tree': 'nested', 'zero_optimization.stage3_prefetch_bucket_size': 64, \
+'zero_optimization.stage3_max_live_parameters': 64, 'zero_optimization.stage3_param_persistence_threshold': 0, \
+'zero_optimization.stage3_allgather_sequential': True}"
+    derive_json "$TMP/n3.json" "$TMP/n3ar.json" "o = c['target_options']; \
+del o['zero_optimization.stage3_allgather_sequential']; \
+o['zero_optimization.stage3_use_all_reduce_for_fetch_params'] = True; \
+o['adapter.activation_checkpointing'] = 'torch_reentrant'"
+    derive_json "$TMP/n3.json" "$TMP/n2.json" "c['zero']['stage'] = 2"
+    derive_json "$TMP/n3.json" "$TMP/flat3.json" "del c['target_options']['adapter.module_tree']"
+    for c in n3:7 n3ar:7 n2:7 flat3:1; do
+      expect 0 "$P" run "$TMP/${c%%:*}.json" --target "$DS/deepspeed.json" --keep-run-dirs "$TMP/k_${c%%:*}"
+      has "SUMMARY: paradiff: PASS"
+      cat "$TMP"/k_${c%%:*}/*/target.log >"$TMP/out"
+      has "modules holding parameters: ${c#*:};"
+    done
+    # A DeepSpeed bug (DeepSpeed issue 4595, open; docs/FINDINGS.md): its own non-reentrant
+    # checkpoint at ZeRO 3 recomputes a block with its submodule's parameter partitioned. The
+    # campaign's minimized config (world 1, one layer) crashes in backward; under torch's
+    # non-reentrant checkpoint it passes; the reproducer exits 1. Fails once a release fixes it.
+    known_bug "$DS/deepspeed.json" "$DS/repro/zero3_non_reentrant_checkpoint.config.json" \
+      "sig=crash.target.-.-.run.exit.RuntimeError-_engine_run_backward " \
+      "c['target_options']['adapter.activation_checkpointing'] = 'torch'" \
+      "BUG: the step failed in backward" "$DS/repro/zero3_non_reentrant_checkpoint.py"
     ;;
   deepspeed_warm_leaks_nothing)  # protocol 2: nothing one config does reaches the next
     need_deepspeed
