@@ -289,10 +289,14 @@ c['model']['tied_embeddings'] = False; c['parallel'] = {'world': 4, 'dp': 2, 'pp
     ;;
   deepspeed_campaign_clean)
     need_deepspeed
-    # fp32 only: bf16 at ZeRO 0 meets a DeepSpeed bug (docs/DEEPSPEED.md, findings).
+    # fp32 only: bf16 at ZeRO 0 meets a DeepSpeed bug (docs/DEEPSPEED.md, findings); and without
+    # DeepSpeed's non-reentrant checkpoint, which fails at ZeRO 3 with the nested module tree
+    # (DeepSpeed issue 4595, deepspeed_module_tree).
     fp32_part "$DS/deepspeed.json" "$TMP/fp32.json"
+    derive_json "$TMP/fp32.json" "$TMP/clean.json" "o = c['options']['adapter.activation_checkpointing']; \
+o.remove('deepspeed_non_reentrant')"
     expect 0 "$P" campaign --workdir "$TMP/w" --budget 60s --jobs 2 --seed 4 --minimize-budget-s 0 \
-      --target "$TMP/fp32.json"
+      --target "$TMP/clean.json"
     has "campaign CLEAN"
     ;;
   deepspeed_rediscover_pr8154)
@@ -400,6 +404,34 @@ c['optimizer'] = {'kind': 'adamw', 'lr': 0.01, 'weight_decay': 0.1, \
     for repro in warmup_cosine_past_end.py zero12_cpu_noncontiguous_no_allreduce.py; do
       PYTHONPATH=$SRC/work/venv/deepspeed-0.19.2 "$py" "$DS/repro/$repro" >"$TMP/repro" 2>&1 &&
         fail "$repro passed on 0.19.2: $(cat "$TMP/repro")"
+      PYTHONPATH=$SRC/work/venv/deepspeed-0.19.8 "$py" "$DS/repro/$repro" >"$TMP/repro" 2>&1 ||
+        fail "$repro failed on 0.19.8: $(cat "$TMP/repro")"
+    done
+    ;;
+  deepspeed_fixed_zero3_after_0192)
+    need_release 0.19.2
+    # Two published ZeRO 3 bugs of 0.19.2, both found by one unsteered campaign against
+    # deepspeed-0.19.2_ckpt.json (docs/FINDINGS.md): each minimized config is a finding there and
+    # passes on the newest release; each standalone reproducer fails on 0.19.2 and passes on 0.19.8.
+    # The all-reduce parameter fetch adds a padded parameter's uninitialized padding into the next
+    # parameter (PR 8158, fixed in 0.19.4): with the adapter's memory poisoning, a NaN loss at step
+    # 0 every run. hpZ's secondary shard of a parameter smaller than its groups (PR 8210, fixed in
+    # 0.19.5): IndexError at initialization. Also DeepSpeed's activation checkpointing, which fails
+    # on the CPU accelerator before 0.19.8 (its reproducer).
+    derive_json "$DS/rediscovery/pr8158_0.19.2_minimized.json" "$TMP/pr8158.json" \
+      "c['target_options']['adapter.poison_uninitialized'] = True"
+    expect 3 "$P" run "$TMP/pr8158.json" --target "$DS/deepspeed-0.19.2_ckpt.json" --keep-run-dirs "$TMP/k8158"
+    has "sig=mismatch.numeric.loss.-.forward "
+    cat "$TMP"/k8158/*/target.log >"$TMP/out"
+    has "torch.empty fills with NaN: True"
+    expect 3 "$P" run "$DS/rediscovery/pr8210_0.19.2_minimized.json" --target "$DS/deepspeed-0.19.2_ckpt.json"
+    has "sig=crash.target.-.-.run.exit.IndexError-_partition_param_sec "
+    passes_on "$DS/deepspeed.json" "$TMP/pr8158.json" "$DS/rediscovery/pr8210_0.19.2_minimized.json"
+    py=$SRC/work/venv/torch-2.15.0/bin/python
+    for repro in zero3_allreduce_fetch_padding.py zero3_hpz_small_param.py checkpointing_cpu_stream.py; do
+      PYTHONPATH=$SRC/work/venv/deepspeed-0.19.2 "$py" "$DS/repro/$repro" >"$TMP/repro" 2>&1 &&
+        fail "$repro passed on 0.19.2: $(cat "$TMP/repro")"
+      grep -q "BUG" "$TMP/repro" || fail "$repro failed on 0.19.2 without naming the bug: $(cat "$TMP/repro")"
       PYTHONPATH=$SRC/work/venv/deepspeed-0.19.8 "$py" "$DS/repro/$repro" >"$TMP/repro" 2>&1 ||
         fail "$repro failed on 0.19.8: $(cat "$TMP/repro")"
     done
