@@ -11,7 +11,7 @@ untied head; `blocks` (a ModuleList) holds one Block per layer with its layer no
 residual biases, and under it `attn` (q, kv and the projection's weight) and `mlp` (fc1 or gate
 and up, fc2's weight). Each submodule's forward calls the root's method for its part, so ZeRO 3
 gathers, prefetches and releases per submodule, traces the module order, and applies its
-persistence threshold and module granularity (leaf modules) to real submodules.
+persistence threshold to real submodules.
 """
 import torch
 
@@ -40,7 +40,7 @@ class Part(torch.nn.Module):
 
     def __init__(self, names, tensors, run):
         super().__init__()
-        self.__dict__["_run"] = run  # a bound method of the root: not a submodule
+        self.__dict__["_run"] = run  # the root's arithmetic for this part: not a submodule
         self.index = {n: k for k, n in enumerate(names)}
         for k, n in enumerate(names):
             self.register_parameter("p%d" % k, torch.nn.Parameter(tensors[n].clone()))
