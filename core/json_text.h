@@ -9,6 +9,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 
 namespace paradiff {
 
@@ -40,10 +41,9 @@ inline std::string QuoteNonFiniteTokens(const std::string& text) {
     }
     if (c == '"') in_string = true;
     bool quoted = false;
-    for (const char* token : {"NaN", "Infinity", "-Infinity"}) {
-      const std::string t = token;
+    for (const std::string_view t : {"NaN", "Infinity", "-Infinity"}) {
       if (text.compare(i, t.size(), t) == 0) {
-        out += '"' + t + '"';
+        (out += '"').append(t) += '"';
         i += t.size() - 1;
         quoted = true;
         break;

@@ -231,8 +231,9 @@ def train(rank, world, run_dir, a, extra):
     os.environ.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(world), LOCAL_SIZE=str(world))
     cfg = json.load(open(os.path.join(run_dir, "config.json")))
     run = json.load(open(os.path.join(run_dir, "run.json")))
+    options = cfg.get("target_options", {})
     # Set on every run: a warm worker's next config must not inherit it.
-    torch.use_deterministic_algorithms(bool(cfg.get("target_options", {}).get(POISON_UNINITIALIZED)))
+    torch.use_deterministic_algorithms(bool(options.get(POISON_UNINITIALIZED)))
     crew.join_group(tdist, rank, world, run_dir)
     deepspeed.init_distributed(dist_backend="gloo")
     dtypes = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
@@ -247,8 +248,8 @@ def train(rank, world, run_dir, a, extra):
     pp = cfg["parallel"]["pp"]
     piped = pp > 1 or a.pipe  # a deepspeed.pipe PipelineModule (DeepSpeed's PipelineEngine)
     recorded = []  # pipeline: the last stage's loss per micro-batch (pipe.loss_fn)
-    how = cfg.get("target_options", {}).get(ACTIVATION_CHECKPOINTING)
-    tree = cfg.get("target_options", {}).get(MODULE_TREE)
+    how = options.get(ACTIVATION_CHECKPOINTING)
+    tree = options.get(MODULE_TREE)
     for name, value in ((ACTIVATION_CHECKPOINTING, how), (MODULE_TREE, tree)):
         if piped and value:
             raise SystemExit(name + ": not with deepspeed.pipe (pipe.py has no such option)")

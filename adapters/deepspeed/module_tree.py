@@ -20,16 +20,21 @@ from model import Gpt
 MODULE_TREE = "adapter.module_tree"
 
 
+def register(module, names, tensors):
+    """Registers a copy of tensors[n] for each of `names` on `module` as p0, p1, ... in that order;
+    returns each name's k."""
+    for k, n in enumerate(names):
+        module.register_parameter("p%d" % k, torch.nn.Parameter(tensors[n].clone()))
+    return {n: k for k, n in enumerate(names)}
+
+
 class FlatGpt(Gpt):
     def __init__(self, model_cfg, names, tensors, exec_dtype):
-        super().__init__(model_cfg, names, tensors, exec_dtype)
-        params = list(self.params)
-        del self.params
-        for i, p in enumerate(params):
-            self.register_parameter("p%d" % i, p)
+        self.init_fields(model_cfg, names, exec_dtype)
+        self.index = register(self, self.names, tensors)
 
     def named(self):
-        return [(n, getattr(self, "p%d" % i)) for i, n in enumerate(self.names)]
+        return [(n, self.p(n)) for n in self.names]
 
     def p(self, name):
         return getattr(self, "p%d" % self.index[name])
@@ -41,9 +46,7 @@ class Part(torch.nn.Module):
     def __init__(self, names, tensors, run):
         super().__init__()
         self.__dict__["_run"] = run  # the root's arithmetic for this part: not a submodule
-        self.index = {n: k for k, n in enumerate(names)}
-        for k, n in enumerate(names):
-            self.register_parameter("p%d" % k, torch.nn.Parameter(tensors[n].clone()))
+        self.index = register(self, names, tensors)
 
     def forward(self, x):
         return self._run(x)
@@ -68,10 +71,7 @@ class NestedGpt(Gpt):
     def __init__(self, model_cfg, names, tensors, exec_dtype):
         self.init_fields(model_cfg, names, exec_dtype)
         self.where = {n: _part_of(n) for n in self.names}
-        top = [n for n in self.names if self.where[n] == "root"]
-        self.index = {n: k for k, n in enumerate(top)}
-        for k, n in enumerate(top):
-            self.register_parameter("p%d" % k, torch.nn.Parameter(tensors[n].clone()))
+        self.index = register(self, [n for n in self.names if self.where[n] == "root"], tensors)
         blocks = []
         for i in range(model_cfg["layers"]):
             prefix = "blocks.%d" % i
