@@ -12,6 +12,8 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "kernels/tensor_parallel.h"
+
 namespace paradiff {
 
 // Note [Hand-written backward]: on tensors of a few hundred elements LibTorch's autograd costs
@@ -43,8 +45,14 @@ namespace paradiff {
 //   forward rounds where GptForward does, and the gradient flowing into each rounded value is
 //   rounded the same way (the two _to_copy backwards), after the gradients meeting there are
 //   added; softmax's backward reads its unrounded output, as autograd saves it.
-// Units under tensor parallelism stay on autograd (GptForwardParallel and its collectives), as do
-// randomly rounded twins (their rounding hooks draw from a generator) and the exact_linear model.
+// - under tensor parallelism (a block of the engine's ranks at tp > 1), the block's boundaries
+//   run below autograd as their autograd functions do (TensorParallel's *Forward / *Backward):
+//   the gradient entering a row-parallel product's output goes through ExitRowParallel's
+//   backward, the gradient of a column-parallel region's input through EnterColumnParallel's,
+//   before the rounding and the layer norm it flows into.
+// The embedding and the head under tensor parallelism (the vocabulary-parallel lookup and
+// cross-entropy) stay on autograd, as do randomly rounded twins (their rounding hooks draw from a
+// generator) and the exact_linear model.
 // tests/unit/hand_backward_test.cpp holds the loss and every gradient bitwise to autograd's over
 // random models (fp32, fp64, bf16, fp16 emulated; gelu and swiglu; grouped kv heads; tied and
 // untied tables; 16-bit parameters) and the engine's ranks bitwise to their autograd runs;
@@ -198,13 +206,29 @@ at::Tensor In(const Numerics& n, const ParamMap& p, const std::string& name, Han
   return n.In(leaf);
 }
 
+// A block's tensor-parallel boundaries (GptForwardParallel's), or none without tp.
+at::Tensor Enter(const HandTape& t, const at::Tensor& x) {
+  return t.tp ? t.tp->EnterColumnParallelForward(x) : x;
+}
+at::Tensor EnterBackward(const HandTape& t, const at::Tensor& g) {
+  return t.tp ? t.tp->EnterColumnParallelBackward(g) : g;
+}
+at::Tensor Exit(const HandTape& t, const at::Tensor& x) {
+  return t.tp ? t.tp->ExitRowParallelForward(x) : x;
+}
+at::Tensor ExitBackward(const HandTape& t, const at::Tensor& g) {
+  return t.tp ? t.tp->ExitRowParallelBackward(g) : g;
+}
+
+// GptForward's block, or with t.tp GptForwardParallel's: ln1 and ln2 on this rank's part of the
+// sequence, the attention and the MLP on the whole sequence (under sp) with this rank's heads and
+// ffn columns, each entered and left through the tensor-parallel boundaries.
 at::Tensor BlockForward(const ModelConfig& m, const Numerics& n, const ParamMap& p, int64_t block,
                         const at::Tensor& x, HandTape& t) {
   t.prefix = "blocks." + std::to_string(block);
   auto in = [&](const char* name) { return In(n, p, t.prefix + name, t); };
-  const int64_t bs = x.size(0), s = x.size(1), H = x.size(2), hd = HeadDim(m);
+  const int64_t bs = x.size(0), H = x.size(2), hd = HeadDim(m);
   t.bs = bs;
-  t.seq = s;
   t.head_dim = hd;
   t.swiglu = m.activation == Activation::kSwiglu;
   t.x = x;
@@ -215,7 +239,10 @@ at::Tensor BlockForward(const ModelConfig& m, const Numerics& n, const ParamMap&
   auto ln1 = at::native_layer_norm(x, {H}, t.w_ln1, t.b_ln1, kLayerNormEps);
   t.mean1 = std::get<1>(ln1);
   t.rstd1 = std::get<2>(ln1);
-  t.y1_2d = View(n.Round(std::get<0>(ln1)), {bs * s, H});
+  const at::Tensor y1 = Enter(t, n.Round(std::get<0>(ln1)));
+  const int64_t s = y1.size(1);
+  t.seq = s;
+  t.y1_2d = View(y1, {bs * s, H});
   const at::Tensor wq = in(".attn.q.weight"), wkv = in(".attn.kv.weight");
   const at::Tensor bq = in(".attn.q.bias"), bkv = in(".attn.kv.bias");
   const int64_t heads = wq.size(0) / hd, K = wkv.size(0) / (2 * hd);
@@ -245,7 +272,7 @@ at::Tensor BlockForward(const ModelConfig& m, const Numerics& n, const ParamMap&
   t.v3 = Reshape(v.expand({bs, heads, s, hd}), {B, s, hd});
   const at::Tensor o4 = n.Round(at::_unsafe_view(at::bmm(t.probs3, t.v3), {bs, heads, s, hd}));
   const at::Tensor o = Reshape(Transpose(o4, 1, 2), {bs, s, heads * hd});
-  const at::Tensor a = n.Round(Matmul(o, T(in(".attn.proj.weight")), t.proj));
+  const at::Tensor a = Exit(t, n.Round(Matmul(o, T(in(".attn.proj.weight")), t.proj)));
   t.h = n.Round(x + n.Round(a + in(".attn.proj.bias")));
 
   // MLP on ln2(h).
@@ -254,7 +281,7 @@ at::Tensor BlockForward(const ModelConfig& m, const Numerics& n, const ParamMap&
   auto ln2 = at::native_layer_norm(t.h, {H}, t.w_ln2, t.b_ln2, kLayerNormEps);
   t.mean2 = std::get<1>(ln2);
   t.rstd2 = std::get<2>(ln2);
-  const at::Tensor y2 = n.Round(std::get<0>(ln2));
+  const at::Tensor y2 = Enter(t, n.Round(std::get<0>(ln2)));
   t.y2_2d = View(y2, {bs * s, H});
   at::Tensor act;
   if (t.swiglu) {
@@ -268,7 +295,7 @@ at::Tensor BlockForward(const ModelConfig& m, const Numerics& n, const ParamMap&
     t.fc1_out = n.Round(AddmmLinear(t.y2_2d, t.w1_t, b1, bs, s));
     act = n.Round(at::gelu(t.fc1_out));
   }
-  const at::Tensor f = n.Round(Matmul(act, T(in(".mlp.fc2.weight")), t.fc2));
+  const at::Tensor f = Exit(t, n.Round(Matmul(act, T(in(".mlp.fc2.weight")), t.fc2)));
   return n.Round(t.h + n.Round(f + in(".mlp.fc2.bias")));
 }
 
@@ -283,7 +310,7 @@ at::Tensor BlockBackward(const HandTape& t, const at::Tensor& grad_out,
   // out = h + (f + fc2.bias), f = fc2(act)
   const at::Tensor g_out = rg(grad_out), g_f = rg(g_out);
   grads[b + ".mlp.fc2.bias"] = SumToBias(g_f);
-  const at::Tensor g_act = rg(MatmulBackward(rg(g_f), t.fc2, &gw));
+  const at::Tensor g_act = rg(MatmulBackward(rg(ExitBackward(t, g_f)), t.fc2, &gw));
   grads[b + ".mlp.fc2.weight"] = gw;
   at::Tensor g_y2;
   if (t.swiglu) {  // act = silu(gate(y2)) * up(y2)
@@ -300,15 +327,15 @@ at::Tensor BlockBackward(const HandTape& t, const at::Tensor& grad_out,
     grads[b + ".mlp.fc1.weight"] = gw;
     grads[b + ".mlp.fc1.bias"] = gb;
   }
-  auto ln2 = at::native_layer_norm_backward(rg(g_y2), t.h, {H}, t.mean2, t.rstd2, t.w_ln2, t.b_ln2,
-                                            {true, true, true});
+  auto ln2 = at::native_layer_norm_backward(rg(EnterBackward(t, g_y2)), t.h, {H}, t.mean2, t.rstd2,
+                                            t.w_ln2, t.b_ln2, {true, true, true});
   grads[b + ".ln2.weight"] = std::get<1>(ln2);
   grads[b + ".ln2.bias"] = std::get<2>(ln2);
   const at::Tensor g_h = rg(g_out + std::get<0>(ln2)), g_a = rg(g_h);
 
   // h = x + (a + proj.bias), a = proj(o), o = (probs @ v) with its heads side by side
   grads[b + ".attn.proj.bias"] = SumToBias(g_a);
-  const at::Tensor g_o = MatmulBackward(rg(g_a), t.proj, &gw);
+  const at::Tensor g_o = MatmulBackward(rg(ExitBackward(t, g_a)), t.proj, &gw);
   grads[b + ".attn.proj.weight"] = gw;
   const at::Tensor g_o3 =
       Reshape(rg(Transpose(Reshape(g_o, {bs, s, heads, hd}), 1, 2)), {B, s, hd});
@@ -339,8 +366,8 @@ at::Tensor BlockBackward(const HandTape& t, const at::Tensor& grad_out,
   const at::Tensor from_kv = AddmmBackward(g_kv, t.y1_2d, t.wkv_t, {bs, s, H}, &gw, &gb);
   grads[b + ".attn.kv.weight"] = gw;
   grads[b + ".attn.kv.bias"] = gb;
-  auto ln1 = at::native_layer_norm_backward(rg(from_q + from_kv), t.x, {H}, t.mean1, t.rstd1,
-                                            t.w_ln1, t.b_ln1, {true, true, true});
+  auto ln1 = at::native_layer_norm_backward(rg(EnterBackward(t, from_q + from_kv)), t.x, {H},
+                                            t.mean1, t.rstd1, t.w_ln1, t.b_ln1, {true, true, true});
   grads[b + ".ln1.weight"] = std::get<1>(ln1);
   grads[b + ".ln1.bias"] = std::get<2>(ln1);
   return g_h + std::get<0>(ln1);
@@ -425,11 +452,14 @@ bool HandBackwardApplies(const ModelConfig& model, const Numerics& num) {
 
 at::Tensor HandForward(const Unit& unit, const ModelConfig& m, const Numerics& n,
                        const ParamMap& params, const at::Tensor& x, const MicroBatch& mb,
-                       HandTape& t) {
+                       HandTape& t, TensorParallel* tp) {
+  if (tp != nullptr && unit.kind != UnitKind::kBlock)
+    throw std::logic_error("hand backward: only blocks run by hand under tensor parallelism");
   at::AutoDispatchBelowADInplaceOrView below_autograd;
   t = HandTape();
   t.kind = unit.kind;
   t.fp16 = n.emulate_fp16;
+  t.tp = tp;
   switch (unit.kind) {
     case UnitKind::kEmbed:
       return EmbedForward(m, n, params, mb, t);

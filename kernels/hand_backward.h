@@ -15,6 +15,8 @@
 
 namespace paradiff {
 
+class TensorParallel;
+
 // A linear without a bias as at::linear runs it (a matmul): its input folded to 2-D for mm, or,
 // where matmul does not fold it (a last dim that is not contiguous), both operands expanded to 3-D
 // for bmm; the operands as the product saw them.
@@ -27,9 +29,12 @@ struct MatmulLinear {
 // What a unit's backward reads, kept by its forward.
 struct HandTape {
   UnitKind kind = UnitKind::kBlock;
-  bool fp16 = false;   // fp16 emulated: every Round's gradient rounded to fp16 too
-  std::string prefix;  // "blocks.<i>" for a block; the logits' weight for the head
+  bool fp16 = false;             // fp16 emulated: every Round's gradient rounded to fp16 too
+  std::string prefix;            // "blocks.<i>" for a block; the logits' weight for the head
+  TensorParallel* tp = nullptr;  // a block's tensor-parallel boundaries (tp > 1), else none
   std::vector<std::pair<std::string, at::Tensor>> leaves;  // parameter name -> leaf (its dtype)
+  // seq: the attention's sequence (whole under sequence parallelism; the block's input holds
+  // this rank's part).
   int64_t bs = 0, seq = 0, heads = 0, kv_heads = 0, head_dim = 0;
   bool swiglu = false;
   // Layer norms (ln1 and ln2; the head's is ln1): input, mean, rstd, weight and bias in the
@@ -61,10 +66,11 @@ bool HandBackwardApplies(const ModelConfig& model, const Numerics& num);
 void SetHandBackward(bool on);
 
 // `unit`'s forward on one device (GptForward, bit for bit), keeping what HandBackward needs in
-// `tape`. Runs below autograd: nothing is recorded.
+// `tape`; with `tp` (tp > 1, blocks only) a block as GptForwardParallel runs it, its
+// tensor-parallel boundaries included. Runs below autograd: nothing is recorded.
 at::Tensor HandForward(const Unit& unit, const ModelConfig& model, const Numerics& num,
                        const ParamMap& params, const at::Tensor& x, const MicroBatch& mb,
-                       HandTape& tape);
+                       HandTape& tape, TensorParallel* tp = nullptr);
 
 // The unit's backward: from the gradient of its output, or for the head from loss_mult (the
 // gradient of loss * loss_mult). Adds each parameter's gradient (in the parameter's dtype and

@@ -245,7 +245,12 @@ void RankEngine::SinkGrads(size_t unit, const ParamMap& leaves, int64_t micro_st
 }
 
 bool RankEngine::ByHand(size_t unit) const {
-  return (tp_ == nullptr || tp_->size() == 1) && HandBackwardApplies(cfg_.model, num_);
+  return HandBackwardApplies(cfg_.model, num_) &&
+         (HandTp() == nullptr || units_[unit].kind == UnitKind::kBlock);
+}
+
+TensorParallel* RankEngine::HandTp() const {
+  return tp_ != nullptr && tp_->size() > 1 ? tp_.get() : nullptr;
 }
 
 bool RankEngine::TpSyncs(int entry) const {
@@ -299,7 +304,7 @@ at::Tensor RankEngine::ForwardUnits(const std::vector<size_t>& units, at::Tensor
     for (size_t u : units) {
       tapes.push_back({x, at::Tensor(), {}});
       const ParamMap& params = Materialize(u, false, scratch);
-      x = ByHand(u) ? HandForward(units_[u], cfg_.model, num_, params, x, mb, unkept)
+      x = ByHand(u) ? HandForward(units_[u], cfg_.model, num_, params, x, mb, unkept, HandTp())
                     : UnitForward(units_[u], cfg_.model, num_, params, x, mb, tp_.get());
     }
     return x;
@@ -308,7 +313,8 @@ at::Tensor RankEngine::ForwardUnits(const std::vector<size_t>& units, at::Tensor
     UnitTape t;
     if (ByHand(u)) {
       t.input = x;
-      x = HandForward(units_[u], cfg_.model, num_, Materialize(u, true, scratch), x, mb, t.hand);
+      x = HandForward(units_[u], cfg_.model, num_, Materialize(u, true, scratch), x, mb, t.hand,
+                      HandTp());
       tapes.push_back(std::move(t));
       continue;
     }
@@ -332,7 +338,7 @@ at::Tensor RankEngine::BackwardUnits(const std::vector<size_t>& units,
       const ParamMap& leaves = Materialize(u, true, scratch);
       HandTape recomputed;
       if (!keep_graphs_)
-        HandForward(units_[u], cfg_.model, num_, leaves, tapes[k].input, mb, recomputed);
+        HandForward(units_[u], cfg_.model, num_, leaves, tapes[k].input, mb, recomputed, HandTp());
       grad_out = HandBackward(keep_graphs_ ? tapes[k].hand : recomputed, grad_out, loss_mult);
       SinkGrads(u, leaves, micro_step);
       continue;

@@ -129,6 +129,23 @@ at::Tensor TensorParallel::ExitRowParallel(const at::Tensor& x) {
   return sp_ ? ScatterToSeq::apply(x, id) : ReduceFromRegion::apply(x, id);
 }
 
+// CopyToRegion's forward is a clone; below autograd nothing writes to x, so x itself serves.
+at::Tensor TensorParallel::EnterColumnParallelForward(const at::Tensor& x) {
+  return sp_ ? GatherSeq(group_, x) : x;
+}
+
+at::Tensor TensorParallel::EnterColumnParallelBackward(const at::Tensor& grad) {
+  return sp_ ? ScatterSeq(group_, grad) : AllReduced(group_, grad, ReduceOp::kSum);
+}
+
+at::Tensor TensorParallel::ExitRowParallelForward(const at::Tensor& x) {
+  return sp_ ? ScatterSeq(group_, x) : AllReduced(group_, x, ReduceOp::kSum);
+}
+
+at::Tensor TensorParallel::ExitRowParallelBackward(const at::Tensor& grad) {
+  return sp_ ? GatherSeq(group_, grad) : grad;
+}
+
 at::Tensor TensorParallel::GatherOutput(const at::Tensor& x) {
   if (size_ == 1) return x;
   return GatherFromFeatures::apply(x, reinterpret_cast<int64_t>(&group_));

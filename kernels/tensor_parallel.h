@@ -35,6 +35,16 @@ class TensorParallel {
   at::Tensor AllReduceSum(const at::Tensor& x);
   at::Tensor AllReduceMax(const at::Tensor& x);
 
+  // The two boundaries below autograd, for a unit whose backward is written by hand
+  // (kernels/hand_backward.h): each forward, and the backward that EnterColumnParallel's and
+  // ExitRowParallel's autograd functions run (tp > 1). Without sp: the identity, and an all-reduce
+  // of the input gradient; an all-reduce, and the identity. With sp: a gather along the sequence
+  // and a reduce-scatter back; a reduce-scatter, and a gather.
+  at::Tensor EnterColumnParallelForward(const at::Tensor& x);
+  at::Tensor EnterColumnParallelBackward(const at::Tensor& grad);
+  at::Tensor ExitRowParallelForward(const at::Tensor& x);
+  at::Tensor ExitRowParallelBackward(const at::Tensor& grad);
+
   // Vocabulary shard of this rank: rows [vocab_begin, vocab_begin + vocab_per_rank) of the padded
   // vocabulary; rows >= model.vocab are padding.
   int64_t vocab_begin() const { return rank_ * vocab_per_rank_; }

@@ -124,7 +124,8 @@ void ExpectSameObservations(const Observations& want, const Observations& got,
 
 // The engine's ranks with the hand-written backward give what they give through autograd:
 // kept unit graphs (ZeRO 0-2, 1F1B) and recomputed ones (ZeRO 3, gpipe), accumulation, bf16,
-// fp16 emulated, grouped kv heads, swiglu, untied tables, no position table.
+// fp16 emulated, grouped kv heads, swiglu, untied tables, no position table, tensor and sequence
+// parallelism.
 TEST(HandBackward, EngineRanksGiveAutogradsBits) {
   std::vector<Config> configs;
   for (int64_t stage = 0; stage <= 3; ++stage) {
@@ -152,8 +153,25 @@ TEST(HandBackward, EngineRanksGiveAutogradsBits) {
     c.parallel.schedule = schedule;
     configs.push_back(c);
   }
+  // Blocks under tensor parallelism (the embedding and head stay on autograd): tp 2 and 4, with
+  // and without sp, a kv head shared by two tp ranks, ZeRO 3's recomputation, bf16, fp16 and
+  // swiglu, beside dp and pp.
+  for (int i = 0; i < 5; ++i) {
+    Config c = configs[i % 4];
+    c.parallel.tp = i == 4 ? 4 : 2;
+    c.parallel.sp = i % 2 == 1;
+    c.model.seq_len = 8;
+    c.parallel.dp = i == 2 ? 2 : 1;
+    if (i == 0) {
+      c.parallel.pp = 2;
+      c.parallel.schedule = Schedule::k1F1B;
+    }
+    c.parallel.world = c.parallel.tp * c.parallel.dp * c.parallel.pp;
+    configs.push_back(c);
+  }
   for (const Config& c : configs) {
-    const std::string what = "zero " + std::to_string(c.zero.stage) + " pp " +
+    const std::string what = "zero " + std::to_string(c.zero.stage) + " tp " +
+                             std::to_string(c.parallel.tp) + (c.parallel.sp ? " sp" : "") + " pp " +
                              std::to_string(c.parallel.pp) + " " + Name(c.parallel.schedule);
     SetHandBackward(false);
     const EngineOutcome want = RunEngine(c, kDefaultCollectiveTimeout);
