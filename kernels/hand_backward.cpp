@@ -45,14 +45,16 @@ namespace paradiff {
 //   forward rounds where GptForward does, and the gradient flowing into each rounded value is
 //   rounded the same way (the two _to_copy backwards), after the gradients meeting there are
 //   added; softmax's backward reads its unrounded output, as autograd saves it.
-// - under tensor parallelism (a block of the engine's ranks at tp > 1), the block's boundaries
-//   run below autograd as their autograd functions do (TensorParallel's *Forward / *Backward):
-//   the gradient entering a row-parallel product's output goes through ExitRowParallel's
-//   backward, the gradient of a column-parallel region's input through EnterColumnParallel's,
-//   before the rounding and the layer norm it flows into.
-// The embedding and the head under tensor parallelism (the vocabulary-parallel lookup and
-// cross-entropy) stay on autograd, as do randomly rounded twins (their rounding hooks draw from a
-// generator) and the exact_linear model.
+// - under tensor parallelism (the engine's ranks at tp > 1), the units' collectives run below
+//   autograd as their autograd functions run them (TensorParallel's *Forward / *Backward): the
+//   gradient entering a row-parallel product's output goes through ExitRowParallel's backward,
+//   the gradient of a column-parallel region's input through EnterColumnParallel's, before the
+//   rounding and the layer norm it flows into; the vocabulary-parallel lookup's and
+//   cross-entropy's formulas are those of masked_fill, index_select, gather (zeros, then
+//   scatter_add_), exp, sum, log, neg and mean (the gradient divided by the count), with the
+//   gradients of the two sums over tp passed through and none for the global max.
+// Randomly rounded twins (their rounding hooks draw from a generator) and the exact_linear model
+// stay on autograd.
 // tests/unit/hand_backward_test.cpp holds the loss and every gradient bitwise to autograd's over
 // random models (fp32, fp64, bf16, fp16 emulated; gelu and swiglu; grouped kv heads; tied and
 // untied tables; 16-bit parameters) and the engine's ranks bitwise to their autograd runs;
@@ -397,6 +399,116 @@ void EmbedBackward(const HandTape& t, const at::Tensor& grad_out,
   grads["embed.wte"] = g.new_zeros({t.vocab, g.size(1)}).index_add_(0, t.tokens, g);
 }
 
+// GptForwardParallel's kEmbed: this rank's rows of the padded vocabulary (zeros for tokens
+// outside them), summed over tp (or reduce-scattered along the sequence), plus this rank's
+// positions.
+at::Tensor EmbedForwardTp(const ModelConfig& m, const Numerics& n, const ParamMap& p,
+                          const MicroBatch& mb, HandTape& t) {
+  TensorParallel& tp = *t.tp;
+  const at::Tensor wte = In(n, p, "embed.wte", t);
+  t.bs = mb.inputs.size(0);
+  t.seq = mb.inputs.size(1);
+  t.vocab = wte.size(0);
+  const at::Tensor local = mb.inputs.reshape({-1}) - tp.vocab_begin();
+  t.vocab_inside = local.ge(0).logical_and(local.lt(t.vocab));
+  t.tokens = at::where(t.vocab_inside, local, at::zeros_like(local));
+  const at::Tensor rows =
+      wte.index_select(0, t.tokens).masked_fill(t.vocab_inside.logical_not().unsqueeze(1), 0);
+  at::Tensor h = tp.ExitRowParallelForward(View(rows, {t.bs, t.seq, m.hidden}));
+  t.positions = m.position_embeddings;
+  if (t.positions) {
+    const at::Tensor wpe = In(n, p, "embed.wpe", t);
+    t.position_rows = wpe.size(0);
+    t.seq_begin = tp.seq_begin(m.seq_len);
+    h = n.Round(h + wpe.narrow(0, t.seq_begin, h.size(1)).unsqueeze(0));
+  }
+  return h;
+}
+
+void EmbedBackwardTp(const HandTape& t, const at::Tensor& grad_out,
+                     std::unordered_map<std::string, at::Tensor>& grads) {
+  const at::Tensor g_out = t.positions ? RoundGrad(t, grad_out) : grad_out;
+  const int64_t H = g_out.size(2);
+  if (t.positions) {  // sum_to [1, rows, hidden], unsqueeze's backward, then narrow's
+    at::Tensor g = (t.bs != 1 ? g_out.sum(0, /*keepdim=*/true) : g_out).squeeze(0);
+    if (g.size(0) != t.position_rows) {
+      at::Tensor full = at::zeros({t.position_rows, H}, g.options());
+      full.slice(0, t.seq_begin, t.seq_begin + g.size(0)).copy_(g);
+      g = full;
+    }
+    grads["embed.wpe"] = g;
+  }
+  const at::Tensor g_rows = Reshape(t.tp->ExitRowParallelBackward(g_out), {t.bs * t.seq, H})
+                                .masked_fill(t.vocab_inside.logical_not().unsqueeze(1), 0);
+  // index_select_backward: zeros, then index_add_ in token order.
+  grads["embed.wte"] = g_rows.new_zeros({t.vocab, H}).index_add_(0, t.tokens, g_rows);
+}
+
+// GptForwardParallel's kHead: ln_f entered into the column-parallel region, this rank's logit
+// columns (float32), and Megatron's vocabulary-parallel cross-entropy (VocabParallelLoss in
+// kernels/model.cpp): the global max (no gradient), the sum of exponentials and the target's
+// logit each summed over tp.
+at::Tensor HeadForwardTp(const ModelConfig& m, const Numerics& n, const ParamMap& p,
+                         const at::Tensor& x, const MicroBatch& mb, HandTape& t) {
+  TensorParallel& tp = *t.tp;
+  t.x = x;
+  t.w_ln1 = In(n, p, "head.ln_f.weight", t);
+  t.b_ln1 = In(n, p, "head.ln_f.bias", t);
+  auto ln = at::native_layer_norm(x, {x.size(2)}, t.w_ln1, t.b_ln1, kLayerNormEps);
+  t.mean1 = std::get<1>(ln);
+  t.rstd1 = std::get<2>(ln);
+  const at::Tensor y = tp.EnterColumnParallelForward(n.Round(std::get<0>(ln)));
+  t.bs = y.size(0);
+  t.seq = y.size(1);
+  t.prefix = m.tied_embeddings ? "embed.wte" : "head.lm_head.weight";
+  const at::Tensor w = In(n, p, t.prefix, t);
+  const at::Tensor raw = n.Round(Matmul(y, T(w), t.logits));
+  t.logits_dtype = raw.scalar_type();
+  const int64_t per = w.size(0), begin = tp.vocab_begin();
+  at::Tensor logits = Reshape(AsDType(raw, at::kFloat), {-1, per});
+  const at::Tensor targets = mb.targets.reshape({-1});
+  if (tp.mask_vocab_padding()) {
+    t.vocab_padded = at::arange(per, targets.options()).add(begin).ge(tp.vocab()).unsqueeze(0);
+    logits = logits.masked_fill(t.vocab_padded, -std::numeric_limits<double>::infinity());
+  }
+  const at::Tensor max = tp.AllReduceMax(std::get<0>(logits.max(-1)));
+  t.exp_shifted = (logits - max.unsqueeze(1)).exp();
+  t.sum_exp = tp.AllReduceSumForward(t.exp_shifted.sum(-1));
+  const at::Tensor local = targets - begin;
+  t.vocab_inside = local.ge(0).logical_and(local.lt(per));
+  t.tokens = at::where(t.vocab_inside, local, at::zeros_like(local)).unsqueeze(1);
+  const at::Tensor picked =
+      logits.gather(1, t.tokens).squeeze(1).masked_fill(t.vocab_inside.logical_not(), 0);
+  const at::Tensor target_logit = tp.AllReduceSumForward(picked);
+  return (t.sum_exp.log() + max - target_logit).mean();
+}
+
+at::Tensor HeadBackwardTp(const HandTape& t, double loss_mult,
+                          std::unordered_map<std::string, at::Tensor>& grads) {
+  // backward() of loss * loss_mult; mean's backward: the gradient expanded, divided by the count.
+  const int64_t rows = t.sum_exp.size(0);
+  const at::Tensor g_z = at::scalar_tensor(loss_mult, t.sum_exp.options()).expand({rows}) / rows;
+  // z = (log(sum_exp) + max) - target_logit; the sums over tp pass their gradient through.
+  const at::Tensor g_shifted = g_z.div(t.sum_exp).unsqueeze(-1).expand(t.exp_shifted.sizes()) *
+                               t.exp_shifted;  // log's, sum's, exp's, then the subtraction's
+  const at::Tensor g_picked = (-g_z).masked_fill(t.vocab_inside.logical_not(), 0).unsqueeze(1);
+  at::Tensor g_logits =  // the two gradients meeting at the logits
+      g_shifted +
+      at::zeros(t.exp_shifted.sizes(), g_picked.options()).scatter_add_(1, t.tokens, g_picked);
+  if (t.vocab_padded.defined()) g_logits = g_logits.masked_fill(t.vocab_padded, 0);
+  const at::Tensor g_raw =
+      AsDType(Reshape(g_logits, {t.bs, t.seq, t.logits.w_t.size(-1)}), t.logits_dtype);
+  at::Tensor gw;
+  const at::Tensor g_y = MatmulBackward(RoundGrad(t, g_raw), t.logits, &gw);
+  grads[t.prefix] = gw;
+  auto ln = at::native_layer_norm_backward(RoundGrad(t, t.tp->EnterColumnParallelBackward(g_y)),
+                                           t.x, {t.x.size(2)}, t.mean1, t.rstd1, t.w_ln1, t.b_ln1,
+                                           {true, true, true});
+  grads["head.ln_f.weight"] = std::get<1>(ln);
+  grads["head.ln_f.bias"] = std::get<2>(ln);
+  return std::get<0>(ln);
+}
+
 // GptForward's kHead: ln_f, the logits (the tied table or lm_head), cross-entropy in at least
 // float32.
 at::Tensor HeadForward(const ModelConfig& m, const Numerics& n, const ParamMap& p,
@@ -453,8 +565,6 @@ bool HandBackwardApplies(const ModelConfig& model, const Numerics& num) {
 at::Tensor HandForward(const Unit& unit, const ModelConfig& m, const Numerics& n,
                        const ParamMap& params, const at::Tensor& x, const MicroBatch& mb,
                        HandTape& t, TensorParallel* tp) {
-  if (tp != nullptr && unit.kind != UnitKind::kBlock)
-    throw std::logic_error("hand backward: only blocks run by hand under tensor parallelism");
   at::AutoDispatchBelowADInplaceOrView below_autograd;
   t = HandTape();
   t.kind = unit.kind;
@@ -462,11 +572,11 @@ at::Tensor HandForward(const Unit& unit, const ModelConfig& m, const Numerics& n
   t.tp = tp;
   switch (unit.kind) {
     case UnitKind::kEmbed:
-      return EmbedForward(m, n, params, mb, t);
+      return tp ? EmbedForwardTp(m, n, params, mb, t) : EmbedForward(m, n, params, mb, t);
     case UnitKind::kBlock:
       return BlockForward(m, n, params, unit.block, x, t);
     case UnitKind::kHead:
-      return HeadForward(m, n, params, x, mb, t);
+      return tp ? HeadForwardTp(m, n, params, x, mb, t) : HeadForward(m, n, params, x, mb, t);
   }
   throw std::logic_error("hand backward: unknown unit");
 }
@@ -477,13 +587,17 @@ at::Tensor HandBackward(const HandTape& t, const at::Tensor& grad_out, double lo
   at::Tensor grad_in;
   switch (t.kind) {
     case UnitKind::kEmbed:
-      EmbedBackward(t, grad_out, grads);
+      if (t.tp) {
+        EmbedBackwardTp(t, grad_out, grads);
+      } else {
+        EmbedBackward(t, grad_out, grads);
+      }
       break;
     case UnitKind::kBlock:
       grad_in = BlockBackward(t, grad_out, grads);
       break;
     case UnitKind::kHead:
-      grad_in = HeadBackward(t, loss_mult, grads);
+      grad_in = t.tp ? HeadBackwardTp(t, loss_mult, grads) : HeadBackward(t, loss_mult, grads);
       break;
   }
   for (const auto& [name, leaf] : t.leaves) Accumulate(leaf, RoundGrad(t, grads.at(name)));

@@ -55,6 +55,12 @@ struct HandTape {
   // Head: the logits' dtype before the loss's, log-probabilities, targets, nll_loss's total weight.
   at::ScalarType logits_dtype = at::kFloat;
   at::Tensor log_probs, targets, total_weight;
+  // Under tensor parallelism (the vocabulary-parallel lookup and cross-entropy): whether this
+  // rank's vocabulary rows hold each token or target (`tokens` holding its row, 0 where not), the
+  // padded logit columns (undefined where not masked), exp(logits - max) and its sum over the
+  // ranks; the position table's rows and the first one this rank adds.
+  at::Tensor vocab_inside, vocab_padded, exp_shifted, sum_exp;
+  int64_t position_rows = 0, seq_begin = 0;
 };
 
 // True where HandForward / HandBackward give autograd's bits and the hand-written backward is on:
@@ -66,8 +72,8 @@ bool HandBackwardApplies(const ModelConfig& model, const Numerics& num);
 void SetHandBackward(bool on);
 
 // `unit`'s forward on one device (GptForward, bit for bit), keeping what HandBackward needs in
-// `tape`; with `tp` (tp > 1, blocks only) a block as GptForwardParallel runs it, its
-// tensor-parallel boundaries included. Runs below autograd: nothing is recorded.
+// `tape`; with `tp` (tp > 1) the unit as GptForwardParallel runs it, its collectives included.
+// Runs below autograd: nothing is recorded.
 at::Tensor HandForward(const Unit& unit, const ModelConfig& model, const Numerics& num,
                        const ParamMap& params, const at::Tensor& x, const MicroBatch& mb,
                        HandTape& tape, TensorParallel* tp = nullptr);

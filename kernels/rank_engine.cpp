@@ -244,10 +244,7 @@ void RankEngine::SinkGrads(size_t unit, const ParamMap& leaves, int64_t micro_st
   reducer_->ReduceScatterPack(plan, pack, grad_acc_, /*copy=*/micro_step == 0);
 }
 
-bool RankEngine::ByHand(size_t unit) const {
-  return HandBackwardApplies(cfg_.model, num_) &&
-         (HandTp() == nullptr || units_[unit].kind == UnitKind::kBlock);
-}
+bool RankEngine::ByHand(size_t) const { return HandBackwardApplies(cfg_.model, num_); }
 
 TensorParallel* RankEngine::HandTp() const {
   return tp_ != nullptr && tp_->size() > 1 ? tp_.get() : nullptr;

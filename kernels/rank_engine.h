@@ -15,9 +15,8 @@
 // unit's parameters (ZeRO 3 gathers them again) and recompute the unit's forward with autograd:
 // activation checkpointing per layer, the way ZeRO 3 frees parameters between uses. The two paths
 // run the same kernels on the same values, so stage k and stage 0 compute bitwise the same values.
-// A unit without tensor parallelism, and a block under it, keeps a HandTape instead of a graph,
-// and backward runs its hand-written backward (see Note [Hand-written backward]); autograd's bits
-// either way.
+// A unit of a gpt model keeps a HandTape instead of a graph, and backward runs its hand-written
+// backward (see Note [Hand-written backward]); autograd's bits either way.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -70,10 +69,10 @@ class RankEngine {
     at::Tensor input, output;
     HandTape hand;
   };
-  // True for a unit whose backward is written out by hand (kernels/hand_backward.h), in numerics
-  // that do not round at random: every unit without tensor parallelism, the blocks under it.
+  // True for a unit whose backward is written out by hand (kernels/hand_backward.h): every unit
+  // of a gpt model, in numerics that do not round at random.
   bool ByHand(size_t unit) const;
-  // The tensor-parallel boundaries a block run by hand goes through: tp_ at tp > 1, else none.
+  // The tensor-parallel collectives a unit run by hand goes through: tp_ at tp > 1, else none.
   TensorParallel* HandTp() const;
   // Forward of `units` from x, one tape per unit; returns the output without its graph.
   at::Tensor ForwardUnits(const std::vector<size_t>& units, at::Tensor x, const MicroBatch& mb,

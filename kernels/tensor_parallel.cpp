@@ -146,6 +146,10 @@ at::Tensor TensorParallel::ExitRowParallelBackward(const at::Tensor& grad) {
   return sp_ ? GatherSeq(group_, grad) : grad;
 }
 
+at::Tensor TensorParallel::AllReduceSumForward(const at::Tensor& x) {
+  return AllReduced(group_, x, ReduceOp::kSum);
+}
+
 at::Tensor TensorParallel::GatherOutput(const at::Tensor& x) {
   if (size_ == 1) return x;
   return GatherFromFeatures::apply(x, reinterpret_cast<int64_t>(&group_));

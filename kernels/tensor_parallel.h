@@ -44,6 +44,8 @@ class TensorParallel {
   at::Tensor EnterColumnParallelBackward(const at::Tensor& grad);
   at::Tensor ExitRowParallelForward(const at::Tensor& x);
   at::Tensor ExitRowParallelBackward(const at::Tensor& grad);
+  // AllReduceSum below autograd (its backward is the identity).
+  at::Tensor AllReduceSumForward(const at::Tensor& x);
 
   // Vocabulary shard of this rank: rows [vocab_begin, vocab_begin + vocab_per_rank) of the padded
   // vocabulary; rows >= model.vocab are padding.
