@@ -1,5 +1,5 @@
-// The model's units with their backward written out by hand, for one device (see Note
-// [Hand-written backward] in hand_backward.cpp).
+// The model's units with their backward written out by hand, on one device or on a
+// tensor-parallel rank (see Note [Hand-written backward] in hand_backward.cpp).
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -31,7 +31,7 @@ struct HandTape {
   UnitKind kind = UnitKind::kBlock;
   bool fp16 = false;             // fp16 emulated: every Round's gradient rounded to fp16 too
   std::string prefix;            // "blocks.<i>" for a block; the logits' weight for the head
-  TensorParallel* tp = nullptr;  // a block's tensor-parallel boundaries (tp > 1), else none
+  TensorParallel* tp = nullptr;  // the unit's tensor-parallel collectives (tp > 1), else none
   std::vector<std::pair<std::string, at::Tensor>> leaves;  // parameter name -> leaf (its dtype)
   // seq: the attention's sequence (whole under sequence parallelism; the block's input holds
   // this rank's part).
