@@ -244,7 +244,7 @@ void RankEngine::SinkGrads(size_t unit, const ParamMap& leaves, int64_t micro_st
   reducer_->ReduceScatterPack(plan, pack, grad_acc_, /*copy=*/micro_step == 0);
 }
 
-bool RankEngine::ByHand(size_t) const { return HandBackwardApplies(cfg_.model, num_); }
+bool RankEngine::ByHand() const { return HandBackwardApplies(cfg_.model, num_); }
 
 TensorParallel* RankEngine::HandTp() const {
   return tp_ != nullptr && tp_->size() > 1 ? tp_.get() : nullptr;
@@ -301,14 +301,14 @@ at::Tensor RankEngine::ForwardUnits(const std::vector<size_t>& units, at::Tensor
     for (size_t u : units) {
       tapes.push_back({x, at::Tensor(), {}});
       const ParamMap& params = Materialize(u, false, scratch);
-      x = ByHand(u) ? HandForward(units_[u], cfg_.model, num_, params, x, mb, unkept, HandTp())
-                    : UnitForward(units_[u], cfg_.model, num_, params, x, mb, tp_.get());
+      x = ByHand() ? HandForward(units_[u], cfg_.model, num_, params, x, mb, unkept, HandTp())
+                   : UnitForward(units_[u], cfg_.model, num_, params, x, mb, tp_.get());
     }
     return x;
   }
   for (size_t u : units) {
     UnitTape t;
-    if (ByHand(u)) {
+    if (ByHand()) {
       t.input = x;
       x = HandForward(units_[u], cfg_.model, num_, Materialize(u, true, scratch), x, mb, t.hand,
                       HandTp());
@@ -331,7 +331,7 @@ at::Tensor RankEngine::BackwardUnits(const std::vector<size_t>& units,
   ParamMap scratch;
   for (size_t k = units.size(); k-- > 0;) {
     const size_t u = units[k];
-    if (ByHand(u)) {
+    if (ByHand()) {
       const ParamMap& leaves = Materialize(u, true, scratch);
       HandTape recomputed;
       if (!keep_graphs_)

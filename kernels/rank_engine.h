@@ -69,9 +69,9 @@ class RankEngine {
     at::Tensor input, output;
     HandTape hand;
   };
-  // True for a unit whose backward is written out by hand (kernels/hand_backward.h): every unit
+  // True where the units' backward is written out by hand (kernels/hand_backward.h): every unit
   // of a gpt model, in numerics that do not round at random.
-  bool ByHand(size_t unit) const;
+  bool ByHand() const;
   // The tensor-parallel collectives a unit run by hand goes through: tp_ at tp > 1, else none.
   TensorParallel* HandTp() const;
   // Forward of `units` from x, one tape per unit; returns the output without its graph.
