@@ -208,7 +208,8 @@ at::Tensor In(const Numerics& n, const ParamMap& p, const std::string& name, Han
   return n.In(leaf);
 }
 
-// A block's tensor-parallel boundaries (GptForwardParallel's), or none without tp.
+// The tensor-parallel boundaries of a block and of the head (GptForwardParallel's), or none
+// without tp.
 at::Tensor Enter(const HandTape& t, const at::Tensor& x) {
   return t.tp ? t.tp->EnterColumnParallelForward(x) : x;
 }
@@ -399,6 +400,40 @@ void EmbedBackward(const HandTape& t, const at::Tensor& grad_out,
   grads["embed.wte"] = g.new_zeros({t.vocab, g.size(1)}).index_add_(0, t.tokens, g);
 }
 
+// The head up to its loss, GptForward's and (with t.tp) GptForwardParallel's: ln_f (entered
+// into the column-parallel region under tp) and the logits through the tied table or lm_head,
+// rounded, in the execution dtype.
+at::Tensor HeadLogits(const ModelConfig& m, const Numerics& n, const ParamMap& p,
+                      const at::Tensor& x, HandTape& t) {
+  t.x = x;
+  t.w_ln1 = In(n, p, "head.ln_f.weight", t);
+  t.b_ln1 = In(n, p, "head.ln_f.bias", t);
+  auto ln = at::native_layer_norm(x, {x.size(2)}, t.w_ln1, t.b_ln1, kLayerNormEps);
+  t.mean1 = std::get<1>(ln);
+  t.rstd1 = std::get<2>(ln);
+  const at::Tensor y = Enter(t, n.Round(std::get<0>(ln)));
+  t.bs = y.size(0);
+  t.seq = y.size(1);
+  t.prefix = m.tied_embeddings ? "embed.wte" : "head.lm_head.weight";  // the logits' weight
+  const at::Tensor logits = n.Round(Matmul(y, T(In(n, p, t.prefix, t)), t.logits));
+  t.logits_dtype = logits.scalar_type();
+  return logits;
+}
+
+// HeadLogits's backward from the gradient of the logits [bs, seq, columns] in their dtype: the
+// weight's and ln_f's gradients; returns the gradient of the head's input.
+at::Tensor HeadLogitsBackward(const HandTape& t, const at::Tensor& g_logits,
+                              std::unordered_map<std::string, at::Tensor>& grads) {
+  at::Tensor gw;
+  const at::Tensor g_y = MatmulBackward(RoundGrad(t, g_logits), t.logits, &gw);
+  grads[t.prefix] = gw;
+  auto ln = at::native_layer_norm_backward(RoundGrad(t, EnterBackward(t, g_y)), t.x, {t.x.size(2)},
+                                           t.mean1, t.rstd1, t.w_ln1, t.b_ln1, {true, true, true});
+  grads["head.ln_f.weight"] = std::get<1>(ln);
+  grads["head.ln_f.bias"] = std::get<2>(ln);
+  return std::get<0>(ln);
+}
+
 // GptForwardParallel's kEmbed: this rank's rows of the padded vocabulary (zeros for tokens
 // outside them), summed over tp (or reduce-scattered along the sequence), plus this rank's
 // positions.
@@ -451,20 +486,8 @@ void EmbedBackwardTp(const HandTape& t, const at::Tensor& grad_out,
 at::Tensor HeadForwardTp(const ModelConfig& m, const Numerics& n, const ParamMap& p,
                          const at::Tensor& x, const MicroBatch& mb, HandTape& t) {
   TensorParallel& tp = *t.tp;
-  t.x = x;
-  t.w_ln1 = In(n, p, "head.ln_f.weight", t);
-  t.b_ln1 = In(n, p, "head.ln_f.bias", t);
-  auto ln = at::native_layer_norm(x, {x.size(2)}, t.w_ln1, t.b_ln1, kLayerNormEps);
-  t.mean1 = std::get<1>(ln);
-  t.rstd1 = std::get<2>(ln);
-  const at::Tensor y = tp.EnterColumnParallelForward(n.Round(std::get<0>(ln)));
-  t.bs = y.size(0);
-  t.seq = y.size(1);
-  t.prefix = m.tied_embeddings ? "embed.wte" : "head.lm_head.weight";
-  const at::Tensor w = In(n, p, t.prefix, t);
-  const at::Tensor raw = n.Round(Matmul(y, T(w), t.logits));
-  t.logits_dtype = raw.scalar_type();
-  const int64_t per = w.size(0), begin = tp.vocab_begin();
+  const at::Tensor raw = HeadLogits(m, n, p, x, t);
+  const int64_t per = raw.size(2), begin = tp.vocab_begin();
   at::Tensor logits = Reshape(AsDType(raw, at::kFloat), {-1, per});
   const at::Tensor targets = mb.targets.reshape({-1});
   if (tp.mask_vocab_padding()) {
@@ -496,34 +519,15 @@ at::Tensor HeadBackwardTp(const HandTape& t, double loss_mult,
       g_shifted +
       at::zeros(t.exp_shifted.sizes(), g_picked.options()).scatter_add_(1, t.tokens, g_picked);
   if (t.vocab_padded.defined()) g_logits = g_logits.masked_fill(t.vocab_padded, 0);
-  const at::Tensor g_raw =
-      AsDType(Reshape(g_logits, {t.bs, t.seq, t.logits.w_t.size(-1)}), t.logits_dtype);
-  at::Tensor gw;
-  const at::Tensor g_y = MatmulBackward(RoundGrad(t, g_raw), t.logits, &gw);
-  grads[t.prefix] = gw;
-  auto ln = at::native_layer_norm_backward(RoundGrad(t, t.tp->EnterColumnParallelBackward(g_y)),
-                                           t.x, {t.x.size(2)}, t.mean1, t.rstd1, t.w_ln1, t.b_ln1,
-                                           {true, true, true});
-  grads["head.ln_f.weight"] = std::get<1>(ln);
-  grads["head.ln_f.bias"] = std::get<2>(ln);
-  return std::get<0>(ln);
+  return HeadLogitsBackward(
+      t, AsDType(Reshape(g_logits, {t.bs, t.seq, t.logits.w_t.size(-1)}), t.logits_dtype), grads);
 }
 
 // GptForward's kHead: ln_f, the logits (the tied table or lm_head), cross-entropy in at least
 // float32.
 at::Tensor HeadForward(const ModelConfig& m, const Numerics& n, const ParamMap& p,
                        const at::Tensor& x, const MicroBatch& mb, HandTape& t) {
-  const int64_t H = x.size(2);
-  t.x = x;
-  t.w_ln1 = In(n, p, "head.ln_f.weight", t);
-  t.b_ln1 = In(n, p, "head.ln_f.bias", t);
-  auto ln = at::native_layer_norm(x, {H}, t.w_ln1, t.b_ln1, kLayerNormEps);
-  t.mean1 = std::get<1>(ln);
-  t.rstd1 = std::get<2>(ln);
-  t.prefix = m.tied_embeddings ? "embed.wte" : "head.lm_head.weight";  // the logits' weight
-  const at::Tensor w = In(n, p, t.prefix, t);
-  const at::Tensor logits = n.Round(Matmul(n.Round(std::get<0>(ln)), T(w), t.logits));
-  t.logits_dtype = logits.scalar_type();
+  const at::Tensor logits = HeadLogits(m, n, p, x, t);
   const auto loss_dtype = n.exec == at::kDouble ? at::kDouble : at::kFloat;
   t.log_probs = at::_log_softmax(Reshape(AsDType(logits, loss_dtype), {-1, m.vocab}), -1, false);
   t.targets = Reshape(mb.targets, {-1});
@@ -541,16 +545,9 @@ at::Tensor HeadBackward(const HandTape& t, double loss_mult,
   const at::Tensor g_logits = AsDType(
       Reshape(
           at::_log_softmax_backward_data(g_log_probs, t.log_probs, -1, t.log_probs.scalar_type()),
-          {t.x.size(0), t.x.size(1), t.logits.w_t.size(-1)}),
+          {t.bs, t.seq, t.logits.w_t.size(-1)}),
       t.logits_dtype);
-  at::Tensor gw;
-  const at::Tensor g_y = MatmulBackward(RoundGrad(t, g_logits), t.logits, &gw);
-  grads[t.prefix] = gw;
-  auto ln = at::native_layer_norm_backward(RoundGrad(t, g_y), t.x, {t.x.size(2)}, t.mean1, t.rstd1,
-                                           t.w_ln1, t.b_ln1, {true, true, true});
-  grads["head.ln_f.weight"] = std::get<1>(ln);
-  grads["head.ln_f.bias"] = std::get<2>(ln);
-  return std::get<0>(ln);
+  return HeadLogitsBackward(t, g_logits, grads);
 }
 
 }  // namespace
