@@ -376,6 +376,27 @@ at::Tensor BlockBackward(const HandTape& t, const at::Tensor& grad_out,
   return g_h + std::get<0>(ln1);
 }
 
+// h plus the position rows of this rank's part of the sequence, from seq_begin (the whole table
+// without sequence parallelism).
+at::Tensor AddPositions(const Numerics& n, const ParamMap& p, const at::Tensor& h,
+                        int64_t seq_begin, HandTape& t) {
+  const at::Tensor wpe = In(n, p, "embed.wpe", t);
+  t.position_rows = wpe.size(0);
+  t.seq_begin = seq_begin;
+  const at::Tensor rows = h.size(1) == wpe.size(0) ? wpe : wpe.narrow(0, seq_begin, h.size(1));
+  return n.Round(h + rows.unsqueeze(0));
+}
+
+// AddPositions's backward: the table's gradient from the gradient of h + rows (sum_to the
+// broadcast [1, rows, hidden], unsqueeze's backward, then narrow's).
+at::Tensor PositionsBackward(const HandTape& t, const at::Tensor& g_out) {
+  const at::Tensor g = (t.bs != 1 ? g_out.sum(0, /*keepdim=*/true) : g_out).squeeze(0);
+  if (g.size(0) == t.position_rows) return g;
+  at::Tensor full = at::zeros({t.position_rows, g.size(1)}, g.options());
+  full.slice(0, t.seq_begin, t.seq_begin + g.size(0)).copy_(g);
+  return full;
+}
+
 // GptForward's kEmbed: token rows, plus the position rows.
 at::Tensor EmbedForward(const ModelConfig& m, const Numerics& n, const ParamMap& p,
                         const MicroBatch& mb, HandTape& t) {
@@ -386,15 +407,14 @@ at::Tensor EmbedForward(const ModelConfig& m, const Numerics& n, const ParamMap&
   t.tokens = Reshape(mb.inputs, {-1});
   at::Tensor h = View(wte.index_select(0, t.tokens), {t.bs, t.seq, m.hidden});
   t.positions = m.position_embeddings;
-  if (t.positions) h = n.Round(h + In(n, p, "embed.wpe", t).unsqueeze(0));
+  if (t.positions) h = AddPositions(n, p, h, 0, t);
   return h;
 }
 
 void EmbedBackward(const HandTape& t, const at::Tensor& grad_out,
                    std::unordered_map<std::string, at::Tensor>& grads) {
   const at::Tensor g_out = t.positions ? RoundGrad(t, grad_out) : grad_out;
-  if (t.positions)  // sum_to the broadcast [1, seq, hidden], then unsqueeze's backward
-    grads["embed.wpe"] = (t.bs != 1 ? g_out.sum(0, /*keepdim=*/true) : g_out).squeeze(0);
+  if (t.positions) grads["embed.wpe"] = PositionsBackward(t, g_out);
   const at::Tensor g = Reshape(g_out, {t.bs * t.seq, g_out.size(2)});
   // index_select_backward: zeros, then index_add_ in token order.
   grads["embed.wte"] = g.new_zeros({t.vocab, g.size(1)}).index_add_(0, t.tokens, g);
@@ -451,12 +471,7 @@ at::Tensor EmbedForwardTp(const ModelConfig& m, const Numerics& n, const ParamMa
       wte.index_select(0, t.tokens).masked_fill(t.vocab_inside.logical_not().unsqueeze(1), 0);
   at::Tensor h = tp.ExitRowParallelForward(View(rows, {t.bs, t.seq, m.hidden}));
   t.positions = m.position_embeddings;
-  if (t.positions) {
-    const at::Tensor wpe = In(n, p, "embed.wpe", t);
-    t.position_rows = wpe.size(0);
-    t.seq_begin = tp.seq_begin(m.seq_len);
-    h = n.Round(h + wpe.narrow(0, t.seq_begin, h.size(1)).unsqueeze(0));
-  }
+  if (t.positions) h = AddPositions(n, p, h, tp.seq_begin(m.seq_len), t);
   return h;
 }
 
@@ -464,15 +479,7 @@ void EmbedBackwardTp(const HandTape& t, const at::Tensor& grad_out,
                      std::unordered_map<std::string, at::Tensor>& grads) {
   const at::Tensor g_out = t.positions ? RoundGrad(t, grad_out) : grad_out;
   const int64_t H = g_out.size(2);
-  if (t.positions) {  // sum_to [1, rows, hidden], unsqueeze's backward, then narrow's
-    at::Tensor g = (t.bs != 1 ? g_out.sum(0, /*keepdim=*/true) : g_out).squeeze(0);
-    if (g.size(0) != t.position_rows) {
-      at::Tensor full = at::zeros({t.position_rows, H}, g.options());
-      full.slice(0, t.seq_begin, t.seq_begin + g.size(0)).copy_(g);
-      g = full;
-    }
-    grads["embed.wpe"] = g;
-  }
+  if (t.positions) grads["embed.wpe"] = PositionsBackward(t, g_out);
   const at::Tensor g_rows = Reshape(t.tp->ExitRowParallelBackward(g_out), {t.bs * t.seq, H})
                                 .masked_fill(t.vocab_inside.logical_not().unsqueeze(1), 0);
   // index_select_backward: zeros, then index_add_ in token order.

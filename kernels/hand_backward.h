@@ -58,8 +58,9 @@ struct HandTape {
   // Under tensor parallelism (the vocabulary-parallel lookup and cross-entropy): whether this
   // rank's vocabulary rows hold each token or target (`tokens` holding its row, 0 where not), the
   // padded logit columns (undefined where not masked), exp(logits - max) and its sum over the
-  // ranks; the position table's rows and the first one this rank adds.
+  // ranks.
   at::Tensor vocab_inside, vocab_padded, exp_shifted, sum_exp;
+  // The position table's rows and the first one this rank adds (0 without sp).
   int64_t position_rows = 0, seq_begin = 0;
 };
 
