@@ -3,7 +3,8 @@
 // checking threads (jobs; a worker checks one config at a time, `--jobs 2` on 2 cores is two of
 // them). The jobs are threads started inside one iteration, so real time is the wall time of the
 // whole pass (Google Benchmark's own ->Threads(n) averages the threads' times and would divide the
-// rate by n).
+// rate by n). A job takes the list's next config when it is free, as a campaign's idle worker takes
+// the next task (a fixed split by index leaves one core idle while the other finishes its share).
 // Every iteration checks the whole list once through CheckRun (reference, engine, default oracles),
 // exactly as a campaign worker does. Counters: checks_per_s (over real time), cpu_ms_per_check (the
 // CPU of every thread and child process per check: steadier than wall time on a shared machine),
@@ -61,8 +62,9 @@ void BM_CheckSmallList(benchmark::State& state) {
   if (cached) opts.cache = &cache;
   const auto& list = List();
   std::atomic<int64_t> checks{0}, passes{0}, hits{0};
-  auto job = [&](int j) {
-    for (size_t i = j; i < list.size(); i += jobs) {
+  std::atomic<size_t> next{0};  // the pass's next config: a job takes it when it is free
+  auto job = [&] {
+    for (size_t i; (i = next++) < list.size();) {
       const auto res = paradiff::CheckRun(list[i], opts);
       ++checks;
       passes += res.verdict.kind == paradiff::VerdictKind::kPass;
@@ -71,9 +73,10 @@ void BM_CheckSmallList(benchmark::State& state) {
   };
   const double cpu0 = paradiff::bench::ProcessCpuS() + paradiff::bench::DescendantsCpuS();
   for (auto _ : state) {
+    next = 0;
     std::vector<std::thread> threads;
-    for (int j = 1; j < jobs; ++j) threads.emplace_back(job, j);
-    job(0);
+    for (int j = 1; j < jobs; ++j) threads.emplace_back(job);
+    job();
     for (auto& t : threads) t.join();
   }
   const double cpu_s = paradiff::bench::ProcessCpuS() + paradiff::bench::DescendantsCpuS() - cpu0;
