@@ -16,8 +16,10 @@
 // timing every operator with a thread CPU clock costs two system calls per operator and would
 // measure mostly itself.
 //
-// Usage: bench_time_split [repetitions=3] [--op-names N]   (N: also the N most called outermost
-//        operators of each phase, on stderr)
+// Usage: bench_time_split [repetitions=3] [--op-names N] [--op-sites N]
+//        --op-names N: also the N most called outermost operators of each phase, on stderr;
+//        --op-sites N: the N paradiff functions that call the most outermost operators in each
+//        phase (bench/op_sites.h; needs addr2line from binutils to name them).
 //        bench_time_split --write-list FILE   (regenerates the frozen small list,
 //        bench/bench_common.h)
 #include <ATen/Parallel.h>
@@ -36,6 +38,7 @@
 #include <vector>
 
 #include "bench/bench_common.h"
+#include "bench/op_sites.h"
 #include "kernels/engine.h"
 #include "oracles/check.h"
 
@@ -66,6 +69,9 @@ thread_local int t_depth = 0;
 bool g_count_names = false;
 std::mutex g_names_mu;
 std::map<std::pair<int, std::string>, int64_t> g_outer_by_name;
+// Outermost calls by calling function; filled only with --op-sites.
+bool g_count_sites = false;
+paradiff::bench::OpSites g_sites;
 
 std::unique_ptr<at::ObserverContext> OnOpStart(const at::RecordFunction& fn) {
   g_ops.fetch_add(1, std::memory_order_relaxed);
@@ -78,6 +84,7 @@ std::unique_ptr<at::ObserverContext> OnOpStart(const at::RecordFunction& fn) {
       std::lock_guard<std::mutex> lock(g_names_mu);
       ++g_outer_by_name[{phase, fn.name()}];
     }
+    if (g_count_sites) g_sites.Record(phase, fn.name());
   }
   return nullptr;
 }
@@ -145,8 +152,22 @@ int main(int argc, char** argv) {
     return 0;
   }
   const int reps = argc > 1 ? std::max(1, std::atoi(argv[1])) : 3;
-  const int top_names = argc > 3 && std::string(argv[2]) == "--op-names" ? std::atoi(argv[3]) : 0;
+  int top_names = 0, top_sites = 0;
+  for (int i = 2; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i];
+    if (flag == "--op-names") {
+      top_names = std::atoi(argv[i + 1]);
+    } else if (flag == "--op-sites") {
+      top_sites = std::atoi(argv[i + 1]);
+    } else {
+      std::fprintf(stderr,
+                   "bench_time_split: unknown option %s (see the usage in time_split.cpp)\n",
+                   argv[i]);
+      return 2;
+    }
+  }
   g_count_names = top_names > 0;
+  g_count_sites = top_sites > 0;
   at::set_num_threads(1);
   const auto list = paradiff::bench::SmallList();
   CheckPlain(list, 1);  // warm-up: first-touch allocations, lazy torch initialisation
@@ -255,5 +276,6 @@ int main(int argc, char** argv) {
                    static_cast<double>(ops[k].first) / n);
     std::fprintf(stderr, "\n");
   }
+  if (top_sites > 0) g_sites.Report(g_phase_names, static_cast<size_t>(top_sites), n);
   return 0;
 }
