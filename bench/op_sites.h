@@ -3,11 +3,11 @@
 //
 // Record() runs inside a RecordFunction callback for an outermost operator: it takes the call
 // stack (backtrace), skips the callback's own frames and torch's (its shared libraries), and keeps
-// the next few return addresses, which lie in this executable: the code that called the operator. Report() resolves them once, at the end, with binutils'
-// addr2line on /proc/self/exe, and attributes each call to the first frame that is not ATen's,
-// c10's or the standard library's inline code compiled into this binary (at::operator+,
-// std::function glue): the paradiff function that made the call. Without addr2line the sites are
-// printed as addresses, and the report says so.
+// the next few return addresses, which lie in this executable: the code that called the operator.
+// Report() resolves them once, at the end, with binutils' addr2line on /proc/self/exe, and
+// attributes each call to the first frame that is not ATen's, c10's or the standard library's
+// inline code compiled into this binary (at::operator+, std::function glue): the paradiff function
+// that made the call. Without addr2line the sites are printed as addresses, and the report says so.
 #pragma once
 
 #include <array>
