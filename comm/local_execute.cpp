@@ -16,6 +16,7 @@
 #include <tuple>
 
 #include "comm/local_group.h"
+#include "comm/views.h"
 
 namespace paradiff {
 namespace local {
@@ -23,9 +24,9 @@ namespace local {
 namespace {
 
 at::Tensor Reduce(const std::vector<Slot*>& slots, ReduceOp op) {
-  at::Tensor acc = slots[0]->in->reshape({-1}).clone(at::MemoryFormat::Contiguous);
+  at::Tensor acc = Reshape(*slots[0]->in, {-1}).clone(at::MemoryFormat::Contiguous);
   for (size_t r = 1; r < slots.size(); ++r) {
-    const at::Tensor x = slots[r]->in->reshape({-1});
+    const at::Tensor x = Reshape(*slots[r]->in, {-1});
     if (op == ReduceOp::kMax) {
       at::maximum_out(acc, acc, x);
     } else {
@@ -44,7 +45,7 @@ std::vector<int64_t> Offsets(const std::vector<int64_t>& counts) {
 
 void AllReduce(const std::vector<Slot*>& slots) {
   const at::Tensor acc = Reduce(slots, slots[0]->reduce);
-  for (Slot* s : slots) s->out->copy_(acc.view(s->out->sizes()));
+  for (Slot* s : slots) s->out->copy_(View(acc, s->out->sizes()));
 }
 
 void AllGather(const std::vector<Slot*>& slots) {
@@ -52,7 +53,7 @@ void AllGather(const std::vector<Slot*>& slots) {
   const std::vector<int64_t> offsets = Offsets(counts);
   at::Tensor gathered = slots[0]->in->new_empty({offsets.back()});
   for (size_t r = 0; r < slots.size(); ++r) {
-    if (counts[r] > 0) gathered.narrow(0, offsets[r], counts[r]).copy_(*slots[r]->in);
+    if (counts[r] > 0) Slice(gathered, offsets[r], counts[r]).copy_(*slots[r]->in);
   }
   for (Slot* s : slots) s->out->copy_(gathered);
 }
@@ -62,7 +63,7 @@ void ReduceScatter(const std::vector<Slot*>& slots) {
   const std::vector<int64_t> offsets = Offsets(counts);
   const at::Tensor acc = Reduce(slots, slots[0]->reduce);
   for (size_t r = 0; r < slots.size(); ++r) {
-    if (counts[r] > 0) slots[r]->out->copy_(acc.narrow(0, offsets[r], counts[r]));
+    if (counts[r] > 0) slots[r]->out->copy_(Slice(acc, offsets[r], counts[r]));
   }
 }
 
@@ -70,7 +71,7 @@ void Broadcast(const std::vector<Slot*>& slots) {
   const auto root = static_cast<size_t>(slots[0]->fp.root);
   const at::Tensor& src = *slots[root]->in;
   for (size_t r = 0; r < slots.size(); ++r) {
-    if (r != root) slots[r]->out->copy_(src.view(slots[r]->out->sizes()));
+    if (r != root) slots[r]->out->copy_(View(src, slots[r]->out->sizes()));
   }
 }
 

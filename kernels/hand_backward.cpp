@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "comm/views.h"
 #include "kernels/tensor_parallel.h"
 
 namespace paradiff {
@@ -61,50 +62,7 @@ namespace paradiff {
 // `bench_digest` is unchanged; `bench_check_throughput`'s hand_backward argument sets both side
 // by side (docs/PERFORMANCE.md).
 //
-// Note [Views by hand]: below autograd a view operator makes a TensorImpl that shares the storage
-// with other sizes and strides (ATen's alias_with_sizes_and_strides), after two or three trips
-// through the dispatcher that cost more than the TensorImpl; a unit's forward and backward make
-// hundreds. View, Reshape, T and Transpose make that TensorImpl themselves (AliasByHand): the same
-// sizes, strides and offset (at::detail::computeStride decides, as in view and reshape; a reshape
-// it cannot express as a view is ATen's own, a copy), so every operator after them sees the same
-// layout.
-
 namespace {
-
-// x with `sizes` as a view where its strides allow one (as view and reshape decide), else none.
-std::optional<at::Tensor> AsView(const at::Tensor& x, at::IntArrayRef sizes) {
-  const at::DimVector shape = at::infer_size_dv(sizes, x.numel());
-  const auto strides = at::detail::computeStride(x.sizes(), x.strides(), shape);
-  if (!strides) return std::nullopt;
-  return AliasByHand(x, shape, *strides);
-}
-
-at::Tensor Reshape(const at::Tensor& x, at::IntArrayRef sizes) {
-  std::optional<at::Tensor> view = AsView(x, sizes);
-  return view ? *std::move(view) : x.reshape(sizes);
-}
-
-at::Tensor View(const at::Tensor& x, at::IntArrayRef sizes) {
-  std::optional<at::Tensor> view = AsView(x, sizes);
-  TORCH_CHECK(view.has_value(), "View: sizes ", sizes, " are not a view of ", x.sizes(),
-              " with strides ", x.strides());
-  return *std::move(view);
-}
-
-at::Tensor Transpose(const at::Tensor& x, int64_t a, int64_t b) {
-  a = c10::maybe_wrap_dim(a, x.dim());
-  b = c10::maybe_wrap_dim(b, x.dim());
-  at::DimVector sizes(x.sizes().begin(), x.sizes().end());
-  at::DimVector strides(x.strides().begin(), x.strides().end());
-  std::swap(sizes[a], sizes[b]);
-  std::swap(strides[a], strides[b]);
-  return AliasByHand(x, sizes, strides);
-}
-
-at::Tensor T(const at::Tensor& x) {
-  TORCH_CHECK(x.dim() == 2, "T: a 2-D tensor, not ", x.dim(), "-D");
-  return Transpose(x, 0, 1);
-}
 
 // mm_mat1_backward / mm_mat2_backward (alpha 1, real dtypes).
 at::Tensor MmMat1Backward(const at::Tensor& grad, const at::Tensor& mat2, const at::Tensor& mat1) {
@@ -139,11 +97,11 @@ at::Tensor Matmul(const at::Tensor& x, const at::Tensor& w_t, MatmulLinear& l) {
   if (!l.batched) {
     l.x = Reshape(x, {bs * s, in});
     l.w_t = w_t;
-    return at::_unsafe_view(l.x.mm(w_t), {bs, s, out});
+    return View(l.x.mm(w_t), {bs, s, out});
   }
-  l.x = Reshape(x.expand({bs, s, in}), {bs, s, in});
-  l.w_t = Reshape(w_t.expand({bs, in, out}), {bs, in, out});
-  return at::_unsafe_view(at::bmm(l.x, l.w_t), {bs, s, out});
+  l.x = Reshape(Expand(x, {bs, s, in}), {bs, s, in});
+  l.w_t = Reshape(Expand(w_t, {bs, in, out}), {bs, in, out});
+  return View(at::bmm(l.x, l.w_t), {bs, s, out});
 }
 
 // Backward of x2d.mm(w_t) from its gradient g2: the weight's gradient (w_t's, transposed back) and
@@ -178,7 +136,7 @@ at::Tensor MatmulBackward(const at::Tensor& grad3, const MatmulLinear& l, at::Te
 at::Tensor NarrowBackward(const at::Tensor& grad, at::IntArrayRef sizes, int64_t start,
                           int64_t length) {
   at::Tensor full = at::zeros(sizes, grad.options());
-  full.slice(-1, start, start + length).copy_(grad);
+  Narrow(full, -1, start, length).copy_(grad);
   return full;
 }
 
@@ -256,23 +214,23 @@ at::Tensor BlockForward(const ModelConfig& m, const Numerics& n, const ParamMap&
   const at::Tensor q =
       Transpose(View(n.Round(AddmmLinear(t.y1_2d, t.wq_t, bq, bs, s)), {bs, s, heads, hd}), 1, 2);
   const at::Tensor kv = n.Round(AddmmLinear(t.y1_2d, t.wkv_t, bkv, bs, s));
-  at::Tensor k = Transpose(View(kv.narrow(-1, 0, K * hd), {bs, s, K, hd}), 1, 2);
-  at::Tensor v = Transpose(View(kv.narrow(-1, K * hd, K * hd), {bs, s, K, hd}), 1, 2);
+  at::Tensor k = Transpose(View(Narrow(kv, -1, 0, K * hd), {bs, s, K, hd}), 1, 2);
+  at::Tensor v = Transpose(View(Narrow(kv, -1, K * hd, K * hd), {bs, s, K, hd}), 1, 2);
   if (K < heads) {  // repeat_interleave(heads / K, 1): an index_select
     t.repeat_index = at::repeat_interleave(at::full({K}, heads / K, at::kLong));
     k = k.index_select(1, t.repeat_index);
     v = v.index_select(1, t.repeat_index);
   }
   const int64_t B = bs * heads;
-  t.q3 = Reshape(q.expand({bs, heads, s, hd}), {B, s, hd});
-  t.kt3 = Reshape(Transpose(k, -2, -1).expand({bs, heads, hd, s}), {B, hd, s});
+  t.q3 = Reshape(Expand(q, {bs, heads, s, hd}), {B, s, hd});
+  t.kt3 = Reshape(Expand(Transpose(k, -2, -1), {bs, heads, hd, s}), {B, hd, s});
   const at::Tensor raw = at::_unsafe_view(at::bmm(t.q3, t.kt3), {bs, heads, s, s});
   t.mask = at::ones({s, s}, at::TensorOptions().dtype(at::kBool)).triu(1);
   const at::Tensor masked = n.Round(raw * (1.0 / std::sqrt(double(hd))))
                                 .masked_fill(t.mask, -std::numeric_limits<double>::infinity());
   t.probs = at::_softmax(masked, -1, false);  // its backward reads the unrounded output
-  t.probs3 = Reshape(n.Round(t.probs).expand({bs, heads, s, s}), {B, s, s});
-  t.v3 = Reshape(v.expand({bs, heads, s, hd}), {B, s, hd});
+  t.probs3 = Reshape(Expand(n.Round(t.probs), {bs, heads, s, s}), {B, s, s});
+  t.v3 = Reshape(Expand(v, {bs, heads, s, hd}), {B, s, hd});
   const at::Tensor o4 = n.Round(at::_unsafe_view(at::bmm(t.probs3, t.v3), {bs, heads, s, hd}));
   const at::Tensor o = Reshape(Transpose(o4, 1, 2), {bs, s, heads * hd});
   const at::Tensor a = Exit(t, n.Round(Matmul(o, T(in(".attn.proj.weight")), t.proj)));
@@ -383,8 +341,8 @@ at::Tensor AddPositions(const Numerics& n, const ParamMap& p, const at::Tensor& 
   const at::Tensor wpe = In(n, p, "embed.wpe", t);
   t.position_rows = wpe.size(0);
   t.seq_begin = seq_begin;
-  const at::Tensor rows = h.size(1) == wpe.size(0) ? wpe : wpe.narrow(0, seq_begin, h.size(1));
-  return n.Round(h + rows.unsqueeze(0));
+  const at::Tensor rows = h.size(1) == wpe.size(0) ? wpe : Narrow(wpe, 0, seq_begin, h.size(1));
+  return n.Round(h + Unsqueeze(rows, 0));
 }
 
 // AddPositions's backward: the table's gradient from the gradient of h + rows (sum_to the
@@ -393,7 +351,7 @@ at::Tensor PositionsBackward(const HandTape& t, const at::Tensor& g_out) {
   const at::Tensor g = (t.bs != 1 ? g_out.sum(0, /*keepdim=*/true) : g_out).squeeze(0);
   if (g.size(0) == t.position_rows) return g;
   at::Tensor full = at::zeros({t.position_rows, g.size(1)}, g.options());
-  full.slice(0, t.seq_begin, t.seq_begin + g.size(0)).copy_(g);
+  Narrow(full, 0, t.seq_begin, g.size(0)).copy_(g);
   return full;
 }
 
@@ -468,7 +426,7 @@ at::Tensor EmbedForwardTp(const ModelConfig& m, const Numerics& n, const ParamMa
   t.vocab_inside = local.ge(0).logical_and(local.lt(t.vocab));
   t.tokens = at::where(t.vocab_inside, local, at::zeros_like(local));
   const at::Tensor rows =
-      wte.index_select(0, t.tokens).masked_fill(t.vocab_inside.logical_not().unsqueeze(1), 0);
+      wte.index_select(0, t.tokens).masked_fill(Unsqueeze(t.vocab_inside.logical_not(), 1), 0);
   at::Tensor h = tp.ExitRowParallelForward(View(rows, {t.bs, t.seq, m.hidden}));
   t.positions = m.position_embeddings;
   if (t.positions) h = AddPositions(n, p, h, tp.seq_begin(m.seq_len), t);
@@ -481,7 +439,7 @@ void EmbedBackwardTp(const HandTape& t, const at::Tensor& grad_out,
   const int64_t H = g_out.size(2);
   if (t.positions) grads["embed.wpe"] = PositionsBackward(t, g_out);
   const at::Tensor g_rows = Reshape(t.tp->ExitRowParallelBackward(g_out), {t.bs * t.seq, H})
-                                .masked_fill(t.vocab_inside.logical_not().unsqueeze(1), 0);
+                                .masked_fill(Unsqueeze(t.vocab_inside.logical_not(), 1), 0);
   // index_select_backward: zeros, then index_add_ in token order.
   grads["embed.wte"] = g_rows.new_zeros({t.vocab, H}).index_add_(0, t.tokens, g_rows);
 }
@@ -498,15 +456,15 @@ at::Tensor HeadForwardTp(const ModelConfig& m, const Numerics& n, const ParamMap
   at::Tensor logits = Reshape(AsDType(raw, at::kFloat), {-1, per});
   const at::Tensor targets = mb.targets.reshape({-1});
   if (tp.mask_vocab_padding()) {
-    t.vocab_padded = at::arange(per, targets.options()).add(begin).ge(tp.vocab()).unsqueeze(0);
+    t.vocab_padded = Unsqueeze(at::arange(per, targets.options()).add(begin).ge(tp.vocab()), 0);
     logits = logits.masked_fill(t.vocab_padded, -std::numeric_limits<double>::infinity());
   }
   const at::Tensor max = tp.AllReduceMax(std::get<0>(logits.max(-1)));
-  t.exp_shifted = (logits - max.unsqueeze(1)).exp();
+  t.exp_shifted = (logits - Unsqueeze(max, 1)).exp();
   t.sum_exp = tp.AllReduceSumForward(t.exp_shifted.sum(-1));
   const at::Tensor local = targets - begin;
   t.vocab_inside = local.ge(0).logical_and(local.lt(per));
-  t.tokens = at::where(t.vocab_inside, local, at::zeros_like(local)).unsqueeze(1);
+  t.tokens = Unsqueeze(at::where(t.vocab_inside, local, at::zeros_like(local)), 1);
   const at::Tensor picked =
       logits.gather(1, t.tokens).squeeze(1).masked_fill(t.vocab_inside.logical_not(), 0);
   const at::Tensor target_logit = tp.AllReduceSumForward(picked);
@@ -519,9 +477,9 @@ at::Tensor HeadBackwardTp(const HandTape& t, double loss_mult,
   const int64_t rows = t.sum_exp.size(0);
   const at::Tensor g_z = at::scalar_tensor(loss_mult, t.sum_exp.options()).expand({rows}) / rows;
   // z = (log(sum_exp) + max) - target_logit; the sums over tp pass their gradient through.
-  const at::Tensor g_shifted = g_z.div(t.sum_exp).unsqueeze(-1).expand(t.exp_shifted.sizes()) *
+  const at::Tensor g_shifted = Expand(Unsqueeze(g_z.div(t.sum_exp), -1), t.exp_shifted.sizes()) *
                                t.exp_shifted;  // log's, sum's, exp's, then the subtraction's
-  const at::Tensor g_picked = (-g_z).masked_fill(t.vocab_inside.logical_not(), 0).unsqueeze(1);
+  const at::Tensor g_picked = Unsqueeze((-g_z).masked_fill(t.vocab_inside.logical_not(), 0), 1);
   at::Tensor g_logits =  // the two gradients meeting at the logits
       g_shifted +
       at::zeros(t.exp_shifted.sizes(), g_picked.options()).scatter_add_(1, t.tokens, g_picked);
@@ -613,7 +571,7 @@ double OneDevicePass(const std::vector<Unit>& units, const ModelConfig& m, const
   if (!HandBackwardApplies(m, n)) {
     at::Tensor x;
     for (const auto& u : units) x = UnitForward(u, m, n, leaves, x, mb);
-    const double loss = x.item<double>();
+    const double loss = ReadScalar(x);
     (x * loss_mult).backward();
     return loss;
   }
@@ -621,7 +579,7 @@ double OneDevicePass(const std::vector<Unit>& units, const ModelConfig& m, const
   at::Tensor x;
   for (size_t i = 0; i < units.size(); ++i)
     x = HandForward(units[i], m, n, leaves, x, mb, tapes[i]);
-  const double loss = x.item<double>();
+  const double loss = ReadScalar(x);
   at::Tensor grad;
   for (size_t i = units.size(); i-- > 0;) grad = HandBackward(tapes[i], grad, loss_mult);
   return loss;

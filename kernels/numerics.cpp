@@ -98,20 +98,12 @@ at::Tensor RoundAtRandom(const at::Tensor& x, at::ScalarType to, at::Generator g
   return at::where(wide.isfinite(), bits.view(at::kDouble), wide).to(to).to(x.scalar_type());
 }
 
-at::Tensor AliasByHand(const at::Tensor& x, at::IntArrayRef sizes, at::IntArrayRef strides,
-                       int64_t offset) {
-  auto impl = c10::make_intrusive<c10::TensorImpl>(c10::TensorImpl::VIEW, c10::Storage(x.storage()),
-                                                   x.key_set(), x.dtype());
-  impl->set_storage_offset(x.storage_offset() + offset);
-  impl->set_sizes_and_strides(sizes, strides);
-  return at::Tensor(std::move(impl));
-}
-
-at::Tensor ReadOnlySlice(const at::Tensor& flat, int64_t begin, int64_t n) {
-  TORCH_CHECK(
-      flat.dim() == 1 && flat.is_contiguous() && begin >= 0 && n >= 0 && begin + n <= flat.numel(),
-      "ReadOnlySlice: [", begin, ", ", begin + n, ") of a tensor of shape ", flat.sizes());
-  return AliasByHand(flat, {n}, {1}, begin);
+double ReadScalar(const at::Tensor& t) {
+  if (t.is_cpu() && t.numel() == 1) {
+    if (t.scalar_type() == at::kDouble) return *static_cast<const double*>(t.data_ptr());
+    if (t.scalar_type() == at::kFloat) return *static_cast<const float*>(t.data_ptr());
+  }
+  return t.item<double>();
 }
 
 bool AllFinite(const at::Tensor& t) {

@@ -29,17 +29,9 @@ inline at::Tensor AsDType(const at::Tensor& t, at::ScalarType d) {
 // t as contiguous float64 (t itself when it already is), for loops over its values.
 inline at::Tensor AsFloat64(const at::Tensor& t) { return AsDType(t, at::kDouble).contiguous(); }
 
-// A view of x's storage with these sizes and strides, from `offset` elements past x's first:
-// the TensorImpl ATen's view operators make (alias_with_sizes_and_strides), made without the
-// dispatcher and the autograd view tracking (a tenth of their cost; a check makes thousands). It
-// shares x's storage, not its version counter or autograd history: for tensors below autograd
-// (see Note [Views by hand] in hand_backward.cpp) or that nothing writes again.
-at::Tensor AliasByHand(const at::Tensor& x, at::IntArrayRef sizes, at::IntArrayRef strides,
-                       int64_t offset = 0);
-
-// Elements [begin, begin + n) of a 1-D contiguous tensor that nothing writes again (a reported
-// piece, a recorded snapshot): what `narrow` returns, by AliasByHand.
-at::Tensor ReadOnlySlice(const at::Tensor& flat, int64_t begin, int64_t n);
+// t.item<double>() of a one-element tensor, read from its data where it is a CPU float64 or float32
+// tensor (a sum, a norm, a loss: no trip through the dispatcher), else by item().
+double ReadScalar(const at::Tensor& t);
 
 // t.isfinite().all().item<bool>(), read in one loop (no operator calls) when t is a contiguous
 // CPU tensor of a floating dtype.

@@ -75,7 +75,7 @@ void RankEngine::PipelineStep(int64_t step, RankStep& rs) {
         x = RecvTagged(*pp_group_, prev, act_shape, num_.exec, kActivation, g - 1, op.micro);
       at::Tensor out = ForwardUnits(chunks_[op.chunk], x, mb, saved[key]);
       if (g == chunks - 1) {
-        loss_sum += out.item<double>();
+        loss_sum += ReadScalar(out);
       } else {
         SendTagged(*pp_group_, next, out, kActivation, g, op.micro);
       }

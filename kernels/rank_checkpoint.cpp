@@ -5,6 +5,7 @@
 // from whichever saved pieces cover it; loss scaler state and the update count come with it.
 #include <ATen/ATen.h>
 
+#include "comm/views.h"
 #include "kernels/optim.h"
 #include "kernels/rank_engine.h"
 
@@ -19,12 +20,12 @@ CheckpointShard RankEngine::SaveShard() const {
   auto add = [&](const std::string& kind, const at::Tensor& buf, int64_t buf_begin) {
     for (const auto& p : layout_.Pieces(shard_begin_, shard_begin_ + shard_size_)) {
       // One copy of the piece, each logical run (a column slice's row) a view of it.
-      const at::Tensor copy = buf.narrow(0, p.flat_offset - buf_begin, p.count).clone();
+      const at::Tensor copy = Slice(buf, p.flat_offset - buf_begin, p.count).clone();
       shards_[p.entry].ForEachLogicalRun(
           p.param_offset, p.count, [&](int64_t local, int64_t logical, int64_t n) {
             shard.pieces.push_back({kind, layout_.entries()[p.entry].name, logical,
                                     p.flat_offset + (local - p.param_offset),
-                                    copy.narrow(0, local - p.param_offset, n)});
+                                    Slice(copy, local - p.param_offset, n)});
           });
     }
   };
@@ -45,7 +46,7 @@ void RankEngine::LoadShard(const CheckpointReader& reader) {
           p.param_offset, p.count, [&](int64_t local, int64_t logical, int64_t n) {
             const int64_t flat = p.flat_offset + (local - p.param_offset);
             reader.Read(kind, layout_.entries()[p.entry].name, logical,
-                        buf.narrow(0, flat - buf_begin, n), drop_tail);
+                        Slice(buf, flat - buf_begin, n), drop_tail);
           });
     }
   };

@@ -7,6 +7,7 @@
 #include <set>
 #include <vector>
 
+#include "comm/views.h"
 #include "core/lr_schedule.h"
 #include "kernels/data.h"
 #include "kernels/optim.h"
@@ -160,7 +161,7 @@ void RankEngine::InitState() {
     sh.ForEachLogicalRun(p.param_offset, p.count, [&](int64_t local, int64_t logical, int64_t n) {
       GenerateParamValues(*sh.spec, cfg_.seed, logical, n, v + (local - p.param_offset));
     });
-    params_.narrow(0, p.flat_offset - held_begin, p.count).copy_(values);
+    Slice(params_, p.flat_offset - held_begin, p.count).copy_(values);
   }
   at::Tensor owned = params_.narrow(0, shard_begin_ - held_begin, shard_size_);
   if (cfg_.precision.master_weights && pdt != at::kFloat) master_ = owned.to(at::kFloat);
@@ -179,8 +180,7 @@ const ParamMap& RankEngine::Materialize(size_t unit, bool requires_grad, ParamMa
     if (map.empty()) {
       for (int e : plan.entries) {
         const FlatEntry& fe = layout_.entries()[e];
-        map[fe.name] =
-            params_.narrow(0, fe.offset, fe.numel).view(fe.shape).detach().requires_grad_(true);
+        map[fe.name] = SliceAs(params_, fe.offset, fe.shape).requires_grad_(true);
       }
     }
     return map;
@@ -195,9 +195,9 @@ const ParamMap& RankEngine::Materialize(size_t unit, bool requires_grad, ParamMa
   int64_t pos = 0;
   for (int e : plan.entries) {
     const FlatEntry& fe = layout_.entries()[e];
-    at::Tensor t = gathered.narrow(0, pos, fe.numel).view(fe.shape);
+    at::Tensor t = SliceAs(gathered, pos, fe.shape);  // a fresh view: a leaf of its own
     pos += fe.numel;
-    scratch[fe.name] = requires_grad ? t.detach().requires_grad_(true) : t;
+    scratch[fe.name] = requires_grad ? t.requires_grad_(true) : t;
   }
   return scratch;
 }
@@ -208,7 +208,7 @@ void RankEngine::SinkGrads(size_t unit, const ParamMap& leaves, int64_t micro_st
   // where TpSyncGrad sums it (zeros for a parameter backward did not reach).
   auto flat = [&](int e, const at::Tensor& g) {
     const FlatEntry& fe = layout_.entries()[e];
-    return TpSyncGrad(e, g.defined() ? AsDType(g.reshape({-1}), adt) : Zeros(fe.numel, adt));
+    return TpSyncGrad(e, g.defined() ? AsDType(Reshape(g, {-1}), adt) : Zeros(fe.numel, adt));
   };
   if (stage_ <= 2) {
     for (int e : gather_plans_[unit].entries) {
@@ -217,7 +217,7 @@ void RankEngine::SinkGrads(size_t unit, const ParamMap& leaves, int64_t micro_st
       if (g.defined() && !TpSyncs(e)) {
         AddRange(grad_micro_, fe.offset, g.contiguous(), 0, fe.numel);
       } else {
-        grad_micro_.narrow(0, fe.offset, fe.numel).add_(flat(e, g));
+        Slice(grad_micro_, fe.offset, fe.numel).add_(flat(e, g));
       }
     }
     return;
@@ -237,7 +237,7 @@ void RankEngine::SinkGrads(size_t unit, const ParamMap& leaves, int64_t micro_st
   int64_t pos = 0;
   for (int e : plan.entries) {
     const FlatEntry& fe = layout_.entries()[e];
-    pack.narrow(0, pos, fe.numel).copy_(pending_.at(fe.name));
+    Slice(pack, pos, fe.numel).copy_(pending_.at(fe.name));
     pending_.erase(fe.name);
     pos += fe.numel;
   }
@@ -373,7 +373,7 @@ void RankEngine::ReduceMicroStep(int64_t micro_step, bool boundary) {
 
 double RankEngine::ForwardBackward(const MicroBatch& mb, int64_t micro_step, bool boundary) {
   std::vector<UnitTape> tapes;
-  const double loss = ForwardUnits(chunks_[0], at::Tensor(), mb, tapes).item<double>();
+  const double loss = ReadScalar(ForwardUnits(chunks_[0], at::Tensor(), mb, tapes));
   if (stage_ <= 2) grad_micro_.zero_();
   BackwardUnits(chunks_[0], tapes, at::Tensor(), mb, micro_step);
   ReduceMicroStep(micro_step, boundary);
@@ -401,7 +401,7 @@ double RankEngine::GlobalGradNorm(const at::Tensor& owned_grads) {
   dp_group_->AllReduce(sq, ReduceOp::kSum);
   tp_group_->AllReduce(sq, ReduceOp::kSum);
   pp_group_->AllReduce(sq, ReduceOp::kSum);
-  return std::sqrt(sq.item<double>());
+  return std::sqrt(ReadScalar(sq));
 }
 
 void RankEngine::OptimizerStep(int64_t update, int64_t schedule_at, const at::Tensor& grads) {
@@ -435,7 +435,7 @@ void RankEngine::AddPieces(std::vector<TensorPiece>& out, const char* kind, cons
     shards_[p.entry].ForEachLogicalRun(
         p.param_offset, p.count, [&](int64_t local, int64_t logical, int64_t n) {
           out.push_back({kind, layout_.entries()[p.entry].name, logical,
-                         ReadOnlySlice(copy, p.flat_offset - begin + (local - p.param_offset), n)});
+                         Slice(copy, p.flat_offset - begin + (local - p.param_offset), n)});
         });
   }
 }

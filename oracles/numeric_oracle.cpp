@@ -292,8 +292,7 @@ Comparison CompareAdamParam(const at::Tensor& d, const std::vector<at::Tensor>& 
 Comparison NormConsistency(const AssembledStep& d, const ModelSpec& spec,
                            const ToleranceContext& ctx) {
   double sq = 0;
-  for (const auto& ps : spec.params)
-    sq += d.tensors.at("grad:" + ps.name).pow(2).sum().item<double>();
+  for (const auto& ps : spec.params) sq += ReadScalar(d.tensors.at("grad:" + ps.name).pow(2).sum());
   Comparison c;
   c.expected = std::sqrt(sq);
   c.actual = d.grad_norm;
@@ -554,7 +553,7 @@ std::optional<Verdict> StepComparer::Step(int64_t s, const RefPair& ref, int64_t
     std::map<std::string, std::pair<double, double>> acc;  // kind -> (sum of squares, count)
     for (const auto& [key, v] : t.tensors) {
       auto& a = acc[key.substr(0, key.find(':'))];
-      a.first += v.pow(2).sum().item<double>();
+      a.first += ReadScalar(v.pow(2).sum());
       a.second += static_cast<double>(v.numel());
     }
     for (const auto& [kind, a] : acc) rms[kind] = a.second > 0 ? std::sqrt(a.first / a.second) : 0;

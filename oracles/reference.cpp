@@ -6,6 +6,7 @@
 #include <cmath>
 #include <functional>
 
+#include "comm/views.h"
 #include "core/config_json.h"
 #include "core/lr_schedule.h"
 #include "core/model_spec.h"
@@ -28,7 +29,7 @@ namespace {
 // scales in place), so every earlier step would compare against the final state, with a bound
 // inflated by the same amount as the error. Snapshot() always copies. Evidence: docs/EVIDENCE.md.
 at::Tensor Snapshot(const at::Tensor& t) {
-  return t.to(at::kDouble, /*non_blocking=*/false, /*copy=*/true).reshape({-1});
+  return Reshape(t.to(at::kDouble, /*non_blocking=*/false, /*copy=*/true), {-1});
 }
 
 // Note [Independent loss scale schedule]: the reference follows the loss scale schedule of
@@ -145,8 +146,7 @@ FlatState ZeroFlat(const ModelSpec& spec, const std::vector<int64_t>& begin, at:
   FlatState f;
   f.flat = at::zeros({begin.back()}, at::TensorOptions().dtype(dt));
   for (size_t i = 0; i < spec.params.size(); ++i)
-    f.views.push_back(
-        f.flat.narrow(0, begin[i], spec.params[i].numel()).view(spec.params[i].shape));
+    f.views.push_back(SliceAs(f.flat, begin[i], spec.params[i].shape));
   return f;
 }
 
@@ -187,7 +187,7 @@ RefRun RunReference(const Config& cfg, const GradReduction& red, bool truth,
   for (size_t i = 0; i < spec.params.size(); ++i) {
     const ParamSpec& ps = spec.params[i];
     auto restored = [&](const std::string& kind) {
-      return origin->state->at(kind + ":" + ps.name).reshape(ps.shape);
+      return Reshape(origin->state->at(kind + ":" + ps.name), ps.shape);
     };
     if (restore) {
       st.params.views[i].copy_(restored(truth && cfg_has_master ? "master" : "param"));
@@ -262,7 +262,7 @@ RefRun RunReference(const Config& cfg, const GradReduction& red, bool truth,
       for (size_t i = 0; i < spec.params.size(); ++i) {
         at::Tensor gi = TakeGrad(leaves[spec.params[i].name]);
         if (!gi.defined()) gi = at::zeros_like(st.params.views[i]);
-        parts.push_back(AsDType(gi, adt).reshape({-1}));
+        parts.push_back(Reshape(AsDType(gi, adt), {-1}));
       }
       pass_grads[g] = at::cat(parts);
     }
@@ -281,7 +281,7 @@ RefRun RunReference(const Config& cfg, const GradReduction& red, bool truth,
     double sq = 0;  // per tensor, in model order
     const at::Tensor acc64 = AsDType(acc, at::kDouble);
     for (size_t i = 0; i < spec.params.size(); ++i)
-      sq += ReadOnlySlice(acc64, begin[i], begin[i + 1] - begin[i]).pow(2).sum().item<double>();
+      sq += ReadScalar(Slice(acc64, begin[i], begin[i + 1] - begin[i]).pow(2).sum());
     scaler.After(overflow);
     rs.grad_norm = overflow ? INFINITY : std::sqrt(sq) / scale;
     // Unscale (and below, clip) in the optimizer's dtype, never in a 16-bit accumulate dtype.
@@ -292,7 +292,7 @@ RefRun RunReference(const Config& cfg, const GradReduction& red, bool truth,
       const at::Tensor copy = Snapshot(flat);
       for (size_t i = 0; i < spec.params.size(); ++i)
         rs.tensors[kind + ":" + spec.params[i].name] =
-            ReadOnlySlice(copy, begin[i], begin[i + 1] - begin[i]);
+            Slice(copy, begin[i], begin[i + 1] - begin[i]);
     };
     record("grad", acc);
     if (coef < 1.0) acc.mul_(coef);

@@ -49,27 +49,14 @@ TEST(AllFinite, AgreesWithAtenOnEveryDtypeAndPosition) {
   EXPECT_TRUE(AllFinite(at::ones({3}, at::kLong)));
 }
 
-// ReadOnlySlice builds the view itself; it must be what narrow returns: the same elements of the
-// same storage (a base that is itself a slice included), and it refuses a range outside.
-TEST(ReadOnlySlice, IsWhatNarrowReturns) {
-  for (auto dtype : {at::kDouble, at::kFloat, at::kBFloat16, at::kHalf}) {
-    const at::Tensor flat = at::arange(40, at::kDouble).to(dtype).narrow(0, 3, 30);
-    for (const auto& [begin, n] : {std::pair<int64_t, int64_t>{0, 30}, {7, 5}, {29, 1}, {4, 0}}) {
-      const at::Tensor slice = ReadOnlySlice(flat, begin, n), narrow = flat.narrow(0, begin, n);
-      EXPECT_EQ(slice.sizes(), narrow.sizes());
-      EXPECT_EQ(slice.scalar_type(), dtype);
-      EXPECT_TRUE(slice.is_contiguous());
-      EXPECT_EQ(slice.data_ptr(), narrow.data_ptr()) << begin << " " << n;
-      EXPECT_TRUE(at::equal(slice, narrow));
-    }
-    at::Tensor base = at::zeros({6}, dtype);
-    const at::Tensor slice = ReadOnlySlice(base, 2, 3);
-    base.fill_(5);
-    EXPECT_TRUE(at::equal(slice, at::full({3}, 5, dtype))) << "not the base's storage";
-    EXPECT_THROW(ReadOnlySlice(flat, 25, 6), c10::Error);
-    EXPECT_THROW(ReadOnlySlice(flat, -1, 2), c10::Error);
-    EXPECT_THROW(ReadOnlySlice(at::zeros({2, 3}, dtype), 0, 2), c10::Error);
-  }
+// ReadScalar reads a float64 / float32 value from memory; it must be item()'s value, wherever in
+// its storage the element is, and any other dtype goes through item().
+TEST(ReadScalar, IsItem) {
+  const at::Tensor d = at::arange(5, at::kDouble).mul(0.1);
+  for (const at::Tensor& t : {d.sum(), d.narrow(0, 3, 1), d.to(at::kFloat).narrow(0, 2, 1).sum(),
+                              d.to(at::kBFloat16)[4], d.to(at::kHalf).sum(), at::ones({1, 1})})
+    EXPECT_EQ(ReadScalar(t), t.item<double>()) << t;
+  EXPECT_THROW(ReadScalar(d), c10::Error);  // five elements: item() refuses
 }
 
 TEST(RandomRounding, LandsOnANeighbourInTheTargetDtype) {
