@@ -264,19 +264,44 @@ Comparison CompareAdamParam(const at::Tensor& d, const std::vector<at::Tensor>& 
   Comparison c = CompareOutside(ill, d, rs, t, tol, kind_rms, step);
   const at::Tensor m = ill.contiguous();
   const bool* mp = m.data_ptr<bool>();
-  if (std::none_of(mp, mp + m.numel(), [](bool b) { return b; })) return c;
-  at::Tensor diff = at::where(ill, (d - t).abs(), at::zeros_like(t));
-  const at::Tensor allowed =
-      max_move + static_cast<double>(step + 1) * UlpOf(at::maximum(t.abs(), d.abs()), held);
-  const at::Tensor excess = diff / allowed;  // 0 outside the ill-conditioned elements
-  const int64_t worst = excess.argmax().item<int64_t>();
-  const bool finite = AllFinite(d);
-  if (excess[worst].item<double>() > 1 || !finite) {
-    c.index = finite ? worst : at::logical_not(d.isfinite()).to(at::kInt).argmax().item<int64_t>();
-    c.expected = t[c.index].item<double>();
-    c.actual = d[c.index].item<double>();
-    c.error = diff[c.index].item<double>();
-    c.bound = allowed[c.index].item<double>();
+  const int64_t n = m.numel();
+  if (std::none_of(mp, mp + n, [](bool b) { return b; })) return c;
+  // In loops over float64 values, element by element as the tensor expressions
+  //   diff = where(ill, |d - t|, 0), allowed = max_move + (step + 1) * UlpOf(maximum(|t|, |d|)),
+  //   excess = diff / allowed, worst = argmax(excess) (the first largest; a NaN counts as the
+  //   largest, as at::argmax counts it)
+  // compute them: each is one correctly rounded operation per element.
+  const at::Tensor fd = AsFloat64(d), ft = AsFloat64(t);
+  const double *dp = fd.data_ptr<double>(), *tp = ft.data_ptr<double>();
+  at::Tensor magnitude = at::empty({n}, at::TensorOptions().dtype(at::kDouble));
+  double* mag = magnitude.data_ptr<double>();
+  for (int64_t i = 0; i < n; ++i) {
+    const double a = std::fabs(tp[i]), b = std::fabs(dp[i]);
+    mag[i] = std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b);  // at::maximum
+  }
+  const at::Tensor ulps = UlpOf(magnitude, held);
+  const double* ulp = ulps.data_ptr<double>();
+  const double per_ulp = static_cast<double>(step + 1);
+  auto diff = [&](int64_t i) { return mp[i] ? std::fabs(dp[i] - tp[i]) : 0.0; };
+  auto allowed = [&](int64_t i) { return max_move + per_ulp * ulp[i]; };
+  int64_t worst = 0;
+  double worst_excess = diff(0) / allowed(0);
+  for (int64_t i = 1; i < n && !std::isnan(worst_excess); ++i) {
+    const double e = diff(i) / allowed(i);
+    if (std::isnan(e) || e > worst_excess) {
+      worst = i;
+      worst_excess = e;
+    }
+  }
+  const bool finite = AllFinite(fd);
+  if (worst_excess > 1 || !finite) {
+    c.index = worst;
+    if (!finite)  // the first non-finite element of d
+      for (c.index = 0; std::isfinite(dp[c.index]);) ++c.index;
+    c.expected = tp[c.index];
+    c.actual = dp[c.index];
+    c.error = diff(c.index);
+    c.bound = allowed(c.index);
   }
   return c;
 }
