@@ -29,10 +29,10 @@ at::Tensor Narrow(const at::Tensor& x, int64_t dim, int64_t start, int64_t lengt
 }
 
 at::Tensor Slice(const at::Tensor& flat, int64_t begin, int64_t n) {
-  TORCH_CHECK(
-      flat.dim() == 1 && flat.is_contiguous() && begin >= 0 && n >= 0 && begin + n <= flat.numel(),
-      "Slice: [", begin, ", ", begin + n, ") of a tensor of shape ", flat.sizes());
-  return AliasByHand(flat, {n}, {1}, begin);
+  TORCH_CHECK(flat.dim() == 1 && flat.is_contiguous(),
+              "Slice: a 1-D contiguous tensor, not one of ", "shape ", flat.sizes(),
+              " and strides ", flat.strides());
+  return Narrow(flat, 0, begin, n);
 }
 
 at::Tensor SliceAs(const at::Tensor& flat, int64_t begin, at::IntArrayRef shape) {

@@ -176,6 +176,12 @@ Comparison CompareScalar(double d, const std::vector<double>& rs, double t, cons
 // update oracle checks their update from the run's own gradient to float32 rounding.
 // Evidence: docs/EVIDENCE.md.
 constexpr double kEpsSensitivity = 0.001;
+
+// at::maximum of two values: NaN if either is.
+double MaxOrNan(double a, double b) {
+  return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b);
+}
+
 // In one loop over float64 values: the operations of the tensor expressions (|r - t|, the largest
 // finite twin difference, NaN-propagating maxima, the two comparisons), element by element.
 at::Tensor IllConditioned(const at::Tensor& d, const std::vector<at::Tensor>& rs,
@@ -189,18 +195,16 @@ at::Tensor IllConditioned(const at::Tensor& d, const std::vector<at::Tensor>& rs
   bool* out = ill.data_ptr<bool>();
   const double* tp = ft.data_ptr<double>();
   const double* dp = fd.defined() ? fd.data_ptr<double>() : nullptr;
-  const auto max_nan = [](double a, double b) {  // at::maximum: NaN if either is
-    return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b);
-  };
   const double unreported = std::max(1.0, factor), eps_noise = kNoiseMultiple * adam_eps;
   for (int64_t i = 0; i < n; ++i) {
     const double ti = tp[i];
     double twins = std::fabs(rp[0][i] - ti);
     for (size_t k = 1; k < rp.size(); ++k) {
       const double e = std::fabs(rp[k][i] - ti);
-      if (std::isfinite(e)) twins = max_nan(twins, e);
+      if (std::isfinite(e)) twins = MaxOrNan(twins, e);
     }
-    const double noise = dp != nullptr ? max_nan(twins, std::fabs(dp[i] - ti)) : twins * unreported;
+    const double noise =
+        dp != nullptr ? MaxOrNan(twins, std::fabs(dp[i] - ti)) : twins * unreported;
     bool is_ill = std::fabs(ti) <= noise * kNoiseMultiple;
     if (adam_eps > 0) {
       const double denom = std::fabs(ti) + adam_eps;
@@ -277,7 +281,7 @@ Comparison CompareAdamParam(const at::Tensor& d, const std::vector<at::Tensor>& 
   double* mag = magnitude.data_ptr<double>();
   for (int64_t i = 0; i < n; ++i) {
     const double a = std::fabs(tp[i]), b = std::fabs(dp[i]);
-    mag[i] = std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b);  // at::maximum
+    mag[i] = MaxOrNan(a, b);
   }
   const at::Tensor ulps = UlpOf(magnitude, held);
   const double* ulp = ulps.data_ptr<double>();
