@@ -70,23 +70,23 @@ int64_t LargestTensor(const ModelConfig& m) {
   return largest;
 }
 
-namespace {
-
 // kv_heads is valid for heads and a tp degree (docs/CONFIG.md, "kv_heads vs tp").
 bool KvFits(int64_t kv, int64_t heads, int64_t tp) {
   if (kv < 1 || heads % kv != 0) return false;
   return kv >= tp ? kv % tp == 0 : tp % kv == 0;
 }
 
+bool TpFits(const ModelConfig& m, int64_t tp) {
+  if (m.kind == ModelKind::kExactLinear) return m.hidden % tp == 0;
+  return m.heads % tp == 0 && KvFits(m.kv_heads, m.heads, tp) && m.ffn % tp == 0;
+}
+
+namespace {
+
 int64_t LargestFittingKv(int64_t heads, int64_t tp) {
   for (int64_t kv = heads; kv >= 1; --kv)
     if (KvFits(kv, heads, tp)) return kv;
   return heads;
-}
-
-bool TpFits(const ModelConfig& m, int64_t tp) {
-  if (m.kind == ModelKind::kExactLinear) return m.hidden % tp == 0;
-  return m.heads % tp == 0 && KvFits(m.kv_heads, m.heads, tp) && m.ffn % tp == 0;
 }
 
 void RepairModel(Config& c) {

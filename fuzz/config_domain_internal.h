@@ -53,6 +53,10 @@ int64_t FlatNumel(const ModelConfig& m, int64_t align);
 int64_t LargestTensor(const ModelConfig& m);
 // Whether every size is >= 1 and, for gpt, heads divides hidden: the model spec is meaningful.
 bool SaneModel(const ModelConfig& m);
+// kv heads that divide heads and that tp splits (kv >= tp) or replicates (kv < tp).
+bool KvFits(int64_t kv, int64_t heads, int64_t tp);
+// Whether tp ranks can split m (heads, kv heads and ffn; exact_linear: hidden).
+bool TpFits(const ModelConfig& m, int64_t tp);
 
 // A data-parallel degree in 1..max_dp; odd and prime degrees are favored.
 int64_t DrawDp(SeqRng& rng, int64_t max_dp);
@@ -68,9 +72,10 @@ void DrawPrecision(Config& c, SeqRng& rng, double exotic);
 // of generated models, sometimes overflow-then-recover (every gradient overflows at first). On a
 // checkpointed config a dynamic scaler grows before the save (growth_interval <= save_at).
 void DrawLossScale(Config& c, SeqRng& rng);
-// checkpoint.*: save_at in 1..steps-1 (needs steps >= 2) and a reload layout, preferring another
-// dp; a dynamic loss scaler grows before the save (growth_interval <= save_at).
-void DrawCheckpointLayout(Config& c, SeqRng& rng, const ReloadSupport& reload);
+// checkpoint.*: save_at in 1..steps-1 (needs steps >= 2) and a reload layout: half keep tp, the
+// others reshard into another degree the model fits; another dp preferred. A dynamic loss scaler
+// grows before the save (growth_interval <= save_at).
+void DrawCheckpointLayout(Config& c, SeqRng& rng, const DomainOptions& opts);
 // optimizer.*: sgd / adam / adamw with sane learning rates; exact_linear gets dyadic sgd.
 void DrawOptimizer(Config& c, SeqRng& rng);
 // clip_grad_norm: 0 or a small value that actually clips (never for exact_linear); more often

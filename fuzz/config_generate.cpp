@@ -282,13 +282,13 @@ void DrawExactModel(Config& c, SeqRng& rng, int64_t max_layers, int64_t max_hidd
   c.model.layers = DrawLayers(rng, c.parallel, max_layers);
 }
 
-void DrawCheckpoint(Config& c, SeqRng& rng, double exotic, const ReloadSupport& reload) {
+void DrawCheckpoint(Config& c, SeqRng& rng, double exotic, const DomainOptions& opts) {
   // A dynamic loss scaler is the checkpointed state with the most branches (three numbers, each
   // lost by some real reload; see Note [Scaler state at the save]): checkpoint it twice as often.
   const bool dynamic = c.precision.loss_scale.mode == LossScaleMode::kDynamic;
   if (c.steps < 2 || !rng.Chance((dynamic ? kCheckpointShareDynamic : kCheckpointShare) * exotic))
     return;
-  DrawCheckpointLayout(c, rng, reload);
+  DrawCheckpointLayout(c, rng, opts);
 }
 
 // The overflow-then-recover regime of DrawLossScale: a first scale so large that every gradient
@@ -329,10 +329,15 @@ void MoveScalerStateBeforeSave(Config& c, SeqRng& rng) {
 
 }  // namespace
 
-void DrawCheckpointLayout(Config& c, SeqRng& rng, const ReloadSupport& reload) {
+void DrawCheckpointLayout(Config& c, SeqRng& rng, const DomainOptions& opts) {
   CheckpointConfig& k = c.checkpoint;
   k.save_at = rng.Range(1, c.steps - 1);
-  k.reload.tp = rng.Chance(0.5) ? c.parallel.tp : 1;
+  // Half the reloads keep tp; the others reshard into another degree the model fits (1 included),
+  // from tp 1 too: a reload into a tp above 1 re-splits heads, kv heads and the MLP.
+  std::vector<int64_t> tps;
+  for (int64_t t = 1; t <= std::min<int64_t>(kMaxTp, opts.max_world); ++t)
+    if (t != c.parallel.tp && (t == 1 || opts.Runs("tp")) && TpFits(c.model, t)) tps.push_back(t);
+  k.reload.tp = tps.empty() || rng.Chance(0.5) ? c.parallel.tp : Pick(rng, tps);
   k.reload.pp = rng.Range(1, std::min(kMaxPp, c.model.layers));
   // The global batch is kept across the reload: reload.dp must divide dp * accumulation_steps.
   // Prefer a different dp (resharding is where the bugs are).
@@ -344,7 +349,7 @@ void DrawCheckpointLayout(Config& c, SeqRng& rng, const ReloadSupport& reload) {
   k.reload.zero_stage = rng.Range(0, k.reload.pp > 1 ? 2 : 3);
   // A system that reloads into some layouts only gets those (no draw otherwise: the built-in
   // engine's configs stay what their seeds gave).
-  if (!reload.Unrestricted()) RestrictReload(reload, c, rng.Next());
+  if (!opts.reload.Unrestricted()) RestrictReload(opts.reload, c, rng.Next());
   MoveScalerStateBeforeSave(c, rng);
 }
 
@@ -400,7 +405,7 @@ Config DrawConfig(SeqRng& rng, const DomainOptions& opts, double exotic) {
   const LossScaleConfig& ls = c.precision.loss_scale;
   if (ls.mode == LossScaleMode::kDynamic && (ls.growth_factor == kClimbGrowth || rng.Chance(0.6)))
     c.steps = std::clamp<int64_t>(opts.max_scaler_steps, 1, DomainBudget().max_steps);
-  DrawCheckpoint(c, rng, exotic, opts.reload);
+  DrawCheckpoint(c, rng, exotic, opts);
   MaybeEmbeddingHeavy(c, opts.max_vocab);
   MaybeLrSchedule(c, opts);
   if (rng.Chance(kBackendShare * exotic))
@@ -426,7 +431,7 @@ void DrawKvHeads(Config& c, SeqRng& rng) {
   const int64_t tp = c.parallel.tp;
   std::vector<int64_t> grouped;  // 1 < kv < heads, fitting heads and tp
   for (int64_t kv = 2; kv < m.heads; ++kv)
-    if (m.heads % kv == 0 && (kv >= tp ? kv % tp == 0 : tp % kv == 0)) grouped.push_back(kv);
+    if (KvFits(kv, m.heads, tp)) grouped.push_back(kv);
   const bool mqa_fits = m.heads > 1;  // kv=1 fits every tp (tp % 1 == 0)
   const uint64_t r = rng.Below(100);
   if (r < 50 || (!mqa_fits && grouped.empty())) {

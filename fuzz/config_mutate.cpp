@@ -264,7 +264,7 @@ bool MutateCheckpoint(Config& c, SeqRng& rng, const DomainOptions& opts) {
   if (c.checkpoint.save_at > 0 && rng.Chance(0.3)) {
     c.checkpoint = CheckpointConfig{};
   } else {
-    DrawCheckpointLayout(c, rng, opts.reload);
+    DrawCheckpointLayout(c, rng, opts);
   }
   return true;
 }
