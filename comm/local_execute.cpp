@@ -17,6 +17,7 @@
 #include <string>
 #include <tuple>
 
+#include "comm/fresh.h"
 #include "comm/local_group.h"
 #include "comm/views.h"
 
@@ -39,15 +40,38 @@ void CopyInto(at::Tensor& dst, const at::Tensor& src) {
   dst.copy_(src.sizes() == dst.sizes() ? src : View(src, dst.sizes()));
 }
 
+// acc += x elementwise, in a loop for contiguous float32 / float64 CPU tensors (one correctly
+// rounded addition per element, as add_'s kernel does), else add_ itself.
+template <typename T>
+void AddLoop(at::Tensor& acc, const at::Tensor& x) {
+  T* a = static_cast<T*>(acc.data_ptr());
+  const T* b = static_cast<const T*>(x.data_ptr());
+  for (int64_t i = 0, n = acc.numel(); i < n; ++i) a[i] += b[i];
+}
+
+void AddInto(at::Tensor& acc, const at::Tensor& x) {
+  const bool loop = acc.is_cpu() && x.is_cpu() && acc.scalar_type() == x.scalar_type() &&
+                    acc.is_contiguous() && x.is_contiguous() && acc.numel() == x.numel();
+  if (loop && acc.scalar_type() == at::kFloat) {
+    AddLoop<float>(acc, x);
+  } else if (loop && acc.scalar_type() == at::kDouble) {
+    AddLoop<double>(acc, x);
+  } else {
+    acc.add_(x);
+    return;
+  }
+  acc.unsafeGetTensorImpl()->bump_version();
+}
+
 at::Tensor Reduce(const std::vector<Slot*>& slots, ReduceOp op) {
-  at::Tensor acc = at::empty({slots[0]->in->numel()}, slots[0]->in->options());
+  at::Tensor acc = Empty({slots[0]->in->numel()}, slots[0]->in->options());
   CopyInto(acc, *slots[0]->in);
   for (size_t r = 1; r < slots.size(); ++r) {
     const at::Tensor x = Reshape(*slots[r]->in, {-1});
     if (op == ReduceOp::kMax) {
       at::maximum_out(acc, acc, x);
     } else {
-      acc.add_(x);
+      AddInto(acc, x);
     }
   }
   if (op == ReduceOp::kAvg) acc.div_(static_cast<int64_t>(slots.size()));

@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 
+#include "comm/fresh.h"
 #include "core/rng.h"
 
 namespace paradiff {
@@ -19,8 +20,8 @@ MicroBatch MakeMicroBatch(const Config& c, int64_t step, int64_t g) {
   MicroBatch out;
   if (c.model.kind == ModelKind::kExactLinear) {
     const int64_t h = c.model.hidden;
-    out.inputs = at::empty({mb, seq, h}, at::kDouble);
-    out.targets = at::empty({mb, seq, h}, at::kDouble);
+    out.inputs = Empty({mb, seq, h}, at::kDouble);
+    out.targets = Empty({mb, seq, h}, at::kDouble);
     double* x = out.inputs.data_ptr<double>();
     double* y = out.targets.data_ptr<double>();
     const CounterStream xs(c.seed, "data/x"), ys(c.seed, "data/y");
@@ -32,15 +33,18 @@ MicroBatch MakeMicroBatch(const Config& c, int64_t step, int64_t g) {
     return out;
   }
   // seq_len + 1 tokens per sample: inputs are the first seq_len, targets the last seq_len.
-  at::Tensor tokens = at::empty({mb, seq + 1}, at::kLong);
-  int64_t* t = tokens.data_ptr<int64_t>();
+  out.inputs = Empty({mb, seq}, at::kLong);
+  out.targets = Empty({mb, seq}, at::kLong);
+  int64_t* inputs = out.inputs.data_ptr<int64_t>();
+  int64_t* targets = out.targets.data_ptr<int64_t>();
   const CounterStream ts(c.seed, "data/tokens");
   for (int64_t s = 0; s < mb; ++s)
-    for (int64_t p = 0; p <= seq; ++p)
-      t[s * (seq + 1) + p] = static_cast<int64_t>(
+    for (int64_t p = 0; p <= seq; ++p) {
+      const auto token = static_cast<int64_t>(
           ts.Below(static_cast<uint64_t>((first_sample + s) * (seq + 1) + p), c.model.vocab));
-  out.inputs = tokens.narrow(1, 0, seq).contiguous();
-  out.targets = tokens.narrow(1, 1, seq).contiguous();
+      if (p < seq) inputs[s * seq + p] = token;
+      if (p > 0) targets[s * seq + p - 1] = token;
+    }
   return out;
 }
 

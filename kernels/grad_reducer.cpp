@@ -2,6 +2,8 @@
 
 #include <ATen/ATen.h>
 
+#include "comm/fresh.h"
+#include "comm/views.h"
 #include "kernels/buckets.h"
 #include "kernels/numerics.h"
 
@@ -28,7 +30,7 @@ void GradReducer::NoteBuffer(const at::Tensor& t) {
 void GradReducer::AllReduceBuckets(at::Tensor& full) {
   const auto reduce = ToScalarType(cfg_.precision.reduce);
   for (const auto& plan : buckets_) {
-    at::Tensor pack = at::empty({plan.numel}, full.options().dtype(reduce));
+    at::Tensor pack = Empty({plan.numel}, full.options().dtype(reduce));
     NoteBuffer(pack);
     PackFull(layout_, plan, full, pack);
     dp_.AllReduce(pack, ReduceOp::kSum);
@@ -44,7 +46,7 @@ void GradReducer::ReduceScatterBuckets(const at::Tensor& full, at::Tensor& shard
   // micro-step instead of only the first, so all but the last two micro-steps are lost.
   if (faults_.gas_overwrite_grad && !boundary) copy = true;
   for (const auto& plan : buckets_) {
-    at::Tensor pack = at::empty({plan.numel}, full.options());
+    at::Tensor pack = Empty({plan.numel}, full.options());
     NoteBuffer(pack);
     PackFull(layout_, plan, full, pack);
     ReduceScatterPack(plan, pack, shard_acc, copy);
@@ -54,10 +56,10 @@ void GradReducer::ReduceScatterBuckets(const at::Tensor& full, at::Tensor& shard
 void GradReducer::ReduceScatterPack(const PackPlan& plan, const at::Tensor& pack,
                                     at::Tensor& shard_acc, bool copy) {
   const auto reduce = ToScalarType(cfg_.precision.reduce);
-  at::Tensor in = pack.narrow(0, 0, plan.owned).to(reduce).contiguous();
-  at::Tensor out = at::empty({plan.counts[dp_.rank()]}, in.options());
+  at::Tensor in = Contiguous(AsDType(Slice(pack, 0, plan.owned), reduce));
+  at::Tensor out = Empty({plan.counts[dp_.rank()]}, in.options());
   dp_.ReduceScatter(in, out, plan.counts, ReduceOp::kSum);
-  at::Tensor avg = out.to(shard_acc.scalar_type()).mul_(AverageFactor());
+  at::Tensor avg = AsDType(out, shard_acc.scalar_type()).mul_(AverageFactor());
   UnpackShard(layout_, plan, dp_.rank(), avg, shard_acc, copy);
 }
 

@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "comm/fresh.h"
 #include "comm/views.h"
 #include "kernels/tensor_parallel.h"
 
@@ -135,7 +136,7 @@ at::Tensor MatmulBackward(const at::Tensor& grad3, const MatmulLinear& l, at::Te
 // narrow(-1, start, length)'s backward on a tensor of `sizes`.
 at::Tensor NarrowBackward(const at::Tensor& grad, at::IntArrayRef sizes, int64_t start,
                           int64_t length) {
-  at::Tensor full = at::zeros(sizes, grad.options());
+  at::Tensor full = Zeros(sizes, grad.options());
   Narrow(full, -1, start, length).copy_(grad);
   return full;
 }
@@ -156,7 +157,7 @@ std::atomic<bool> g_hand_backward{true};
 // The gradient through a Numerics::Round: with fp16 emulated, Round is to(half).to(float), whose
 // backward rounds the gradient the same way; the identity otherwise.
 at::Tensor RoundGrad(const HandTape& t, const at::Tensor& g) {
-  return t.fp16 ? g.to(at::kHalf).to(at::kFloat) : g;
+  return t.fp16 ? RoundThrough(g, at::kHalf) : g;
 }
 
 // A parameter in the execution dtype, its leaf kept for the gradient.
@@ -350,7 +351,7 @@ at::Tensor AddPositions(const Numerics& n, const ParamMap& p, const at::Tensor& 
 at::Tensor PositionsBackward(const HandTape& t, const at::Tensor& g_out) {
   const at::Tensor g = (t.bs != 1 ? g_out.sum(0, /*keepdim=*/true) : g_out).squeeze(0);
   if (g.size(0) == t.position_rows) return g;
-  at::Tensor full = at::zeros({t.position_rows, g.size(1)}, g.options());
+  at::Tensor full = Zeros({t.position_rows, g.size(1)}, g.options());
   Narrow(full, 0, t.seq_begin, g.size(0)).copy_(g);
   return full;
 }
@@ -482,7 +483,7 @@ at::Tensor HeadBackwardTp(const HandTape& t, double loss_mult,
   const at::Tensor g_picked = Unsqueeze((-g_z).masked_fill(t.vocab_inside.logical_not(), 0), 1);
   at::Tensor g_logits =  // the two gradients meeting at the logits
       g_shifted +
-      at::zeros(t.exp_shifted.sizes(), g_picked.options()).scatter_add_(1, t.tokens, g_picked);
+      Zeros(t.exp_shifted.sizes(), g_picked.options()).scatter_add_(1, t.tokens, g_picked);
   if (t.vocab_padded.defined()) g_logits = g_logits.masked_fill(t.vocab_padded, 0);
   return HeadLogitsBackward(
       t, AsDType(Reshape(g_logits, {t.bs, t.seq, t.logits.w_t.size(-1)}), t.logits_dtype), grads);

@@ -2,11 +2,15 @@
 
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
+#include <ATen/EmptyTensor.h>
+#include <c10/util/TypeCast.h>
 #include <dlfcn.h>
 
+#include <cmath>
 #include <mutex>
 #include <stdexcept>
 
+#include "comm/fresh.h"
 #include "kernels/batched_gemm.h"
 #include "kernels/bf16_gemm.h"
 #include "kernels/cuda/cpu_twins.h"
@@ -98,6 +102,90 @@ at::Tensor RoundAtRandom(const at::Tensor& x, at::ScalarType to, at::Generator g
   return at::where(wide.isfinite(), bits.view(at::kDouble), wide).to(to).to(x.scalar_type());
 }
 
+// Note [Conversions by hand]: a check converts a few thousand small tensors between float32 and
+// float64, bf16 and fp16 (parameters into the execution dtype, the fp16 emulation's rounding of
+// every op result and gradient, the truth's float64 copies), and each `to` is four operator calls
+// through the dispatcher (to, _to_copy, empty_strided, copy_) and a TensorIterator for a few
+// hundred elements. For a contiguous CPU tensor whose conversion autograd would not record, these
+// convert in one loop into a tensor allocated without the dispatcher, with c10::convert, the
+// conversion ATen's copy kernel applies to each element (round to nearest even, overflow to inf).
+// NaN is the exception: torch 1.13's copy kernel writes a bf16 NaN as 0xFFFF, c10's conversion as
+// 0x7FC0, so a tensor with a NaN goes through `to` after all, and every result keeps `to`'s bits.
+// Anything else (a gradient to record, strides, another dtype or device) goes through `to`.
+// tests/unit/conversions_test.cpp holds each pair to `to` bit for bit over every bf16 and fp16
+// value and millions of float32 ones, and checks that no operator is called.
+namespace {
+
+template <typename T>
+bool IsNan(T x) {
+  return std::isnan(static_cast<double>(x));
+}
+
+// false on a NaN (the caller converts with `to` then).
+template <typename From, typename To>
+bool ConvertLoop(const void* src, void* dst, int64_t n) {
+  const From* in = static_cast<const From*>(src);
+  To* out = static_cast<To*>(dst);
+  for (int64_t i = 0; i < n; ++i) {
+    if (IsNan(in[i])) return false;
+    out[i] = c10::convert<To>(in[i]);
+  }
+  return true;
+}
+
+template <typename Narrow>
+bool RoundThroughLoop(const void* src, void* dst, int64_t n) {
+  const float* in = static_cast<const float*>(src);
+  float* out = static_cast<float*>(dst);
+  for (int64_t i = 0; i < n; ++i) {
+    if (std::isnan(in[i])) return false;
+    out[i] = c10::convert<float>(c10::convert<Narrow>(in[i]));
+  }
+  return true;
+}
+
+using Loop = bool (*)(const void*, void*, int64_t);
+
+// The loop for from -> to, or null where `to` converts (a pair not held to `to` by the tests).
+Loop ConvertLoopFor(at::ScalarType from, at::ScalarType to) {
+  using S = at::ScalarType;
+  if (from == S::Float) {
+    if (to == S::Double) return ConvertLoop<float, double>;
+    if (to == S::BFloat16) return ConvertLoop<float, c10::BFloat16>;
+    if (to == S::Half) return ConvertLoop<float, c10::Half>;
+  } else if (to == S::Float) {
+    if (from == S::Double) return ConvertLoop<double, float>;
+    if (from == S::BFloat16) return ConvertLoop<c10::BFloat16, float>;
+    if (from == S::Half) return ConvertLoop<c10::Half, float>;
+  } else if (to == S::Double) {
+    if (from == S::BFloat16) return ConvertLoop<c10::BFloat16, double>;
+    if (from == S::Half) return ConvertLoop<c10::Half, double>;
+  }
+  return nullptr;
+}
+
+bool ByHand(const at::Tensor& t) { return t.is_cpu() && t.is_contiguous() && !AutogradRecords(t); }
+
+}  // namespace
+
+at::Tensor Convert(const at::Tensor& t, at::ScalarType d) {
+  const Loop loop = ByHand(t) ? ConvertLoopFor(t.scalar_type(), d) : nullptr;
+  if (loop == nullptr) return t.to(d);
+  at::Tensor out = at::detail::empty_cpu(t.sizes(), d);
+  return loop(t.data_ptr(), out.data_ptr(), t.numel()) ? out : t.to(d);
+}
+
+at::Tensor RoundThrough(const at::Tensor& t, at::ScalarType narrow) {
+  const bool loop = ByHand(t) && t.scalar_type() == at::kFloat &&
+                    (narrow == at::kHalf || narrow == at::kBFloat16);
+  if (!loop) return t.to(narrow).to(at::kFloat);
+  at::Tensor out = at::detail::empty_cpu(t.sizes(), at::kFloat);
+  const bool done = narrow == at::kHalf
+                        ? RoundThroughLoop<c10::Half>(t.data_ptr(), out.data_ptr(), t.numel())
+                        : RoundThroughLoop<c10::BFloat16>(t.data_ptr(), out.data_ptr(), t.numel());
+  return done ? out : t.to(narrow).to(at::kFloat);
+}
+
 double ReadScalar(const at::Tensor& t) {
   if (t.is_cpu() && t.numel() == 1) {
     if (t.scalar_type() == at::kDouble) return *static_cast<const double*>(t.data_ptr());
@@ -141,12 +229,12 @@ at::Tensor Numerics::Round(const at::Tensor& t) const {
     return out;
   }
   if (!emulate_fp16) return t;
-  return t.to(at::kHalf).to(at::kFloat);
+  return RoundThrough(t, at::kHalf);
 }
 
 at::Tensor Numerics::In(const at::Tensor& t) const {
   if (random) return t.to(rounded).to(exec);
-  if (emulate_fp16) return Round(t.to(at::kFloat));
+  if (emulate_fp16) return Round(AsDType(t, at::kFloat));
   return AsDType(t, exec);
 }
 

@@ -20,11 +20,18 @@ namespace paradiff {
 
 at::ScalarType ToScalarType(DType d);
 
+// t.to(d), the same bits, converted in one loop where it can be (see Note [Conversions by hand]).
+at::Tensor Convert(const at::Tensor& t, at::ScalarType d);
+
 // t.to(d) (t itself when it already has dtype d) without a call through the dispatcher when
 // nothing converts: the engine and the references cast many tensors of the right dtype already.
 inline at::Tensor AsDType(const at::Tensor& t, at::ScalarType d) {
-  return t.scalar_type() == d ? t : t.to(d);
+  return t.scalar_type() == d ? t : Convert(t, d);
 }
+
+// t's values rounded to `narrow` (fp16 or bf16) and back to float32: t.to(narrow).to(kFloat), the
+// same bits, in one loop where it can be (see Note [Conversions by hand]).
+at::Tensor RoundThrough(const at::Tensor& t, at::ScalarType narrow);
 
 // t as contiguous float64 (t itself when it already is), for loops over its values.
 inline at::Tensor AsFloat64(const at::Tensor& t) { return AsDType(t, at::kDouble).contiguous(); }

@@ -11,6 +11,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "comm/fresh.h"
 #include "core/atomic_file.h"
 
 namespace paradiff {
@@ -99,7 +100,7 @@ class Reader {
       Fail("tensor byte count " + std::to_string(nbytes) + " does not match its sizes and dtype " +
            type);
     if (nbytes > in_.size() - pos_) Fail("truncated: tensor values run past the end");
-    at::Tensor t = at::empty(sizes, at::TensorOptions().dtype(st));
+    at::Tensor t = Empty(sizes, st);
     if (nbytes > 0) std::memcpy(t.data_ptr(), Take(nbytes, "tensor values"), nbytes);
     return t;
   }

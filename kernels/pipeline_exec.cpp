@@ -14,6 +14,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "comm/fresh.h"
 #include "kernels/data.h"
 #include "kernels/pipeline_plan.h"
 #include "kernels/rank_engine.h"
@@ -28,12 +29,12 @@ void SendTagged(Communicator& pp, int peer, const at::Tensor& t, int64_t kind, i
                 int64_t micro) {
   at::Tensor header = at::tensor({kind, chunk, micro}, at::kLong);
   pp.Send(header, peer);
-  pp.Send(t.contiguous(), peer);
+  pp.Send(Contiguous(t), peer);
 }
 
 at::Tensor RecvTagged(Communicator& pp, int peer, at::IntArrayRef shape, at::ScalarType dtype,
                       int64_t kind, int64_t chunk, int64_t micro) {
-  at::Tensor header = at::empty({3}, at::kLong);
+  at::Tensor header = Empty({3}, at::kLong);
   pp.Recv(header, peer);
   const int64_t* h = header.data_ptr<int64_t>();
   if (h[0] != kind || h[1] != chunk || h[2] != micro)
@@ -43,7 +44,7 @@ at::Tensor RecvTagged(Communicator& pp, int peer, at::IntArrayRef shape, at::Sca
                            " from stage " + std::to_string(peer) + " but received kind " +
                            std::to_string(h[0]) + " chunk " + std::to_string(h[1]) +
                            " micro-batch " + std::to_string(h[2]));
-  at::Tensor t = at::empty(shape, at::TensorOptions().dtype(dtype));
+  at::Tensor t = Empty(shape, dtype);
   pp.Recv(t, peer);
   return t;
 }

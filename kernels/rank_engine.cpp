@@ -7,6 +7,7 @@
 #include <set>
 #include <vector>
 
+#include "comm/fresh.h"
 #include "comm/views.h"
 #include "core/lr_schedule.h"
 #include "kernels/data.h"
@@ -17,10 +18,6 @@
 namespace paradiff {
 
 namespace {
-
-at::Tensor Zeros(int64_t n, at::ScalarType t) {
-  return at::zeros({n}, at::TensorOptions().dtype(t));
-}
 
 int64_t Bytes(const at::Tensor& t) {
   return t.defined() ? t.numel() * static_cast<int64_t>(t.element_size()) : 0;
@@ -153,10 +150,10 @@ void RankEngine::InitState() {
   // piece. Elements of a piece no logical run covers (a vocabulary shard's padded rows) stay 0.
   const int64_t held_begin = stage_ == 3 ? shard_begin_ : 0;
   const int64_t held_size = stage_ == 3 ? shard_size_ : layout_.padded();
-  params_ = Zeros(held_size, pdt);
+  params_ = Zeros({held_size}, pdt);
   for (const auto& p : layout_.Pieces(held_begin, held_begin + held_size)) {
     const TpShard& sh = shards_[p.entry];
-    const at::Tensor values = Zeros(p.count, at::kDouble);
+    const at::Tensor values = Zeros({p.count}, at::kDouble);
     double* v = values.data_ptr<double>();
     sh.ForEachLogicalRun(p.param_offset, p.count, [&](int64_t local, int64_t logical, int64_t n) {
       GenerateParamValues(*sh.spec, cfg_.seed, logical, n, v + (local - p.param_offset));
@@ -166,9 +163,9 @@ void RankEngine::InitState() {
   at::Tensor owned = params_.narrow(0, shard_begin_ - held_begin, shard_size_);
   if (cfg_.precision.master_weights && pdt != at::kFloat) master_ = owned.to(at::kFloat);
   for (size_t i = 0; i < OptimizerSlotNames(cfg_.optimizer.kind).size(); ++i)
-    slots_.push_back(Zeros(shard_size_, at::kFloat));
-  if (stage_ <= 2) grad_micro_ = Zeros(layout_.padded(), adt);
-  grad_acc_ = Zeros(stage_ <= 1 ? layout_.padded() : shard_size_, adt);
+    slots_.push_back(Zeros({shard_size_}, at::kFloat));
+  if (stage_ <= 2) grad_micro_ = Zeros({layout_.padded()}, adt);
+  grad_acc_ = Zeros({stage_ <= 1 ? layout_.padded() : shard_size_}, adt);
 }
 
 const ParamMap& RankEngine::Materialize(size_t unit, bool requires_grad, ParamMap& scratch) {
@@ -185,9 +182,9 @@ const ParamMap& RankEngine::Materialize(size_t unit, bool requires_grad, ParamMa
     }
     return map;
   }
-  at::Tensor run = at::empty({plan.counts[dp_rank_]}, params_.options());
+  at::Tensor run = Empty({plan.counts[dp_rank_]}, params_.options());
   PackShard(layout_, plan, dp_rank_, params_, run);
-  at::Tensor gathered = at::zeros({plan.numel}, params_.options());
+  at::Tensor gathered = Zeros({plan.numel}, params_.options());
   at::Tensor owned = gathered.narrow(0, 0, plan.owned);
   dp_group_->AllGather(run, owned, plan.counts);
   gathered_peak_ = std::max(gathered_peak_, Bytes(gathered));
@@ -208,14 +205,14 @@ void RankEngine::SinkGrads(size_t unit, const ParamMap& leaves, int64_t micro_st
   // where TpSyncGrad sums it (zeros for a parameter backward did not reach).
   auto flat = [&](int e, const at::Tensor& g) {
     const FlatEntry& fe = layout_.entries()[e];
-    return TpSyncGrad(e, g.defined() ? AsDType(Reshape(g, {-1}), adt) : Zeros(fe.numel, adt));
+    return TpSyncGrad(e, g.defined() ? AsDType(Reshape(g, {-1}), adt) : Zeros({fe.numel}, adt));
   };
   if (stage_ <= 2) {
     for (int e : gather_plans_[unit].entries) {
       const FlatEntry& fe = layout_.entries()[e];
       const at::Tensor g = TakeGrad(leaves.at(fe.name));
       if (g.defined() && !TpSyncs(e)) {
-        AddRange(grad_micro_, fe.offset, g.contiguous(), 0, fe.numel);
+        AddRange(grad_micro_, fe.offset, Contiguous(g), 0, fe.numel);
       } else {
         Slice(grad_micro_, fe.offset, fe.numel).add_(flat(e, g));
       }
@@ -233,7 +230,7 @@ void RankEngine::SinkGrads(size_t unit, const ParamMap& leaves, int64_t micro_st
   }
   const PackPlan& plan = ready_plans_[unit];
   if (plan.entries.empty()) return;
-  at::Tensor pack = at::empty({plan.numel}, at::TensorOptions().dtype(adt));
+  at::Tensor pack = Empty({plan.numel}, adt);
   int64_t pos = 0;
   for (int e : plan.entries) {
     const FlatEntry& fe = layout_.entries()[e];

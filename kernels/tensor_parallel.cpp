@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 #include <torch/autograd.h>
 
+#include "comm/fresh.h"
 #include "comm/views.h"
 #include "kernels/tp_layout.h"
 
@@ -26,20 +27,20 @@ at::Tensor AllReduced(Communicator& g, const at::Tensor& x, ReduceOp op) {
 
 // [b, s_local, h] -> [b, s_local * n, h], rank-ordered chunks along the sequence.
 at::Tensor GatherSeq(Communicator& g, const at::Tensor& x) {
-  at::Tensor t = Transpose(x, 0, 1).contiguous();
+  at::Tensor t = Contiguous(Transpose(x, 0, 1));
   const int64_t n = g.size();
-  at::Tensor out = at::empty({t.numel() * n}, t.options());
+  at::Tensor out = Empty({t.numel() * n}, t.options());
   g.AllGather(View(t, {-1}), out, std::vector<int64_t>(n, t.numel()));
-  return Transpose(View(out, {t.size(0) * n, t.size(1), t.size(2)}), 0, 1).contiguous();
+  return Contiguous(Transpose(View(out, {t.size(0) * n, t.size(1), t.size(2)}), 0, 1));
 }
 
 // [b, s, h] partial sums -> this rank's [b, s / n, h] chunk of the sum.
 at::Tensor ScatterSeq(Communicator& g, const at::Tensor& x) {
-  at::Tensor t = Transpose(x, 0, 1).contiguous();
+  at::Tensor t = Contiguous(Transpose(x, 0, 1));
   const int64_t n = g.size(), chunk = t.numel() / n;
-  at::Tensor out = at::empty({chunk}, t.options());
+  at::Tensor out = Empty({chunk}, t.options());
   g.ReduceScatter(View(t, {-1}), out, std::vector<int64_t>(n, chunk), ReduceOp::kSum);
-  return Transpose(View(out, {t.size(0) / n, t.size(1), t.size(2)}), 0, 1).contiguous();
+  return Contiguous(Transpose(View(out, {t.size(0) / n, t.size(1), t.size(2)}), 0, 1));
 }
 
 struct CopyToRegion : torch::autograd::Function<CopyToRegion> {  // f
@@ -84,7 +85,7 @@ struct ScatterToSeq : torch::autograd::Function<ScatterToSeq> {
 at::Tensor GatherLast(Communicator& g, const at::Tensor& x) {
   at::Tensor t = x.movedim(-1, 0).contiguous();
   const int64_t n = g.size();
-  at::Tensor out = at::empty({t.numel() * n}, t.options());
+  at::Tensor out = Empty({t.numel() * n}, t.options());
   g.AllGather(t.reshape({-1}), out, std::vector<int64_t>(n, t.numel()));
   std::vector<int64_t> shape = t.sizes().vec();
   shape[0] *= n;

@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 
+#include "comm/fresh.h"
 #include "core/model_spec.h"
 #include "kernels/optim.h"
 #include "oracles/piece_values.h"
@@ -28,8 +29,7 @@ Assembly AssembleTensors(const Config& cfg, const Observations& obs, const Repor
   for (int64_t step = 0; step < cfg.steps; ++step) {
     AssembledStep as;
     for (const auto& ps : spec.params)
-      for (const auto& k : kinds)
-        as.tensors[k + ":" + ps.name] = at::zeros({ps.numel()}, at::kDouble);
+      for (const auto& k : kinds) as.tensors[k + ":" + ps.name] = Zeros({ps.numel()}, at::kDouble);
     double loss_sum = 0;
     int64_t loss_count = 0;
     for (const auto& rank : obs.ranks) {

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "comm/fresh.h"
 #include "kernels/numerics.h"
 #include "oracles/tolerance.h"
 
@@ -52,7 +53,7 @@ int PrecisionBits(DType held) { return FormatOf(held).precision_bits; }
 at::Tensor UlpOf(const at::Tensor& x, DType held) {  // one loop: a check asks for thousands
   const Format f = FormatOf(held);
   const at::Tensor v = AsFloat64(x);  // exact: the same exponents
-  at::Tensor out = at::empty(x.sizes(), at::TensorOptions().dtype(at::kDouble));
+  at::Tensor out = Empty(x.sizes(), at::kDouble);
   const double* in = v.data_ptr<double>();
   double* o = out.data_ptr<double>();
   for (int64_t i = 0; i < v.numel(); ++i) o[i] = Ulp(std::fabs(in[i]), f);

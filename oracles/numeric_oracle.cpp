@@ -9,6 +9,7 @@
 #include <optional>
 #include <sstream>
 
+#include "comm/fresh.h"
 #include "core/model_spec.h"
 #include "kernels/numerics.h"
 #include "kernels/optim.h"
@@ -191,7 +192,7 @@ at::Tensor IllConditioned(const at::Tensor& d, const std::vector<at::Tensor>& rs
   std::vector<const double*> rp;
   for (const auto& r : rs) rp.push_back(fr.emplace_back(AsFloat64(r)).data_ptr<double>());
   const int64_t n = ft.numel();
-  at::Tensor ill = at::empty({n}, at::kBool);
+  at::Tensor ill = Empty({n}, at::kBool);
   bool* out = ill.data_ptr<bool>();
   const double* tp = ft.data_ptr<double>();
   const double* dp = fd.defined() ? fd.data_ptr<double>() : nullptr;
@@ -277,7 +278,7 @@ Comparison CompareAdamParam(const at::Tensor& d, const std::vector<at::Tensor>& 
   // compute them: each is one correctly rounded operation per element.
   const at::Tensor fd = AsFloat64(d), ft = AsFloat64(t);
   const double *dp = fd.data_ptr<double>(), *tp = ft.data_ptr<double>();
-  at::Tensor magnitude = at::empty({n}, at::TensorOptions().dtype(at::kDouble));
+  at::Tensor magnitude = Empty({n}, at::kDouble);
   double* mag = magnitude.data_ptr<double>();
   for (int64_t i = 0; i < n; ++i) {
     const double a = std::fabs(tp[i]), b = std::fabs(dp[i]);
@@ -646,8 +647,7 @@ std::optional<Verdict> StepComparer::Step(int64_t s, const RefPair& ref, int64_t
       const at::Tensor &dv = d.tensors.at(key), &tv = t.tensors.at(key);
       const std::vector<at::Tensor> rv = twins(key);
       auto found = ill_.find(ps.name);
-      const at::Tensor mask =
-          found != ill_.end() ? found->second : at::zeros({ps.numel()}, at::kBool);
+      const at::Tensor mask = found != ill_.end() ? found->second : Zeros({ps.numel()}, at::kBool);
       Comparison c;
       if (adam && (kind == "param" || kind == "master")) {
         c = CompareAdamParam(dv, rv, tv, mask, tol(kind), max_move, cfg.precision.param, rms[kind],

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <functional>
 
+#include "comm/fresh.h"
 #include "comm/views.h"
 #include "core/config_json.h"
 #include "core/lr_schedule.h"
@@ -144,7 +145,7 @@ struct FlatState {
 
 FlatState ZeroFlat(const ModelSpec& spec, const std::vector<int64_t>& begin, at::ScalarType dt) {
   FlatState f;
-  f.flat = at::zeros({begin.back()}, at::TensorOptions().dtype(dt));
+  f.flat = Zeros({begin.back()}, dt);
   for (size_t i = 0; i < spec.params.size(); ++i)
     f.views.push_back(SliceAs(f.flat, begin[i], spec.params[i].shape));
   return f;

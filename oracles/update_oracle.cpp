@@ -9,6 +9,7 @@
 #include <sstream>
 #include <vector>
 
+#include "comm/fresh.h"
 #include "core/lr_schedule.h"
 #include "core/model_spec.h"
 #include "kernels/numerics.h"
@@ -142,7 +143,7 @@ Expect Step(const OptimizerConfig& o, int64_t t, const at::Tensor& target, const
   auto in = [&held](const at::Tensor& x) {
     return held.emplace_back(AsFloat64(x)).data_ptr<double>();
   };
-  auto fresh = [n] { return at::empty({n}, at::kDouble); };
+  auto fresh = [n] { return Empty({n}, at::kDouble); };
   const double *tp = in(target), *gv = in(g), *gm = in(g_mag);
   const double* ge = gerr.defined() ? in(gerr) : nullptr;
   const double floor = kSubnormalFloor / unit;
@@ -325,7 +326,7 @@ Verdict UpdateOracle::Check(const OracleInput& in) const {
     prev.param = RoundTo(at::cat(init), pr.param);
     if (has_master) prev.master = prev.param.clone();
     for (const auto& n : slot_names) {
-      prev.slots[n] = at::zeros({grad_elems}, at::kDouble);
+      prev.slots[n] = Zeros({grad_elems}, at::kDouble);
       prev.slot_mags[n] = prev.slots[n];
     }
   }
