@@ -29,6 +29,8 @@ def main():
             with open(os.path.join(HERE, base + ".json")) as f:
                 t = json.load(f)
             t.pop("options", None)  # added after the older releases' recorded campaigns (docs/TORCH2.md)
+            if base.startswith("torch2_tp"):  # tp checkpoints came after them too
+                t["supports"].pop("checkpoint", None)
             t["name"] += "-" + release
             t["description"] = t["description"].replace("PyTorch " + NEWEST.rsplit(".", 1)[0],
                                                         "PyTorch " + release)

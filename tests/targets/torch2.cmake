@@ -2,7 +2,7 @@
 # Every case needs the torch venv made by scripts/setup-targets (work/venv/torch-2.15.0) and skips
 # with 77 without it. Each case's warm worker imports torch once (about 5 s); each campaign is 2-4
 # configs, fixed by its seed.
-foreach(case ddp_world1 fsdp2_world1 pp_world1 ddp_static_no_sync fsdp2_planted hsdp checkpoint lr_schedule
+foreach(case ddp_world1 fsdp2_world1 pp_world1 ddp_static_no_sync fsdp2_planted hsdp checkpoint tp_checkpoint lr_schedule
              activation_checkpointing
              warm_leaks_nothing release_2_6_0 release_2_8_0 bf16_reduce_divides bf16_own_kernels pp_dp tp tp_planted tp_sp
              tp_pp tp_width1
