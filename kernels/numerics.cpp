@@ -6,6 +6,7 @@
 #include <c10/util/TypeCast.h>
 #include <dlfcn.h>
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -169,8 +170,12 @@ PARADIFF_F16C void ThroughHalfF16c(const float* in, float* out, int64_t n) {
   }
   for (; i < n; ++i) out[i] = _cvtsh_ss(_cvtss_sh(in[i], _MM_FROUND_TO_NEAREST_INT));
 }
-bool HaveF16c() {
-  static const bool have = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+bool HaveF16c() {  // AVX with its OS support, and CPUID.1:ECX's F16C bit (clang has no "f16c")
+  static const bool have = [] {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    return __builtin_cpu_supports("avx") && __get_cpuid(1, &a, &b, &c, &d) != 0 &&
+           (c & bit_F16C) != 0;
+  }();
   return have;
 }
 #else
