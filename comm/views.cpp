@@ -30,8 +30,8 @@ at::Tensor Narrow(const at::Tensor& x, int64_t dim, int64_t start, int64_t lengt
 
 at::Tensor Slice(const at::Tensor& flat, int64_t begin, int64_t n) {
   TORCH_CHECK(flat.dim() == 1 && flat.is_contiguous(),
-              "Slice: a 1-D contiguous tensor, not one of ", "shape ", flat.sizes(),
-              " and strides ", flat.strides());
+              "Slice: a 1-D contiguous tensor, not one of shape ", flat.sizes(), " and strides ",
+              flat.strides());
   return Narrow(flat, 0, begin, n);
 }
 

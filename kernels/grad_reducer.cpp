@@ -56,7 +56,7 @@ void GradReducer::ReduceScatterBuckets(const at::Tensor& full, at::Tensor& shard
 void GradReducer::ReduceScatterPack(const PackPlan& plan, const at::Tensor& pack,
                                     at::Tensor& shard_acc, bool copy) {
   const auto reduce = ToScalarType(cfg_.precision.reduce);
-  at::Tensor in = Contiguous(AsDType(Slice(pack, 0, plan.owned), reduce));
+  at::Tensor in = AsDType(Slice(pack, 0, plan.owned), reduce);  // contiguous, as the slice
   at::Tensor out = Empty({plan.counts[dp_.rank()]}, in.options());
   dp_.ReduceScatter(in, out, plan.counts, ReduceOp::kSum);
   at::Tensor avg = AsDType(out, shard_acc.scalar_type()).mul_(AverageFactor());

@@ -147,13 +147,11 @@ bool AnyNan(const c10::Half* p, int64_t n) {
   return AnyNan16(reinterpret_cast<const uint16_t*>(p), n, 0x7C00u);
 }
 
-// c10's float -> bf16 (round to nearest even) on a value that is not NaN.
-uint32_t RoundedBf16Bits(uint32_t u) { return (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16; }
-
 #if defined(__x86_64__)
 #define PARADIFF_F16C __attribute__((target("avx,f16c")))
 // The fp16 conversions in hardware (round to nearest even, _MM_FROUND_TO_NEAREST_INT): c10's
-// results for every value that is not NaN (tests/unit/conversions_test.cpp).
+// results, and cuda::CastToHalf's, for every value that is not NaN
+// (tests/unit/conversions_test.cpp).
 PARADIFF_F16C void ToHalfF16c(const float* in, uint16_t* out, int64_t n) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
@@ -185,7 +183,8 @@ void ThroughHalfF16c(const float*, float*, int64_t) {}
 #endif
 
 // One loop per pair; false on a NaN in the input (the caller converts with `to` then), except
-// bf16 -> float32, a shift of the bits in both ways.
+// bf16 -> float32, a shift of the bits in both ways. The narrowings are the CPU twins' own
+// (kernels/cuda/cpu_twins.h, c10's rounding), whose NaN branch the check before them leaves unused.
 template <typename From, typename To>
 bool ConvertLoop(const void* src, void* dst, int64_t n) {
   const From* in = static_cast<const From*>(src);
@@ -198,15 +197,9 @@ bool ConvertLoop(const void* src, void* dst, int64_t n) {
   }
   if (AnyNan(in, n)) return false;
   if constexpr (std::is_same_v<From, float> && std::is_same_v<To, c10::BFloat16>) {
-    const uint32_t* b = static_cast<const uint32_t*>(src);
-    uint16_t* o = static_cast<uint16_t*>(dst);
-    for (int64_t i = 0; i < n; ++i) o[i] = static_cast<uint16_t>(RoundedBf16Bits(b[i]));
+    cuda::CastToBFloat16(in, static_cast<uint16_t*>(dst), n);
   } else if constexpr (std::is_same_v<From, float> && std::is_same_v<To, c10::Half>) {
-    if (HaveF16c()) {
-      ToHalfF16c(in, static_cast<uint16_t*>(dst), n);
-    } else {
-      for (int64_t i = 0; i < n; ++i) out[i] = c10::convert<To>(in[i]);
-    }
+    (HaveF16c() ? ToHalfF16c : cuda::CastToHalf)(in, static_cast<uint16_t*>(dst), n);
   } else {
     for (int64_t i = 0; i < n; ++i) out[i] = c10::convert<To>(in[i]);
   }
@@ -219,9 +212,8 @@ bool RoundThroughLoop(const void* src, void* dst, int64_t n) {
   float* out = static_cast<float*>(dst);
   if (AnyNan(in, n)) return false;
   if constexpr (std::is_same_v<Narrow, c10::BFloat16>) {
-    const uint32_t* b = static_cast<const uint32_t*>(src);
     uint32_t* o = static_cast<uint32_t*>(dst);
-    for (int64_t i = 0; i < n; ++i) o[i] = RoundedBf16Bits(b[i]) << 16;
+    for (int64_t i = 0; i < n; ++i) o[i] = uint32_t{cuda::FloatToBFloat16Bits(in[i])} << 16;
   } else if (HaveF16c()) {
     ThroughHalfF16c(in, out, n);
   } else {
