@@ -130,6 +130,7 @@ ReplayResult Replay(const ReplayItem& item, const CheckOptions& opts,
     r.message = res.verdict.message;
     r.report = ReportJson(cfg.value(), res);
     const bool finding = IsFinding(res.verdict.kind);
+    r.inconclusive = res.verdict.kind == VerdictKind::kInconclusive;
     // An inconclusive check passes (it fails nothing); replayed from a campaign's stored reason
     // (DIR/inconclusive/<signature>/) it shows that signature, and matches when it is the same.
     const bool same_reason =

@@ -45,11 +45,12 @@ const char* Name(ReplayOutcome);
 struct ReplayResult {
   ReplayItem item;
   ReplayOutcome outcome = ReplayOutcome::kInvalid;
-  std::string got;           // the signature shown: a signature, "pass" or "invalid"
-  bool matches = false;      // an expectation exists and `got` equals it
-  bool unsupported = false;  // invalid only because this engine build cannot run it (yet)
-  Verdict verdict;           // of the check (kPass when invalid)
-  std::string message;       // the verdict's message, or why the config is invalid
+  std::string got;            // the signature shown: a signature, "pass" or "invalid"
+  bool matches = false;       // an expectation exists and `got` equals it
+  bool unsupported = false;   // invalid only because this engine build cannot run it (yet)
+  bool inconclusive = false;  // the check could not decide (a pass by outcome; see Replay)
+  Verdict verdict;            // of the check (kPass when invalid)
+  std::string message;        // the verdict's message, or why the config is invalid
   double seconds = 0;
   nlohmann::json report;  // ReportJson of the check; null when invalid
 };

@@ -36,7 +36,7 @@ int CmdReplay(const Args& args) {
   }
   opts.run_engine = sut.value().Runner();
   std::map<ReplayOutcome, int> counts;
-  int unexpected = 0;
+  int unexpected = 0, inconclusive = 0;
   if (!args.quiet)
     std::printf("%-9s %-5s %7s  %-52s %s\n", "RESULT", "MATCH", "TIME", "CONFIG", "GOT (EXPECTED)");
   for (const ReplayItem& item : items.value()) {
@@ -44,12 +44,15 @@ int CmdReplay(const Args& args) {
     ++counts[r.outcome];
     const char* match = item.expected.empty() ? "-" : r.matches ? "yes" : "NO";
     if (!item.expected.empty() && !r.matches) ++unexpected;
+    if (r.inconclusive) ++inconclusive;
     if (!args.quiet) {
-      const std::string expected =
+      std::string aside =
           item.expected.empty() || r.matches ? "" : " (expected " + item.expected + ")";
+      if (r.inconclusive && r.got == "pass")
+        aside += " (inconclusive: " + r.verdict.Signature() + ")";
       std::printf("%-9s %-5s %6.2fs  %-52s %s%s\n", Name(r.outcome), match, r.seconds,
-                  item.path.c_str(), r.got.c_str(), expected.c_str());
-      if (r.outcome != ReplayOutcome::kPass && !r.message.empty())
+                  item.path.c_str(), r.got.c_str(), aside.c_str());
+      if ((r.outcome != ReplayOutcome::kPass || r.inconclusive) && !r.message.empty())
         std::printf("INFO:   %s\n", r.message.c_str());
       std::fflush(stdout);
     }
@@ -58,10 +61,10 @@ int CmdReplay(const Args& args) {
                       counts[ReplayOutcome::kFails];
   std::printf(
       "SUMMARY: paradiff: replay %s configs=%zu same=%d different=%d fails=%d pass=%d "
-      "invalid=%d unexpected=%d\n",
+      "invalid=%d unexpected=%d inconclusive=%d\n",
       failing ? "FAILING" : "CLEAN", items.value().size(), counts[ReplayOutcome::kSame],
       counts[ReplayOutcome::kDifferent], counts[ReplayOutcome::kFails],
-      counts[ReplayOutcome::kPass], counts[ReplayOutcome::kInvalid], unexpected);
+      counts[ReplayOutcome::kPass], counts[ReplayOutcome::kInvalid], unexpected, inconclusive);
   return failing ? kExitFinding : kExitPass;
 }
 

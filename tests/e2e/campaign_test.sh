@@ -123,6 +123,9 @@ PY
     grep -q "diverged" "$d/log" || fail "the reason's log does not say why"
     expect 0 "$P" replay "$d"
     has "^pass +yes .*inconclusive.numeric.-.-.divergence"
+    expect 0 "$P" replay "$d/config.json"
+    has "^pass +- .* pass \\(inconclusive: inconclusive.numeric.-.-.divergence\\)"
+    has "SUMMARY: paradiff: replay CLEAN configs=1 .* pass=1 invalid=0 unexpected=0 inconclusive=1"
     expect 0 "$P" report "$TMP/w" --html "$TMP/w.html"
     grep -q "Inconclusive (1 reasons)" "$TMP/w.html" || fail "the HTML report lacks the reason"
     ;;

@@ -9,7 +9,8 @@
 #   derive_target IN OUT 'python statements on t'   the target file IN with absolute paths and
 #                        fields set, to OUT
 #   planted_target IN OUT PLANT   the same with "--plant PLANT" appended to its command
-#   passes_on TARGET CONFIG...   `paradiff run CONFIG --target TARGET` PASSes for each CONFIG
+#   passes_on TARGET CONFIG...   `paradiff replay CONFIG... --target TARGET`: each CONFIG PASSes
+#                        (none inconclusive)
 #   caught_after_reload TARGET CONFIG   a finding at a step after the config's save_at (1 or 2)
 # On failure the last 40 lines of the output are shown.
 fail() { echo "FAIL: $CASE: $*"; exit 1; }
@@ -33,13 +34,12 @@ exec(sys.argv[3])
 json.dump(c, open(sys.argv[2], "w"))
 PY
 }
-passes_on() {
-  local target=$1 c; shift
-  for c in "$@"; do
-    expect 0 "$P" run "$c" --target "$target"
-    has "SUMMARY: paradiff: PASS"
-    echo "$(basename "$c") on $(basename "$target"): $(grep SUMMARY "$TMP/out")"
-  done
+passes_on() {  # one replay: the configs share one (warm) target worker
+  local target=$1; shift
+  expect 0 "$P" replay "$@" --target "$target"
+  has "SUMMARY: paradiff: replay CLEAN configs=$# .* pass=$# invalid=0 unexpected=0 inconclusive=0\$"
+  echo "on $(basename "$target"):"
+  grep -E "^pass |SUMMARY" "$TMP/out"
 }
 caught_after_reload() {
   expect 3 "$P" run "$2" --target "$1"

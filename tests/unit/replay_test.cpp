@@ -1,6 +1,6 @@
 // Replay: paths expand to configs with their expectations (config files, directories, finding
 // dirs, work dirs), and each config lands in the right class: same, different, fails, pass,
-// invalid.
+// invalid; an inconclusive check passes and says so.
 #include "fuzz/replay.h"
 
 #include <gtest/gtest.h>
@@ -89,6 +89,22 @@ TEST_F(ReplayTest, Categories) {
   EXPECT_EQ(r.outcome, ReplayOutcome::kInvalid);
   EXPECT_EQ(r.got, "invalid");
   EXPECT_NE(r.message.find("malformed"), std::string::npos);
+
+  // A diverging run (SGD at lr 1e30) is inconclusive: a pass by outcome, marked as undecided.
+  Config diverging = SmallConfig(2, 1);
+  diverging.optimizer.kind = OptimizerKind::kSgd;
+  diverging.optimizer.lr = 1e30;
+  diverging.optimizer.momentum = 0.0;
+  diverging.steps = 4;
+  diverging.clip_grad_norm = 0.0;
+  Write(dir_ / "undecided/diverging.json", WriteConfig(diverging));
+  r = ReplayPath(dir_ / "undecided/diverging.json");
+  EXPECT_EQ(r.outcome, ReplayOutcome::kPass);
+  EXPECT_EQ(r.got, "pass");
+  EXPECT_TRUE(r.inconclusive);
+  EXPECT_EQ(r.verdict.Signature(), "inconclusive.numeric.-.-.divergence");
+  Write(dir_ / "pass2/clean.json", WriteConfig(SmallConfig(2, 1)));
+  EXPECT_FALSE(ReplayPath(dir_ / "pass2/clean.json").inconclusive);
 
   Config broken = SmallConfig(2, 1);
   broken.model.heads = 5;  // does not divide hidden=32
