@@ -11,6 +11,7 @@
 
 #include "comm/fresh.h"
 #include "core/model_spec.h"
+#include "kernels/aten_sum.h"
 #include "kernels/numerics.h"
 #include "kernels/optim.h"
 #include "kernels/param_init.h"
@@ -322,7 +323,7 @@ Comparison CompareAdamParam(const at::Tensor& d, const std::vector<at::Tensor>& 
 Comparison NormConsistency(const AssembledStep& d, const ModelSpec& spec,
                            const ToleranceContext& ctx) {
   double sq = 0;
-  for (const auto& ps : spec.params) sq += ReadScalar(d.tensors.at("grad:" + ps.name).pow(2).sum());
+  for (const auto& ps : spec.params) sq += SumOfSquares(d.tensors.at("grad:" + ps.name));
   Comparison c;
   c.expected = std::sqrt(sq);
   c.actual = d.grad_norm;
@@ -346,7 +347,7 @@ void AttributeScaledGradient(Verdict& v, const Comparison& c, const Assembly& di
   if (c.tensor_kind != "grad") return;
   const at::Tensor& d = dist.steps[c.step].tensors.at("grad:" + c.tensor);
   const at::Tensor& t = ref.truth.steps[c.step].tensors.at("grad:" + c.tensor);
-  const double tt = t.pow(2).sum().item<double>();
+  const double tt = SumOfSquares(t);
   if (t.numel() < kMinScaleFitElems || !(tt > kTinyNorm * kTinyNorm)) return;
   const double alpha = (d * t).sum().item<double>() / tt;
   const double residual = (d - t * alpha).norm().item<double>() / std::sqrt(tt);
@@ -583,7 +584,7 @@ std::optional<Verdict> StepComparer::Step(int64_t s, const RefPair& ref, int64_t
     std::map<std::string, std::pair<double, double>> acc;  // kind -> (sum of squares, count)
     for (const auto& [key, v] : t.tensors) {
       auto& a = acc[key.substr(0, key.find(':'))];
-      a.first += ReadScalar(v.pow(2).sum());
+      a.first += SumOfSquares(v);
       a.second += static_cast<double>(v.numel());
     }
     for (const auto& [kind, a] : acc) rms[kind] = a.second > 0 ? std::sqrt(a.first / a.second) : 0;

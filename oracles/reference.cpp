@@ -12,6 +12,7 @@
 #include "core/lr_schedule.h"
 #include "core/model_spec.h"
 #include "core/rng.h"
+#include "kernels/aten_sum.h"
 #include "kernels/data.h"
 #include "kernels/engine.h"
 #include "kernels/hand_backward.h"
@@ -282,7 +283,7 @@ RefRun RunReference(const Config& cfg, const GradReduction& red, bool truth,
     double sq = 0;  // per tensor, in model order
     const at::Tensor acc64 = AsDType(acc, at::kDouble);
     for (size_t i = 0; i < spec.params.size(); ++i)
-      sq += ReadScalar(Slice(acc64, begin[i], begin[i + 1] - begin[i]).pow(2).sum());
+      sq += SumOfSquares(Slice(acc64, begin[i], begin[i + 1] - begin[i]));
     scaler.After(overflow);
     rs.grad_norm = overflow ? INFINITY : std::sqrt(sq) / scale;
     // Unscale (and below, clip) in the optimizer's dtype, never in a 16-bit accumulate dtype.

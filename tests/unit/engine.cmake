@@ -9,6 +9,7 @@ paradiff_test(unit_engine
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/precision_test.cpp
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/bf16_gemm_test.cpp
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/conversions_test.cpp
+    ${CMAKE_CURRENT_SOURCE_DIR}/unit/aten_sum_test.cpp
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/batched_gemm_test.cpp
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/hand_backward_test.cpp
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/checkpoint_test.cpp
