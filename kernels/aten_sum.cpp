@@ -3,7 +3,6 @@
 #include <ATen/Functions.h>
 
 #include <algorithm>
-#include <array>
 #include <cstring>
 #include <vector>
 
@@ -73,14 +72,9 @@ double Cascade(const double* x, int64_t n) {
   return 0.0 + s;
 }
 
-uint64_t Bits(double v) {
-  uint64_t b;
-  std::memcpy(&b, &v, sizeof b);
-  return b;
-}
-
 // The lanes of this LibTorch's float64 sum (4 or 8), or 0 when neither agrees with at::sum on
-// the probes: values in [1, 2), whose squares round apart in every other order of additions.
+// the probes: values in [1, 2), whose squares round apart in every other order of additions
+// (their sums are finite and positive, so == compares the bits).
 int ProbedLanes() {
   std::vector<double> v(1200);
   uint64_t s = 0x9E3779B97F4A7C15ULL;
@@ -95,7 +89,7 @@ int ProbedLanes() {
     for (int64_t n : sizes) {
       const at::Tensor t = at::from_blob(v.data(), {n}, at::TensorOptions().dtype(at::kDouble));
       const double mine = lanes == 4 ? Cascade<4>(v.data(), n) : Cascade<8>(v.data(), n);
-      agrees = agrees && Bits(ReadScalar(t.pow(2).sum())) == Bits(mine);
+      agrees = agrees && ReadScalar(t.pow(2).sum()) == mine;
     }
     if (agrees) return lanes;
   }
