@@ -32,11 +32,14 @@ known_bug() {
   has "$finding"
   derive_json "$config" "$TMP/without_trigger.json" "$edit"
   passes_on "$target" "$TMP/without_trigger.json"
-  # The release's ops as scripts/setup-targets built them (a reproducer with DeepSpeed's CPU Adam
-  # would JIT-build its own copy elsewhere).
-  expect 1 env DS_ACCELERATOR=cpu PYTHONPATH="$SRC/work/venv/deepspeed-0.19.8" \
-    TORCH_EXTENSIONS_DIR="$SRC/work/venv/deepspeed-0.19.8/.torch_extensions" \
-    "$SRC/work/venv/torch-2.15.0/bin/python" "$@"
+  # The release's ops as scripts/setup-targets built them, through the resolved paths it built
+  # them from (work/venv is a link): torch's JIT build hashes its include paths, and another
+  # spelling of them rebuilds the op in place (a minute on two cores), and the adapter's next start
+  # rebuilds it back.
+  local v
+  v=$(cd "$SRC/work/venv" && pwd -P)
+  expect 1 env DS_ACCELERATOR=cpu PYTHONPATH="$v/deepspeed-0.19.8" \
+    TORCH_EXTENSIONS_DIR="$v/deepspeed-0.19.8/.torch_extensions" "$v/torch-2.15.0/bin/python" "$@"
   has "$line"
 }
 # The target file $1 with only its fp32 precision, written to $2 (absolute paths).
@@ -173,11 +176,15 @@ PY
     # minimized config is the update oracle's finding at the first step after the reload, the
     # same config without the checkpoint passes, and the reproducer exits 1 (fails once a release
     # fixes it).
+    ops=$(ls -l --time-style=+%s.%N "$SRC"/work/venv/deepspeed-0.19.8/.torch_extensions/*/*.so)
     known_bug "$DS/deepspeed_bf16_master.json" "$T/deepspeed_bf16_master_reload_min.json" \
       "SUMMARY: paradiff: FINDING.*sig=mismatch.update.exp_avg.* step=1 " \
       "c['checkpoint'] = {'save_at': 0, 'reload': {'tp': 1, 'pp': 1, 'dp': 1, 'zero_stage': 0}}" \
       "BUG: training resumed from the checkpoint is not the training saved" \
       "$DS/repro/bf16_master_reload_moments.py" --dp 1 --stage 2
+    # ... with the op the workers load: neither the reproducer nor the workers rebuilt it.
+    [ "$ops" = "$(ls -l --time-style=+%s.%N "$SRC"/work/venv/deepspeed-0.19.8/.torch_extensions/*/*.so)" ] ||
+      fail "DeepSpeed's ops were rebuilt during the run"
     # fp32 master weights are what the other DeepSpeed files declare: they refuse the config.
     expect 2 "$P" run "$TMP/m2.json" --target "$DS/deepspeed_adam.json"
     has "precision"

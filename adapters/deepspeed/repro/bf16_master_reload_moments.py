@@ -13,10 +13,13 @@ and the optimizer's parameter is the flat bf16 master partition; the universal c
 rebuilds each state as torch.zeros_like(flat bf16 partition) (utils/tensor_fragment.py
 map_to_flat_opt_states); ZeRO 3 loads like ZeRO 1/2.
 
-Run (the ranks as processes; TORCH_EXTENSIONS_DIR=work/venv/deepspeed-0.19.8/.torch_extensions
-reuses the CPU Adam op scripts/setup-targets built, else DeepSpeed JIT-builds it, about 100 s):
-  PYTHONPATH=work/venv/deepspeed-0.19.8 work/venv/torch-2.15.0/bin/python \
-    adapters/deepspeed/repro/bf16_master_reload_moments.py [--dp N] [--stage 1|2|3] [--sub-group-size N]
+Run (the ranks as processes; DeepSpeed JIT-builds its CPU Adam op, about 100 s, unless
+TORCH_EXTENSIONS_DIR holds a build from the same paths: the one scripts/setup-targets made, through
+the resolved paths of work/venv, which is a link):
+  V=$(cd work/venv && pwd -P)
+  PYTHONPATH=$V/deepspeed-0.19.8 TORCH_EXTENSIONS_DIR=$V/deepspeed-0.19.8/.torch_extensions \
+    $V/torch-2.15.0/bin/python adapters/deepspeed/repro/bf16_master_reload_moments.py \
+    [--dp N] [--stage 1|2|3] [--sub-group-size N]
 Trains one step and saves; a second step on that engine, and the same step on a new engine loaded
 from the checkpoint. Compares Adam's moments saved and loaded, and the moments and parameters
 after the second step, uninterrupted and resumed, bitwise; exits 1 when any differ (dtype or value).
