@@ -552,7 +552,8 @@ def prepare(ops=()):
     after the first config: adapters/torch/serve.py), and DeepSpeed's C++ ops named in `ops` (op
     builders). A builder loads its op once per process (OpBuilder._loaded_ops), but first asks
     py-cpuinfo twice for the CPU's flags, and py-cpuinfo answers from a fresh interpreter: 2.2 s on
-    every rank of every config where the rank loads it; loaded here, the forked ranks find it."""
+    every rank of every config where the rank loads it; loaded here, the forked ranks find it, and
+    py-cpuinfo answers once for all the builders (the same machine's flags each time)."""
     os.environ["DS_ACCELERATOR"] = "cpu"
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     # DeepSpeed's JIT ops (its CPU Adam) are rebuilt whenever their source paths change, and the
@@ -572,6 +573,13 @@ def prepare(ops=()):
     ds_torch_comm.build_shm_op = lambda: None
     if ops:
         from deepspeed.accelerator import get_accelerator
+        try:
+            import cpuinfo
+        except ImportError:  # the builders fall back to lscpu
+            pass
+        else:
+            info = cpuinfo.get_cpu_info()
+            cpuinfo.get_cpu_info = lambda: copy.deepcopy(info)
         for op in ops:
             get_accelerator().create_op_builder(op).load()
 
