@@ -89,7 +89,8 @@ def main():
     a = ap.parse_args()
     work = tempfile.mkdtemp()
     ckpt = os.path.join(work, "ckpt")
-    mp.spawn(save_phase, args=(a.sub_group_size, os.path.join(work, "store1"), ckpt), nprocs=2)
+    mp.start_processes(save_phase, args=(a.sub_group_size, os.path.join(work, "store1"), ckpt), nprocs=2,
+                       start_method="fork")
     subprocess.run([sys.executable, "-m", "deepspeed.checkpoint.ds_to_universal", "--input_folder",
                     os.path.join(ckpt, TAG), "--output_folder", os.path.join(ckpt, TAG + "_universal"),
                     "--num_extract_workers", "1", "--num_merge_workers", "1"], check=True,
