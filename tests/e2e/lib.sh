@@ -12,6 +12,8 @@
 #   passes_on TARGET CONFIG...   `paradiff replay CONFIG... --target TARGET`: each CONFIG PASSes
 #                        (none inconclusive)
 #   caught_after_reload TARGET CONFIG   a finding at a step after the config's save_at (1 or 2)
+#   need_env NAME        skip (exit 77) unless scripts/setup-targets made the environment NAME
+#                        (work/venv/NAME) from the pinned file it has now
 # On failure the last 40 lines of the output are shown.
 fail() { echo "FAIL: $CASE: $*"; exit 1; }
 expect() {
@@ -44,6 +46,10 @@ passes_on() {  # one replay: the configs share one (warm) target worker
 caught_after_reload() {
   expect 3 "$P" run "$2" --target "$1"
   has "SUMMARY: paradiff: FINDING .* step=[12] "
+}
+need_env() {  # the stamp setup-targets writes once an install is complete (no 2 s import)
+  cmp -s "$SRC/adapters/envs/$1.txt" "$SRC/work/venv/$1/.paradiff-stamp" ||
+    { echo "SKIP: no $1 environment made from adapters/envs/$1.txt (scripts/setup-targets $1 makes it)"; exit 77; }
 }
 derive_target() {
   /usr/bin/python3 - "$1" "$2" "$3" <<'PY'

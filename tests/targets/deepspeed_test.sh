@@ -11,16 +11,8 @@ set -u
 e2e_init "$1" "$2" "$3"
 T=$SRC/tests/targets
 DS=$SRC/adapters/deepspeed
-need_deepspeed() {
-  local py=$SRC/work/venv/torch-2.15.0/bin/python
-  [ -x "$py" ] && PYTHONPATH=$SRC/work/venv/deepspeed-0.19.8 DS_ACCELERATOR=cpu "$py" -c 'import deepspeed' \
-    >/dev/null 2>&1 || { echo "SKIP: no DeepSpeed 0.19.8 environment (scripts/setup-targets deepspeed-0.19.8)"; exit 77; }
-}
-need_release() {
-  need_deepspeed
-  [ -d "$SRC/work/venv/deepspeed-$1/deepspeed" ] ||
-    { echo "SKIP: no DeepSpeed $1 environment (scripts/setup-targets deepspeed-$1)"; exit 77; }
-}
+need_deepspeed() { need_env torch-2.15.0; need_env deepspeed-0.19.8; }
+need_release() { need_deepspeed; need_env "deepspeed-$1"; }
 # A known DeepSpeed 0.19.8 bug: on target $1, its minimized config $2 is a finding matching $3;
 # the config edited by the python statement $4 (the trigger taken out) passes; the reproducer
 # (the rest of the arguments: script and its arguments) exits 1 and prints the line $5. Fails

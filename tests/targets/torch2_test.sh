@@ -12,8 +12,7 @@ e2e_init "$1" "$2" "$3"
 T=$SRC/tests/targets
 A=$SRC/adapters/torch2
 PY=$SRC/work/venv/torch-2.15.0/bin/python
-"$PY" -c 'import torch' 2>/dev/null ||
-  { echo "SKIP: the torch 2.15.0 venv is missing ($PY; scripts/setup-targets torch-2.15.0 makes it)"; exit 77; }
+need_env torch-2.15.0
 
 # World-1 parity: the run passes every oracle within the same-precision bounds, its gradients are
 # compared, and torch's float32 norm is judged under the fp32 bound. Not bitwise: torch 2.15's CPU
@@ -202,8 +201,7 @@ virtual_stages=2); c['model'].update(layers=4, activation='swiglu'); c['precisio
     has "sig=crash.target.-.-.run.exit.RuntimeError-analyze "
     has "requires redistribution"
     expect 1 "$PY" "$A/repro/colwise_width1_backward_view.py"
-    "$SRC/work/venv/torch-2.6.0/bin/python" -c 'import torch' 2>/dev/null ||
-      { echo "SKIP: the torch 2.6.0 venv is missing (scripts/setup-targets torch-2.6.0 makes it)"; exit 77; }
+    need_env torch-2.6.0
     expect 0 "$P" run "$T/torch2_tp_width1_min.json" --target "$A/torch2_tp-2.6.0.json"
     expect 0 "$SRC/work/venv/torch-2.6.0/bin/python" "$A/repro/colwise_width1_backward_view.py"
     ;;
@@ -333,8 +331,7 @@ c['optimizer']['schedule'] = {'kind': 'warmup_linear', 'warmup_steps': 3, 'total
     has "SUMMARY: paradiff: FINDING .* step=3 "
     ;;
   release_2_6_0)  # an older release side by side (docs/TORCH2.md "Releases"): parity and a campaign
-    "$SRC/work/venv/torch-2.6.0/bin/python" -c 'import torch' 2>/dev/null ||
-      { echo "SKIP: the torch 2.6.0 venv is missing (scripts/setup-targets torch-2.6.0 makes it)"; exit 77; }
+    need_env torch-2.6.0
     world1 "$T/torch_world1.json" "$A/torch2_ddp-2.6.0.json"
     world1 "$T/torch_world1.json" "$A/torch2_pp-2.6.0.json"
     campaign "$A/torch2_ddp-2.6.0.json" 31 2
@@ -359,8 +356,7 @@ c['optimizer']['schedule'] = {'kind': 'warmup_linear', 'warmup_steps': 3, 'total
     ;;
   release_2_8_0)  # the middle release (docs/TORCH2.md "Releases"): FSDP2 on CPU, T2-10 to T2-13
     PY28=$SRC/work/venv/torch-2.8.0/bin/python
-    "$PY28" -c 'import torch' 2>/dev/null ||
-      { echo "SKIP: the torch 2.8.0 venv is missing (scripts/setup-targets torch-2.8.0 makes it)"; exit 77; }
+    need_env torch-2.8.0
     world1 "$T/torch2_world1_zero3.json" "$A/torch2_fsdp2-2.8.0.json"
     # T2-10, rediscovered on 2.8.0: gloo's AVG reduce-scatter sums, so FSDP2's gradients are dp
     # times the truth; the minimized config passes on 2.15.0, and so does the reproducer.
