@@ -14,14 +14,20 @@ them instead (crew.py).
 Frameworks import much of themselves lazily, inside the calls a rank makes (DeepSpeed's ZeRO
 optimizer check imports torch.compile's machinery: 2.6 s of every run). A rank that calls
 record_imports() when its config is done tells its worker the modules it holds; the worker imports
-the ones it lacks before its next fork, so later configs find them loaded. Importing changes no
-training state (warm_leaks_nothing in tests/e2e/lib.sh checks the outputs byte for byte).
+the ones it lacks before its next fork, so later configs find them loaded. It also keeps the list
+for the next worker of the same command (interpreter, arguments and module path), in
+~/.cache/paradiff/serve-imports/ ($XDG_CACHE_HOME/paradiff/... where set), which imports them
+before its first fork: a worker's first config then does not import them in every rank, and its
+second does not wait for the worker to import them. A module that no longer imports is skipped.
+Importing changes no training state (warm_leaks_nothing in tests/e2e/lib.sh checks the outputs
+byte for byte).
 
 Every fork starts from a frozen heap (gc.freeze, see freeze_heap): a forked child's garbage
 collection would otherwise walk, and copy on write, every object of the warm process.
 """
 import ctypes
 import gc
+import hashlib
 import importlib
 import json
 import os
@@ -105,14 +111,45 @@ def record_imports():
     os.replace(path + ".tmp", path)
 
 
-def _read_recorded(path):
+def _read_names(path):
     try:
         with open(path) as f:
-            names = f.read().split()
-        os.remove(path)
-        return names
+            return f.read().split()
     except OSError:
         return []
+
+
+def _read_recorded(path):
+    names = _read_names(path)
+    try:
+        os.remove(path)
+    except OSError:
+        pass
+    return names
+
+
+class _KnownImports:
+    """The modules this worker's command has recorded, kept across workers (see the module doc)."""
+
+    def __init__(self):
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        key = hashlib.sha256(json.dumps([sys.executable, sys.argv, sys.path]).encode()).hexdigest()[:20]
+        self.path = os.path.join(base, "paradiff", "serve-imports", key + ".txt")
+        self.names = set(_read_names(self.path))
+
+    def add(self, names):
+        """Keeps names with the others; rewrites the list (atomically) when one is new to it."""
+        if set(names) <= self.names:
+            return
+        self.names.update(names)
+        tmp = "%s.%d.tmp" % (self.path, os.getpid())
+        try:
+            os.makedirs(os.path.dirname(self.path), exist_ok=True)
+            with open(tmp, "w") as f:
+                f.write("\n".join(sorted(self.names)))
+            os.replace(tmp, self.path)
+        except OSError:  # a cache it cannot write only costs the next worker its imports
+            pass
 
 
 def _import(names):
@@ -128,6 +165,8 @@ def serve(run=None, crews=None):
     """Serves run dirs until stdin ends: run(run_dir) runs one config in a forked leader, or, where
     the adapter opts in, crews (crew.Crews) runs it on ranks that outlive a config."""
     reply = os.fdopen(REPLY_FD, "w", buffering=1)
+    known = _KnownImports()
+    _import(sorted(known.names))
     for line in sys.stdin:
         run_dir = line.strip()
         if not run_dir:
@@ -137,7 +176,9 @@ def serve(run=None, crews=None):
         modules = os.path.join(run_dir, MODULES_FILE)
         if crews is not None:
             reply.write(json.dumps(crews.run(run_dir)) + "\n")
-            _import(_read_recorded(modules))
+            names = _read_recorded(modules)
+            _import(names)
+            known.add(names)
             continue
         os.environ[MODULES_ENV] = modules
         sys.stdout.flush()
@@ -163,6 +204,7 @@ def serve(run=None, crews=None):
         names = _read_recorded(modules)
         reply.write(json.dumps(answer) + "\n")
         _import(names)
+        known.add(names)
     if crews is not None:
         crews.dismiss()
 

@@ -64,7 +64,9 @@ planted_target() { derive_target "$1" "$2" "t['command'] += ['--plant', '$3']"; 
 # warm_leaks_nothing TARGET CONFIG N [VARY]: on one warm worker (protocol 2), CONFIG checked first
 # and CONFIG checked again after N other configs (CONFIG with other data and learning rates, and
 # VARY, Python run on the other config `c` and its index `i`) write byte-identical outputs (every
-# file under out/ of their run dirs).
+# file under out/ of their run dirs). The worker starts without a list of imports kept by an
+# earlier one (adapters/torch/serve.py) and keeps one; a second worker, which imports that list
+# before its first config, writes the same outputs for CONFIG again.
 warm_leaks_nothing() {
   local target=$1 cfg=$2 n=$3 vary=${4:-pass} list=("$2") i
   for i in $(seq 1 "$n"); do
@@ -72,26 +74,34 @@ warm_leaks_nothing() {
     list+=("$TMP/other$i.json")
   done
   cp "$cfg" "$TMP/again.json"
-  rm -rf "$TMP/keep"
-  expect 0 "$P" replay "${list[@]}" "$TMP/again.json" --target "$target" --oracles numeric \
-    --keep-run-dirs "$TMP/keep"
-  /usr/bin/python3 - "$TMP/keep" "$n" <<'PY' || fail "$(basename "$cfg") after $n others differs from its first run"
-import filecmp, glob, os, sys
-keep, n = sys.argv[1], int(sys.argv[2])
-# A checkpointed config's run dir holds its two phases, save/ and reload/.
-runs = sorted(glob.glob(os.path.join(keep, "paradiff-target-*")),
-              key=lambda d: os.stat(os.path.join(d, "config.json") if os.path.exists(os.path.join(d, "config.json"))
-                                    else os.path.join(d, "save", "config.json")).st_mtime_ns)
-assert len(runs) == n + 2, "expected %d run dirs, found %d" % (n + 2, len(runs))
-first, last = runs[0], runs[-1]
-assert open(os.path.join(first, "config.json")).read() == open(os.path.join(last, "config.json")).read()
-outs = sorted(os.listdir(os.path.join(first, "out")))
-assert outs and outs == sorted(os.listdir(os.path.join(last, "out"))), (outs, os.listdir(os.path.join(last, "out")))
-_, diff, errors = filecmp.cmpfiles(os.path.join(first, "out"), os.path.join(last, "out"), outs, shallow=False)
-assert not diff and not errors, "differ: %s %s" % (diff, errors)
-print("first and after %d others: %d output files identical" % (n, len(outs)))
-PY
+  rm -rf "$TMP/keep" "$TMP/keep2" "$TMP/cache"
+  expect 0 env XDG_CACHE_HOME="$TMP/cache" "$P" replay "${list[@]}" "$TMP/again.json" --target "$target" \
+    --oracles numeric --keep-run-dirs "$TMP/keep"
   [ "$(ls "$TMP"/keep/paradiff-worker-*.log 2>/dev/null | wc -l)" = 1 ] || fail "expected one warm worker for all $((n + 2)) runs"
+  [ -s "$(ls "$TMP"/cache/paradiff/serve-imports/*.txt 2>/dev/null | head -1)" ] || fail "the worker kept no list of imports"
+  expect 0 env XDG_CACHE_HOME="$TMP/cache" "$P" replay "$cfg" --target "$target" --oracles numeric \
+    --keep-run-dirs "$TMP/keep2"
+  /usr/bin/python3 - "$TMP/keep" "$n" "$TMP/keep2" <<'PY' || fail "$(basename "$cfg") after $n others, or on a worker that imported the kept list, differs from its first run"
+import filecmp, glob, os, sys
+keep, n, keep2 = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+# A checkpointed config's run dir holds its two phases, save/ and reload/.
+def runs(d):
+    return sorted(glob.glob(os.path.join(d, "paradiff-target-*")),
+                  key=lambda r: os.stat(os.path.join(r, "config.json") if os.path.exists(os.path.join(r, "config.json"))
+                                        else os.path.join(r, "save", "config.json")).st_mtime_ns)
+first_worker, second_worker = runs(keep), runs(keep2)
+assert len(first_worker) == n + 2, "expected %d run dirs, found %d" % (n + 2, len(first_worker))
+assert len(second_worker) == 1, "expected 1 run dir, found %d" % len(second_worker)
+first = first_worker[0]
+outs = sorted(os.listdir(os.path.join(first, "out")))
+assert outs, "no outputs in " + first
+for other, what in ((first_worker[-1], "after %d others" % n), (second_worker[0], "on a second worker")):
+    assert open(os.path.join(first, "config.json")).read() == open(os.path.join(other, "config.json")).read()
+    assert outs == sorted(os.listdir(os.path.join(other, "out"))), (what, outs, os.listdir(os.path.join(other, "out")))
+    _, diff, errors = filecmp.cmpfiles(os.path.join(first, "out"), os.path.join(other, "out"), outs, shallow=False)
+    assert not diff and not errors, "%s: differ: %s %s" % (what, diff, errors)
+    print("first and %s: %d output files identical" % (what, len(outs)))
+PY
 }
 e2e_init() {
   P=$1
