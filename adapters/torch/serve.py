@@ -86,7 +86,13 @@ def mark_exits_hard():
 def _rank(index, train, *args):
     mark_exits_hard()
     die_with_parent()
-    train(index, *args)
+    try:
+        train(index, *args)
+    except (SystemExit, KeyboardInterrupt):
+        raise
+    except BaseException:  # (torch.distributed.checkpoint's CheckpointException is one)
+        print_exception()
+        exit_now(1)
 
 
 def fork_ranks(train, run_dir, *args):
@@ -209,6 +215,18 @@ def serve(run=None, crews=None):
         crews.dismiss()
 
 
+def print_exception():
+    """The exception being handled, with its traceback, on stderr in one write. Ranks that fail
+    together share their run's log, and printed line by line their tracebacks interleave: paradiff
+    signs a crash by the first traceback in the log, its exception and innermost frame
+    (targets/crash_state.cpp), and a frame torn from its exception signs it differently."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    text = traceback.format_exc().encode()
+    while text:
+        text = text[os.write(2, text):]
+
+
 def run_for_code(fn, *args):
     """fn(*args)'s exit code as a process's: 0, SystemExit's code, or 1 with the traceback printed."""
     try:
@@ -217,7 +235,7 @@ def run_for_code(fn, *args):
     except SystemExit as e:
         return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
     except BaseException:
-        traceback.print_exc()
+        print_exception()
         return 1
 
 

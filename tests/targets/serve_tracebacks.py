@@ -1,0 +1,94 @@
+#!/usr/bin/python3
+"""Regression test of adapters/torch/serve.py: ranks that fail together leave whole tracebacks in
+their shared log. Four ranks forked by serve.fork_ranks pass a barrier and raise at once from deep
+recursions (a traceback of some 400 lines each) an exception that derives from BaseException, as
+torch.distributed.checkpoint's CheckpointException does; the log, opened as a warm leader opens
+it, must hold each rank's traceback unbroken: its header, its frames and its exception line, with
+no other rank's line among them (targets/crash_state.cpp signs a crash by the first traceback's
+exception and innermost frame). torch.multiprocessing catches only an Exception; a BaseException
+reaches each rank's multiprocessing bootstrap, which prints it line by line, and the ranks' lines
+interleave. Exits 0 when all ROUNDS rounds hold, 1 otherwise.
+Usage: serve_tracebacks.py [ROUNDS=5]"""
+import json
+import multiprocessing
+import os
+import re
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "adapters", "torch"))
+import serve  # noqa: E402
+
+WORLD, DEPTH = 4, 100
+
+
+class Planted(BaseException):
+    pass
+
+
+def deep(rank, n):  # (two functions by turns: Python folds a run of identical frames into one line)
+    if n == 0:
+        raise Planted("planted in rank %d" % rank)
+    deeper(rank, n - 1)
+
+
+def deeper(rank, n):
+    deep(rank, n)
+
+
+def train(rank, world, run_dir, barrier):
+    barrier.wait()
+    deep(rank, DEPTH)
+
+
+def round_ok(work):
+    run_dir = tempfile.mkdtemp(dir=work)
+    with open(os.path.join(run_dir, "run.json"), "w") as f:
+        json.dump({"world": WORLD}, f)
+    log = os.path.join(run_dir, "target.log")
+    barrier = multiprocessing.get_context("fork").Barrier(WORLD)
+    pid = os.fork()
+    if pid == 0:  # a leader, as serve._lead runs one: its output in the run's log
+        serve.output_to(log, os.O_CREAT | os.O_TRUNC)
+        os._exit(serve.run_for_code(serve.fork_ranks, train, run_dir, barrier))
+    _, status = os.waitpid(pid, 0)
+    if os.waitstatus_to_exitcode(status) != 1:
+        print("the leader exited with %r, not 1" % status)
+        return False
+    lines = open(log).read().splitlines()
+    seen = set()
+    for i, line in enumerate(lines):
+        if not line.startswith("Traceback (most recent call last)"):
+            continue
+        # This traceback's lines: frames ("  File ..." and their source lines) up to its exception.
+        j = i + 1
+        while j < len(lines) and lines[j].startswith("  "):
+            j += 1
+        end = lines[j] if j < len(lines) else "(end of log)"
+        if re.match(r"(__main__\.)?Planted: planted in rank \d$", end):
+            if j - i - 1 < 2 * DEPTH:
+                print("a traceback of %d frame lines, fewer than the recursion's" % (j - i - 1))
+                return False
+            seen.add(end)
+        elif not end.startswith("torch.multiprocessing"):  # the leader's report of the rank's exit
+            print("a traceback broken at log line %d: %r" % (j + 1, end))
+            return False
+    if not seen:
+        print("no rank's traceback in the log")
+        return False
+    return True
+
+
+def main():
+    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 5
+    with tempfile.TemporaryDirectory() as work:
+        for r in range(rounds):
+            if not round_ok(work):
+                print("FAIL: round %d" % r)
+                return 1
+    print("%d rounds: every traceback whole" % rounds)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
