@@ -88,11 +88,15 @@ def _rank(index, train, *args):
     die_with_parent()
     try:
         train(index, *args)
-    except (SystemExit, KeyboardInterrupt):
+    except BaseException as e:
+        # torch.multiprocessing hands an Exception to the leader, which prints it whole, quoting it
+        # in its own; any other exception (torch.distributed.checkpoint's CheckpointException
+        # derives from BaseException) multiprocessing prints in each failing rank, line by line,
+        # and ranks failing together interleave their lines. Written whole first, the log's first
+        # traceback is a whole one (see print_exception).
+        if not isinstance(e, (Exception, SystemExit, KeyboardInterrupt)):
+            print_exception()
         raise
-    except BaseException:  # (torch.distributed.checkpoint's CheckpointException is one)
-        print_exception()
-        exit_now(1)
 
 
 def fork_ranks(train, run_dir, *args):

@@ -190,11 +190,11 @@ case $CASE in
       "c['parallel'] = {'world': 1 + i % 4, 'dp': 1 + i % 4}; c['zero'] = {'stage': i // 4 % 2}; c['optimizer']['kind'] = ['adam', 'sgd', 'adamw'][i % 3]"
     ;;
   torch_serve_tracebacks)
-    # Ranks that fail together leave whole tracebacks in their run's log, which a crash's
+    # Ranks that fail together leave a whole traceback first in their run's log, which a crash's
     # signature is read from (tests/targets/serve_tracebacks.py).
     need_torch
     expect 0 /usr/bin/python3 "$T/serve_tracebacks.py" 5
-    has "5 rounds: every traceback whole"
+    has "5 rounds: the first traceback whole"
     ;;
   torch_crew_faults)
     # A rank of a crew that raises, dies of a signal or exits, or fails to form the crew's group,
