@@ -232,12 +232,19 @@ def print_exception():
 
 
 def run_for_code(fn, *args):
-    """fn(*args)'s exit code as a process's: 0, SystemExit's code, or 1 with the traceback printed."""
+    """fn(*args)'s exit code as a process's: 0, SystemExit's code (1 with its message printed, as
+    Python prints an uncaught one, when the code is not a number), or 1 with the traceback
+    printed."""
     try:
         fn(*args)
         return 0
     except SystemExit as e:
-        return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        if e.code is None or isinstance(e.code, int):
+            return e.code or 0
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.write(2, ("%s\n" % (e.code,)).encode())
+        return 1
     except BaseException:
         print_exception()
         return 1

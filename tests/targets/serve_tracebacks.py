@@ -6,8 +6,8 @@ BaseException, as torch.distributed.checkpoint's CheckpointException does. torch
 catches only an Exception; multiprocessing prints any other in each failing rank, line by line,
 and the ranks' lines interleave. paradiff signs a crash by the first traceback in the log, its
 exception and innermost frame (targets/crash_state.cpp): in the log, opened as a warm leader opens
-it, the first traceback's frames must run unbroken to its exception line. Exits 0 when all ROUNDS
-rounds hold, 1 otherwise.
+it, the first traceback's frames must run unbroken to its exception line. Also: a SystemExit's
+message reaches the log. Exits 0 when all ROUNDS rounds hold, 1 otherwise.
 Usage: serve_tracebacks.py [ROUNDS=5]"""
 import json
 import multiprocessing
@@ -75,9 +75,27 @@ def round_ok(work):
     return True
 
 
+def exit_message_ok(work):
+    """A leader whose config raises SystemExit with a message exits 1 with the message in its log,
+    as Python prints an uncaught one (adapters refuse an option so)."""
+    log = os.path.join(tempfile.mkdtemp(dir=work), "target.log")
+    pid = os.fork()
+    if pid == 0:
+        serve.output_to(log, os.O_CREAT | os.O_TRUNC)
+        os._exit(serve.run_for_code(sys.exit, "planted refusal: not with this layout"))
+    _, status = os.waitpid(pid, 0)
+    text = open(log).read()
+    if os.waitstatus_to_exitcode(status) != 1 or text != "planted refusal: not with this layout\n":
+        print("SystemExit with a message: exit %r, log %r" % (status, text))
+        return False
+    return True
+
+
 def main():
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 5
     with tempfile.TemporaryDirectory() as work:
+        if not exit_message_ok(work):
+            return 1
         for r in range(rounds):
             if not round_ok(work):
                 print("FAIL: round %d" % r)
