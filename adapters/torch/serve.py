@@ -219,16 +219,21 @@ def serve(run=None, crews=None):
         crews.dismiss()
 
 
+def _write_whole(text):
+    """text on stderr in one write, after what stdout and stderr hold."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    data = text.encode()
+    while data:
+        data = data[os.write(2, data):]
+
+
 def print_exception():
     """The exception being handled, with its traceback, on stderr in one write. Ranks that fail
     together share their run's log, and printed line by line their tracebacks interleave: paradiff
     signs a crash by the first traceback in the log, its exception and innermost frame
     (targets/crash_state.cpp), and a frame torn from its exception signs it differently."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    text = traceback.format_exc().encode()
-    while text:
-        text = text[os.write(2, text):]
+    _write_whole(traceback.format_exc())
 
 
 def run_for_code(fn, *args):
@@ -241,9 +246,7 @@ def run_for_code(fn, *args):
     except SystemExit as e:
         if e.code is None or isinstance(e.code, int):
             return e.code or 0
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os.write(2, ("%s\n" % (e.code,)).encode())
+        _write_whole("%s\n" % (e.code,))
         return 1
     except BaseException:
         print_exception()
