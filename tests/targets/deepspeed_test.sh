@@ -168,14 +168,15 @@ PY
     # minimized config is the update oracle's finding at the first step after the reload, the
     # same config without the checkpoint passes, and the reproducer exits 1 (fails once a release
     # fixes it).
-    ops=$(ls -l --time-style=+%s.%N "$SRC"/work/venv/deepspeed-0.19.8/.torch_extensions/*/*.so)
+    ops_built() { ls -l --time-style=+%s.%N "$SRC"/work/venv/deepspeed-0.19.8/.torch_extensions/*/*.so; }
+    ops=$(ops_built)
     known_bug "$DS/deepspeed_bf16_master.json" "$T/deepspeed_bf16_master_reload_min.json" \
       "SUMMARY: paradiff: FINDING.*sig=mismatch.update.exp_avg.* step=1 " \
       "c['checkpoint'] = {'save_at': 0, 'reload': {'tp': 1, 'pp': 1, 'dp': 1, 'zero_stage': 0}}" \
       "BUG: training resumed from the checkpoint is not the training saved" \
       "$DS/repro/bf16_master_reload_moments.py" --dp 1 --stage 2
     # ... with the op the workers load: neither the reproducer nor the workers rebuilt it.
-    [ "$ops" = "$(ls -l --time-style=+%s.%N "$SRC"/work/venv/deepspeed-0.19.8/.torch_extensions/*/*.so)" ] ||
+    [ "$ops" = "$(ops_built)" ] ||
       fail "DeepSpeed's ops were rebuilt during the run"
     # fp32 master weights are what the other DeepSpeed files declare: they refuse the config.
     expect 2 "$P" run "$TMP/m2.json" --target "$DS/deepspeed_adam.json"
