@@ -1,6 +1,6 @@
 """paradiff external target: PyTorch 2.x native parallelisms on CPU + gloo (docs/TORCH2.md).
 
-Usage: adapter.py RUN_DIR | --serve  --parallel ddp|fsdp2|pp|tp [--static-graph] [--bucket-view]
+Usage: adapter.py RUN_DIR | --serve  --parallel ddp|fsdp1|fsdp2|pp|tp [--static-graph] [--bucket-view]
                   [--sync-every-micro-step] [--no-reshard] [--nested] [--sync-last-micro-step]
                   [--plant NAME]
 (RUN_DIR: protocol 1, --serve: protocol 2, docs/TARGETS.md; target files:
@@ -18,6 +18,14 @@ RUN_DIR/out/rank<R>.json and rank<R>.step<S>.safetensors with the kinds run.json
   torch's bf16_compress_hook (the bucket cast to bf16, divided by dp, all-reduced, cast back).
   Gradients and parameters are replicated: every rank reports them whole; ZeRO 1's slots are
   reported by the rank whose partition holds the parameter.
+--parallel fsdp1: FullyShardedDataParallel (use_orig_params) over the whole model (--nested: each
+  transformer block wrapped first), the config's ZeRO stage as the sharding strategy: 0 NO_SHARD,
+  2 SHARD_GRAD_OP, 3 FULL_SHARD; with zero.shard_group a (replicate, shard) device mesh and
+  _HYBRID_SHARD_ZERO2 / HYBRID_SHARD. bf16 compute is MixedPrecision (param and buffer dtype bf16,
+  reduce_dtype = precision.reduce). Each parameter (and its gradient and slots) is a view of this
+  rank's part of a flat parameter: reported as a flat piece at the first element it holds, taken
+  from FSDP1's own FlatParameter._shard_param_infos; whole under NO_SHARD. grad_norm is FSDP1's
+  clip_grad_norm_ (every rank's shards).
 --parallel fsdp2: fully_shard on the whole model on a 1-D dp device mesh, or with zero.shard_group
   on a 2-D (replicate, shard) mesh of groups of that many consecutive ranks (HSDP: each group
   shards the state, the groups replicate it, the gradients reduce-scattered within a group and
@@ -57,9 +65,11 @@ between backward and the optimizer step, before clipping.
 
 Planted bugs for paradiff's self-test (never on by default):
 --plant sum_not_average: the gradients are summed, not averaged, across dp ranks (ddp: a comm hook
-  that all-reduces without dividing; fsdp2: the sharded gradients multiplied by dp after backward.
+  that all-reduces without dividing; fsdp1, fsdp2: the sharded gradients multiplied by dp after backward.
   FSDP2's own set_gradient_divide_factor(1.0) cannot plant it on gloo: it reduces with
   ReduceOp.PREMUL_SUM, which gloo does not implement; repro/fsdp2_divide_factor_gloo.py).
+--plant offset_by_one: fsdp1 reports a shard that starts inside a parameter one element early (its
+  first element overlaps the previous rank's shard, the parameter's last element is held by none).
 --plant reload_without_optimizer: a checkpointed config's reload loads the model's state only, not
   the optimizer's (the moments restart from zero after the reload).
 --plant reload_restarts_schedule: a checkpointed config's reload loads the model and the optimizer
@@ -99,7 +109,7 @@ from nested_model import NestedGpt  # noqa: E402
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
 SLOTS = {"sgd": ["momentum"], "adam": ["exp_avg", "exp_avg_sq"], "adamw": ["exp_avg", "exp_avg_sq"]}
 TORCH_SLOT = {"momentum": "momentum_buffer", "exp_avg": "exp_avg", "exp_avg_sq": "exp_avg_sq"}
-PLANTS = ["", "sum_not_average", "shard_offset", "reload_without_optimizer", "reload_restarts_schedule",
+PLANTS = ["", "sum_not_average", "shard_offset", "offset_by_one", "reload_without_optimizer", "reload_restarts_schedule",
           "replicated_grad_summed", "average_over_shard_group"]
 
 
@@ -130,6 +140,17 @@ class Reporter:
         key = kind + ":" + name
         self.tensors[key] = addend.contiguous()
         self.meta["partial:" + key] = "tp"
+
+    def add_shard(self, kind, name, t, shape, first):
+        """A tensor of shape `shape` of which this rank holds `t`: whole, or a flat piece from
+        element `first` (FSDP1's flat shards; None or empty: no element)."""
+        if tuple(t.shape) == tuple(shape):
+            self.tensors[kind + ":" + name] = t.detach()
+        elif first is not None and t.numel() > 0:
+            if self.plant == "offset_by_one" and first > 0:
+                first -= 1
+            self.tensors[kind + ":" + name] = t.detach().reshape(-1)
+            self.meta["offset:" + kind + ":" + name] = str(first)
 
     def add(self, kind, name, t, part="", row=0):
         from torch.distributed.tensor import DTensor
@@ -166,6 +187,48 @@ class Reporter:
 def local_of(t):
     from torch.distributed.tensor import DTensor
     return t.to_local() if isinstance(t, DTensor) else t
+
+
+# FSDP1 (FullyShardedDataParallel): the config's ZeRO stage as FSDP1's sharding strategy (docs/TORCH2.md).
+FSDP1_STRATEGY = {0: "NO_SHARD", 2: "SHARD_GRAD_OP", 3: "FULL_SHARD"}
+FSDP1_HYBRID = {2: "_HYBRID_SHARD_ZERO2", 3: "HYBRID_SHARD"}  # under zero.shard_group
+
+
+def fsdp1_wrap(model, cfg, world, compute, reduce_dtype, a):
+    """FullyShardedDataParallel over the model (use_orig_params: the optimizer and the report see
+    the model's own parameters, each a view of this rank's shard); --nested wraps each transformer
+    block first (ModuleWrapPolicy). bf16 compute is FSDP1's MixedPrecision (params and buffers in
+    bf16, gradients reduced in precision.reduce), the float32 shards the masters."""
+    from torch.distributed.fsdp import FullyShardedDataParallel, MixedPrecision, ShardingStrategy
+    stage, group = cfg["zero"]["stage"], cfg["zero"].get("shard_group", 0)
+    kw = dict(use_orig_params=True, device_id=torch.device("cpu"))
+    if group:  # HSDP: sharded within groups of consecutive ranks, replicated across them
+        from torch.distributed.device_mesh import init_device_mesh
+        kw["device_mesh"] = init_device_mesh("cpu", (world // group, group), mesh_dim_names=("replicate", "shard"))
+        kw["sharding_strategy"] = getattr(ShardingStrategy, FSDP1_HYBRID[stage])
+    else:
+        kw["sharding_strategy"] = getattr(ShardingStrategy, FSDP1_STRATEGY[stage])
+    if compute != torch.float32:
+        kw["mixed_precision"] = MixedPrecision(param_dtype=compute, reduce_dtype=reduce_dtype, buffer_dtype=compute)
+    if a.nested:
+        from torch.distributed.fsdp.wrap import ModuleWrapPolicy
+        kw["auto_wrap_policy"] = ModuleWrapPolicy({type(model.blocks[0])})
+    return FullyShardedDataParallel(model, **kw)
+
+
+def fsdp1_shards(net):
+    """id(parameter) -> the first element of the parameter (flattened) that this rank's shard holds,
+    None where it holds none: FSDP1's own record of each flat parameter's shard
+    (FlatParameter._shard_param_infos, beside _params under use_orig_params)."""
+    from torch.distributed.fsdp import FullyShardedDataParallel
+    first = {}
+    for m in FullyShardedDataParallel.fsdp_modules(net):
+        if m._handle is None:
+            continue
+        fp = m._handle.flat_param
+        for p, info in zip(fp._params, fp._shard_param_infos):
+            first[id(p)] = info.intra_param_start_idx if info.in_shard else None
+    return first
 
 
 def train(rank, world, run_dir, a):
@@ -212,6 +275,10 @@ def train(rank, world, run_dir, a):
         elif prec["reduce"] == "bf16":  # the gradient all-reduce in bf16: torch's own compression hook
             from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import bf16_compress_hook
             net.register_comm_hook(None, bf16_compress_hook)
+    elif a.parallel == "fsdp1":
+        model = NestedGpt if a.nested else Gpt
+        model = model(cfg["model"], run["params"], init, compute)
+        net = fsdp1_wrap(model, cfg, world, compute, DTYPES[prec["reduce"]], a)
     else:
         from torch.distributed.device_mesh import init_device_mesh
         from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
@@ -238,6 +305,7 @@ def train(rank, world, run_dir, a):
     else:  # the (DTensor, under fsdp2) parameters, model order
         entries = [(n, "", 0, p) for n, p in model.named()]
     params = [p for _, _, _, p in entries]
+    shards = fsdp1_shards(net) if a.parallel == "fsdp1" else None
     cls, kwargs = optimizer_class(opt_cfg, lr)
     zero1 = a.parallel == "ddp" and zero_stage == 1
     if zero1:
@@ -273,14 +341,14 @@ def train(rank, world, run_dir, a):
                 loss = net(data["inputs"][g], data["targets"][g])
                 loss_sum += float(local_of(loss).detach())
                 (loss * (1.0 / A)).backward()
-        if a.plant == "sum_not_average" and a.parallel == "fsdp2":
+        if a.plant == "sum_not_average" and a.parallel in ("fsdp2", "fsdp1"):
             for p in params:  # the planted bug: undo the average (a sum over dp ranks)
                 if p.grad is not None:
-                    p.grad.to_local().mul_(world)
+                    local_of(p.grad).mul_(world)
         if a.plant == "average_over_shard_group" and group:
             for p in params:  # the planted bug: the sum over dp divided by the group's size only
                 if p.grad is not None:
-                    p.grad.to_local().mul_(world // group)
+                    local_of(p.grad).mul_(world // group)
         if a.plant == "replicated_grad_summed" and tp > 1:
             from torch.distributed.tensor import Replicate
             for p in params:  # the planted bug: each replicated gradient summed over the tp ranks
@@ -294,6 +362,8 @@ def train(rank, world, run_dir, a):
             addend = partial_addend(p, value) if partial_addend else None
             if addend is not None:
                 rep.add_partial(kind, n, addend)
+            elif shards is not None:
+                rep.add_shard(kind, n, value, init[n].shape, shards[id(p)])
             else:
                 rep.add(kind, n, value, part, row)
 
@@ -303,6 +373,8 @@ def train(rank, world, run_dir, a):
                 report_state("grad", n, grad, part, row, p)
         if pipe is not None:
             norm = pipe.clip(clip if clip > 0 else math.inf)
+        elif a.parallel == "fsdp1":  # the norm over every rank's shards (torch's own would be this rank's)
+            norm = net.clip_grad_norm_(clip if clip > 0 else math.inf)
         else:
             norm = torch.nn.utils.clip_grad_norm_(params, clip if clip > 0 else math.inf)
         if hasattr(norm, "full_tensor"):
@@ -311,12 +383,15 @@ def train(rank, world, run_dir, a):
         if opt_cfg["kind"] == "sgd" and opt_cfg["momentum"] == 0:
             # torch keeps no buffer at momentum 0; the update direction is grad + wd * param.
             derived = {(n, part): p.grad.detach() + opt_cfg["weight_decay"] * p.detach()
-                       for n, part, _, p in entries}
+                       for n, part, _, p in entries if p.grad is not None}  # None: no element here
         opt.step()
         if sched is not None:
             sched.step()
         for n, part, row, p in entries:
-            rep.add("param", n, p.detach(), part, row)
+            if shards is not None:
+                rep.add_shard("param", n, p, init[n].shape, shards[id(p)])
+            else:
+                rep.add("param", n, p.detach(), part, row)
             if id(p) not in owned:
                 continue
             for slot in (x for x in SLOTS[opt_cfg["kind"]] if x in kinds):
@@ -398,14 +473,14 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("run_dir", nargs="?")
     ap.add_argument("--serve", action="store_true", help="protocol 2: serve run dirs from stdin (serve.py)")
-    ap.add_argument("--parallel", required=True, choices=["ddp", "fsdp2", "pp", "tp"])
+    ap.add_argument("--parallel", required=True, choices=["ddp", "fsdp1", "fsdp2", "pp", "tp"])
     ap.add_argument("--static-graph", action="store_true", help="ddp: DDP(static_graph=True)")
     ap.add_argument("--bucket-view", action="store_true", help="ddp: DDP(gradient_as_bucket_view=True)")
     ap.add_argument("--sync-every-micro-step", action="store_true",
                     help="ddp: no no_sync(); every micro-step's backward all-reduces")
     ap.add_argument("--no-reshard", action="store_true", help="fsdp2: fully_shard(reshard_after_forward=False)")
     ap.add_argument("--nested", action="store_true",
-                    help="fsdp2: fully_shard each transformer block, then the root (nested_model.py)")
+                    help="fsdp1, fsdp2: wrap each transformer block, then the root (nested_model.py)")
     ap.add_argument("--sync-last-micro-step", action="store_true",
                     help="fsdp2: set_requires_gradient_sync(False) for all but the last micro-step")
     ap.add_argument("--plant", default="", choices=PLANTS)

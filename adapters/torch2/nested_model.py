@@ -1,7 +1,8 @@
 """paradiff's GPT (adapters/torch/model.py) with each transformer block's parameters in a submodule of
-its own, for FSDP2's nested wrapping (fully_shard per block, then the root). The arithmetic is
-model.Gpt's, op for op: the attention, MLP, layer norm and casts are its methods; only where a
-parameter lives differs (the root keeps the embeddings and the head, block i its "blocks.<i>.*").
+its own, for nested wrapping (FSDP2's fully_shard per block, then the root; FSDP1's wrapper per
+block). The arithmetic is model.Gpt's, op for op: the attention, MLP, layer norm and casts are its
+methods; only where a parameter lives differs (the root keeps the embeddings and the head, block i
+its "blocks.<i>.*").
 """
 import torch
 
@@ -29,10 +30,13 @@ class NestedGpt(Gpt):
         self.blocks = torch.nn.ModuleList([
             Block(self, i, [n for n in self.names if n.startswith("blocks.%d." % i)], tensors)
             for i in range(model_cfg["layers"])])
+        # The blocks themselves, not submodules: FSDP1 puts a wrapper in each block's place in
+        # self.blocks, and the wrapper's own `params` attribute hides the block's.
+        self.__dict__["_own"] = list(self.blocks)
 
     def p(self, name):
         if name.startswith("blocks."):
-            blk = self.blocks[int(name.split(".")[1])]
+            blk = self._own[int(name.split(".")[1])]
             return blk.params[blk.index[name]]
         return self.params[self.index[name]]
 
