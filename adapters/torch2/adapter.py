@@ -2,7 +2,7 @@
 
 Usage: adapter.py RUN_DIR | --serve  --parallel ddp|fsdp1|fsdp2|pp|tp [--static-graph] [--bucket-view]
                   [--sync-every-micro-step] [--no-reshard] [--nested] [--sync-last-micro-step]
-                  [--plant NAME]
+                  [--flat-params] [--plant NAME]
 (RUN_DIR: protocol 1, --serve: protocol 2, docs/TARGETS.md; target files:
 adapters/torch2/torch2_*.json, one per variant. A --serve worker runs ddp's configs on ranks that
 outlive them, adapters/torch/crew.py, and forks the others' ranks per config.)
@@ -24,8 +24,10 @@ RUN_DIR/out/rank<R>.json and rank<R>.step<S>.safetensors with the kinds run.json
   _HYBRID_SHARD_ZERO2 / HYBRID_SHARD. bf16 compute is MixedPrecision (param and buffer dtype bf16,
   reduce_dtype = precision.reduce). Each parameter (and its gradient and slots) is a view of this
   rank's part of a flat parameter: reported as a flat piece at the first element it holds, taken
-  from FSDP1's own FlatParameter._shard_param_infos; whole under NO_SHARD. grad_norm is FSDP1's
-  clip_grad_norm_ (every rank's shards).
+  from FSDP1's own FlatParameter._shard_param_infos; whole under NO_SHARD. --flat-params:
+  use_orig_params=False (FSDP1's default), the optimizer over FSDP1's flat parameters, each
+  parameter's part of a flat shard (and of its gradient and slots) cut out by the same record.
+  grad_norm is FSDP1's clip_grad_norm_ (every rank's shards).
 --parallel fsdp2: fully_shard on the whole model on a 1-D dp device mesh, or with zero.shard_group
   on a 2-D (replicate, shard) mesh of groups of that many consecutive ranks (HSDP: each group
   shards the state, the groups replicate it, the gradients reduce-scattered within a group and
@@ -201,7 +203,7 @@ def fsdp1_wrap(model, cfg, world, compute, reduce_dtype, a):
     bf16, gradients reduced in precision.reduce), the float32 shards the masters."""
     from torch.distributed.fsdp import FullyShardedDataParallel, MixedPrecision, ShardingStrategy
     stage, group = cfg["zero"]["stage"], cfg["zero"].get("shard_group", 0)
-    kw = dict(use_orig_params=True, device_id=torch.device("cpu"))
+    kw = dict(use_orig_params=not a.flat_params, device_id=torch.device("cpu"))
     if group:  # HSDP: sharded within groups of consecutive ranks, replicated across them
         from torch.distributed.device_mesh import init_device_mesh
         kw["device_mesh"] = init_device_mesh("cpu", (world // group, group), mesh_dim_names=("replicate", "shard"))
@@ -214,6 +216,36 @@ def fsdp1_wrap(model, cfg, world, compute, reduce_dtype, a):
         from torch.distributed.fsdp.wrap import ModuleWrapPolicy
         kw["auto_wrap_policy"] = ModuleWrapPolicy({type(model.blocks[0])})
     return FullyShardedDataParallel(model, **kw)
+
+
+class Fsdp1Flat:
+    """--flat-params (use_orig_params=False, FSDP1's default): the optimizer holds FSDP1's flat
+    parameters, one per wrapped module, each rank its shard of the padded concatenation. Each
+    parameter's part of this rank's shard, from FSDP1's own record (FlatParameter._fqns and
+    _shard_param_infos: where the part starts in the shard, its length, its first element in the
+    flattened parameter), reported for any kind of tensor shaped like the shard (the gradient, the
+    optimizer's slots)."""
+
+    def __init__(self, net, names):
+        from torch.distributed.fsdp import FullyShardedDataParallel
+        self.parts = []  # (name, flat parameter, start in this rank's shard, length, first element)
+        for m in FullyShardedDataParallel.fsdp_modules(net):
+            if m._handle is None:
+                continue
+            fp = m._handle.flat_param
+            for fqn, info in zip(fp._fqns, fp._shard_param_infos):  # fqn "params.<i>": model.Gpt's
+                if info.in_shard:
+                    self.parts.append((names[int(fqn.split(".")[-1])], fp, info.offset_in_shard,
+                                       info.numel_in_shard, info.intra_param_start_idx))
+
+    def report(self, rep, kind, shapes, of):
+        """Each part of of(flat parameter), a tensor shaped like the shard (None: none of it), copied
+        (the gradient is clipped in place after it is reported)."""
+        for n, fp, start, length, first in self.parts:
+            t = of(fp)
+            if t is not None:
+                part = t.detach().reshape(-1)[start:start + length].clone()
+                rep.add_shard(kind, n, part, shapes[n], first)
 
 
 def fsdp1_shards(net):
@@ -302,10 +334,14 @@ def train(rank, world, run_dir, a):
         entries = pipe.entries()
     elif a.parallel == "tp":  # (name, part, first row, parameter): attn.kv is two layers
         entries = model.entries()
+    elif a.flat_params:  # FSDP1's flat parameters replace the model's own (Fsdp1Flat)
+        entries = []
     else:  # the (DTensor, under fsdp2) parameters, model order
         entries = [(n, "", 0, p) for n, p in model.named()]
-    params = [p for _, _, _, p in entries]
-    shards = fsdp1_shards(net) if a.parallel == "fsdp1" else None
+    flat = Fsdp1Flat(net, model.names) if a.flat_params else None
+    params = list(net.parameters()) if flat else [p for _, _, _, p in entries]
+    shards = fsdp1_shards(net) if a.parallel == "fsdp1" and not flat else None
+    shapes = {n: t.shape for n, t in init.items()}
     cls, kwargs = optimizer_class(opt_cfg, lr)
     zero1 = a.parallel == "ddp" and zero_stage == 1
     if zero1:
@@ -367,7 +403,9 @@ def train(rank, world, run_dir, a):
             else:
                 rep.add(kind, n, value, part, row)
 
-        if "grad" in kinds:
+        if "grad" in kinds and flat:
+            flat.report(rep, "grad", shapes, lambda fp: fp.grad)
+        elif "grad" in kinds:
             for n, part, row, p in entries:
                 grad = p.grad.detach().clone() if p.grad is not None else torch.zeros_like(p)
                 report_state("grad", n, grad, part, row, p)
@@ -384,9 +422,17 @@ def train(rank, world, run_dir, a):
             # torch keeps no buffer at momentum 0; the update direction is grad + wd * param.
             derived = {(n, part): p.grad.detach() + opt_cfg["weight_decay"] * p.detach()
                        for n, part, _, p in entries if p.grad is not None}  # None: no element here
+            if flat:  # per flat parameter (no entries)
+                derived = {id(p): p.grad.detach() + opt_cfg["weight_decay"] * p.detach()
+                           for p in params if p.grad is not None}
         opt.step()
         if sched is not None:
             sched.step()
+        if flat:
+            flat.report(rep, "param", shapes, lambda fp: fp)
+            for slot in (x for x in SLOTS[opt_cfg["kind"]] if x in kinds):
+                flat.report(rep, slot, shapes, lambda fp: derived.get(id(fp)) if derived else
+                            opt.state.get(fp, {}).get(TORCH_SLOT[slot]))
         for n, part, row, p in entries:
             if shards is not None:
                 rep.add_shard("param", n, p, init[n].shape, shards[id(p)])
@@ -483,8 +529,12 @@ def main():
                     help="fsdp1, fsdp2: wrap each transformer block, then the root (nested_model.py)")
     ap.add_argument("--sync-last-micro-step", action="store_true",
                     help="fsdp2: set_requires_gradient_sync(False) for all but the last micro-step")
+    ap.add_argument("--flat-params", action="store_true",
+                    help="fsdp1: use_orig_params=False, the optimizer over FSDP1's flat parameters")
     ap.add_argument("--plant", default="", choices=PLANTS)
     a = ap.parse_args()
+    if a.flat_params and (a.parallel != "fsdp1" or a.nested):
+        ap.error("--flat-params: fsdp1 with flat wrapping only")
     if a.serve:
         # DDP builds everything per call on the default group: its ranks may outlive a config
         # (crew.py). FSDP2, tensor and pipeline parallelism form device meshes per config.

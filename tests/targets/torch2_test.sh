@@ -56,6 +56,21 @@ caught_and_minimized() {  # TARGET CONFIG SIG KEPT BUDGET [TEXT]
   grep -q "$4" "$TMP/min.json" || fail "the minimized config lost $4"
 }
 
+# The FSDP1 files' configs, AdamW, 3 steps ($TMP/NAME.json): z2 dp 2 ZeRO 2 with bf16 compute
+# and clipping, z0 dp 3 ZeRO 0, z3 dp 4 ZeRO 3 with bf16 reductions, ck dp 2 ZeRO 3 reloaded into
+# dp 1 after step 1.
+fsdp1_configs() {
+  base="c['steps'] = 3; c['optimizer'] = {'kind': 'adamw', 'lr': 0.01, 'weight_decay': 0.1}"
+  derive_json "$T/torch2_dp2_zero3.json" "$TMP/z2.json" "$base; c['zero']['stage'] = 2; \
+c['clip_grad_norm'] = 0.5; c['precision'] = {'param': 'fp32', 'compute': 'bf16', 'reduce': 'fp32', 'accumulate': 'fp32'}"
+  derive_json "$T/torch2_dp2_zero3.json" "$TMP/z0.json" "$base; c['zero']['stage'] = 0; \
+c['parallel'] = {'world': 3, 'dp': 3}"
+  derive_json "$T/torch2_dp2_zero3.json" "$TMP/z3.json" "$base; c['parallel'] = {'world': 4, 'dp': 4}; \
+c['precision'] = {'param': 'fp32', 'compute': 'bf16', 'reduce': 'bf16', 'accumulate': 'fp32'}"
+  derive_json "$T/torch2_dp2_zero3.json" "$TMP/ck.json" "$base; \
+c['checkpoint'] = {'save_at': 1, 'reload': {'dp': 1, 'zero_stage': 3}}"
+}
+
 # A bug of an older release: CONFIG shows SIG on OLD_TARGET (its output holding TEXT when given)
 # and passes on NEW_TARGET; the plain-PyTorch REPRO exits 1 under OLD_PY and 0 under the newest.
 old_release_bug() {  # CONFIG OLD_TARGET NEW_TARGET SIG OLD_PY REPRO [TEXT]
@@ -240,15 +255,7 @@ virtual_stages=2); c['model'].update(layers=4, activation='swiglu'); c['precisio
     # gradients summed, not averaged: caught and minimized; a shard inside a parameter reported one
     # element early: caught by the tiling oracle.
     world1 "$T/torch2_world1_zero3.json" "$A/torch2_fsdp1.json"
-    base="c['steps'] = 3; c['optimizer'] = {'kind': 'adamw', 'lr': 0.01, 'weight_decay': 0.1}"
-    derive_json "$T/torch2_dp2_zero3.json" "$TMP/z2.json" "$base; c['zero']['stage'] = 2; \
-c['clip_grad_norm'] = 0.5; c['precision'] = {'param': 'fp32', 'compute': 'bf16', 'reduce': 'fp32', 'accumulate': 'fp32'}"
-    derive_json "$T/torch2_dp2_zero3.json" "$TMP/z0.json" "$base; c['zero']['stage'] = 0; \
-c['parallel'] = {'world': 3, 'dp': 3}"
-    derive_json "$T/torch2_dp2_zero3.json" "$TMP/z3.json" "$base; c['parallel'] = {'world': 4, 'dp': 4}; \
-c['precision'] = {'param': 'fp32', 'compute': 'bf16', 'reduce': 'bf16', 'accumulate': 'fp32'}"
-    derive_json "$T/torch2_dp2_zero3.json" "$TMP/ck.json" "$base; \
-c['checkpoint'] = {'save_at': 1, 'reload': {'dp': 1, 'zero_stage': 3}}"
+    fsdp1_configs
     derive_json "$TMP/z2.json" "$TMP/ck2.json" "c['checkpoint'] = {'save_at': 2, 'reload': {'dp': 4, 'zero_stage': 0}}"
     passes_on "$A/torch2_fsdp1.json" "$TMP/z2.json" "$TMP/z0.json" "$TMP/z3.json" "$TMP/ck.json" "$TMP/ck2.json"
     planted_target "$A/torch2_fsdp1.json" "$TMP/planted.json" sum_not_average
@@ -268,6 +275,20 @@ c['checkpoint'] = {'save_at': 1, 'reload': {'dp': 1, 'zero_stage': 3}}"
     case $d in /tmp/paradiff-target-*) rm -rf "${d%/reload}" ;; esac  # the reload's dir is in the run's
     expect 1 "$PY" "$A/repro/fsdp1_dcp_load_empty_chunk.py"
     has "rank 1: FAILED: RuntimeError: Missing key in checkpoint state_dict: optim"
+    ;;
+  fsdp1_flat)
+    # FSDP1 with use_orig_params=False (torch2_fsdp1_flat.json: the optimizer over FSDP1's flat
+    # parameters, each parameter's part of a rank's shard reported from FSDP1's own record):
+    # world-1 parity; ZeRO 2 with bf16 compute, AdamW and clipping (regression: the reported
+    # gradients were views that the clipping then scaled, a reduction-scale finding on every
+    # clipped config), ZeRO 0 at dp 3, ZeRO 3 at dp 4 with bf16 reductions, a dp 2 -> 1 reload:
+    # PASS; the gradients summed, not averaged: caught.
+    world1 "$T/torch2_world1_zero3.json" "$A/torch2_fsdp1_flat.json"
+    fsdp1_configs
+    passes_on "$A/torch2_fsdp1_flat.json" "$TMP/z2.json" "$TMP/z0.json" "$TMP/z3.json" "$TMP/ck.json"
+    planted_target "$A/torch2_fsdp1_flat.json" "$TMP/planted.json" sum_not_average
+    expect 3 "$P" run "$T/torch2_dp2_zero3.json" --target "$TMP/planted.json"
+    has "sig=mismatch.numeric.grad.embedding.reduction.scale"
     ;;
   fsdp1_hsdp)
     # FSDP1's hybrid strategies (torch2_fsdp1_hsdp.json), AdamW: dp 4 in shard groups of 2 at ZeRO 3
@@ -457,6 +478,7 @@ c['optimizer']['schedule'] = {'kind': 'warmup_linear', 'warmup_steps': 3, 'total
   ddp_bf16_reduce_campaign) campaign "$A/torch2_ddp_bf16_reduce.json" 28 4 ;;
   fsdp1_campaign) campaign "$A/torch2_fsdp1.json" 35 4 ;;
   fsdp1_nested_campaign) campaign "$A/torch2_fsdp1_nested.json" 36 2 ;;
+  fsdp1_flat_campaign) campaign "$A/torch2_fsdp1_flat.json" 37 2 ;;
   fsdp2_campaign) campaign "$A/torch2_fsdp2.json" 24 4 ;;
   hsdp_campaign) campaign "$A/torch2_hsdp.json" 34 4 ;;
   fsdp2_noreshard_campaign) campaign "$A/torch2_fsdp2_noreshard.json" 25 2 ;;
