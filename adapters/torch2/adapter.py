@@ -399,7 +399,7 @@ def train(rank, world, run_dir, a):
             if addend is not None:
                 rep.add_partial(kind, n, addend)
             elif shards is not None:
-                rep.add_shard(kind, n, value, init[n].shape, shards[id(p)])
+                rep.add_shard(kind, n, value, shapes[n], shards[id(p)])
             else:
                 rep.add(kind, n, value, part, row)
 
@@ -435,7 +435,7 @@ def train(rank, world, run_dir, a):
                             opt.state.get(fp, {}).get(TORCH_SLOT[slot]))
         for n, part, row, p in entries:
             if shards is not None:
-                rep.add_shard("param", n, p, init[n].shape, shards[id(p)])
+                rep.add_shard("param", n, p, shapes[n], shards[id(p)])
             else:
                 rep.add("param", n, p.detach(), part, row)
             if id(p) not in owned:
