@@ -289,6 +289,15 @@ virtual_stages=2); c['model'].update(layers=4, activation='swiglu'); c['precisio
     planted_target "$A/torch2_fsdp1_flat.json" "$TMP/planted.json" sum_not_average
     expect 3 "$P" run "$T/torch2_dp2_zero3.json" --target "$TMP/planted.json"
     has "sig=mismatch.numeric.grad.embedding.reduction.scale"
+    # T2-18 (docs/TORCH2.md): the clip norm of a flat parameter, float32-inaccurate with its size:
+    # the campaign's minimized config (world 1, clipped SGD without momentum: the update direction,
+    # reported as the momentum, is the clipped gradient) is a numeric finding here and passes with
+    # per-parameter norms (torch2_fsdp1.json), and the reproducer fails. This fails once a release computes the norm more closely.
+    expect 3 "$P" run "$T/torch2_fsdp1_flat_clip_norm_min.json" --target "$A/torch2_fsdp1_flat.json"
+    has "sig=mismatch.numeric.momentum.embedding.optimizer "
+    passes_on "$A/torch2_fsdp1.json" "$T/torch2_fsdp1_flat_clip_norm_min.json"
+    expect 1 "$PY" "$A/repro/fsdp1_flat_clip_norm_fp32.py"
+    has "use_orig_params=False: .* relative error [0-9.]+e-0[56] "
     ;;
   fsdp1_hsdp)
     # FSDP1's hybrid strategies (torch2_fsdp1_hsdp.json), AdamW: dp 4 in shard groups of 2 at ZeRO 3
