@@ -2,7 +2,7 @@
 # End-to-end tests of the PyTorch 2.x target (adapters/torch2, docs/TORCH2.md): world-1 parity per
 # parallelism (DDP, FSDP1, FSDP2 flat and nested, pipelining, DTensor tensor and sequence
 # parallelism, both in pipeline stages), a short clean campaign per target file, the known torch
-# bugs T2-1, T2-4 and T2-6 to T2-17 still reproducing, checkpoints resharded by
+# bugs T2-1, T2-4 and T2-6 to T2-18 still reproducing, checkpoints resharded by
 # torch.distributed.checkpoint, planted adapter bugs caught and minimized.
 # Every case needs the torch venv that scripts/setup-targets makes (work/venv/torch-2.15.0) and
 # exits 77 (skipped) without it.
@@ -292,7 +292,8 @@ virtual_stages=2); c['model'].update(layers=4, activation='swiglu'); c['precisio
     # T2-18 (docs/TORCH2.md): the clip norm of a flat parameter, float32-inaccurate with its size:
     # the campaign's minimized config (world 1, clipped SGD without momentum: the update direction,
     # reported as the momentum, is the clipped gradient) is a numeric finding here and passes with
-    # per-parameter norms (torch2_fsdp1.json), and the reproducer fails. This fails once a release computes the norm more closely.
+    # per-parameter norms (torch2_fsdp1.json), and the reproducer fails. This fails once a release
+    # computes the norm more closely.
     expect 3 "$P" run "$T/torch2_fsdp1_flat_clip_norm_min.json" --target "$A/torch2_fsdp1_flat.json"
     has "sig=mismatch.numeric.momentum.embedding.optimizer "
     passes_on "$A/torch2_fsdp1.json" "$T/torch2_fsdp1_flat_clip_norm_min.json"
