@@ -2,7 +2,7 @@
 # End-to-end tests of the PyTorch 2.x target (adapters/torch2, docs/TORCH2.md): world-1 parity per
 # parallelism (DDP, FSDP1, FSDP2 flat and nested, pipelining, DTensor tensor and sequence
 # parallelism, both in pipeline stages), a short clean campaign per target file, the known torch
-# bugs T2-1, T2-4 and T2-6 to T2-18 still reproducing, checkpoints resharded by
+# bugs T2-1, T2-4 and T2-6 to T2-19 still reproducing, checkpoints resharded by
 # torch.distributed.checkpoint, planted adapter bugs caught and minimized.
 # Every case needs the torch venv that scripts/setup-targets makes (work/venv/torch-2.15.0) and
 # exits 77 (skipped) without it.
@@ -438,6 +438,12 @@ c['optimizer']['schedule'] = {'kind': 'warmup_linear', 'warmup_steps': 3, 'total
       "$SRC/work/venv/torch-2.6.0/bin/python" "$A/repro/sequence_parallel_partial_grad_norm.py"
     # T2-14, rediscovered on 2.6.0: the interleaved schedule's p2p waits only the last gloo Work and
     # hangs. A copy of the file with a 15 s watchdog reports the hang; 2.15.0 runs the config.
+    # T2-19, rediscovered on 2.6.0: get_state_dict fails where an FSDP1 rank gets no dim-0 chunk of
+    # a parameter (the save of a dp-2 ZeRO-3 config of hidden 1); 2.15.0 saves and reloads it.
+    old_release_bug "$A/rediscovery/issue141799_2.6.0_minimized.json" "$A/torch2_fsdp1-2.6.0.json" \
+      "$A/torch2_fsdp1.json" crash.target.-.-.run.exit.NotImplementedError-local_tensor \
+      "$SRC/work/venv/torch-2.6.0/bin/python" "$A/repro/fsdp1_get_state_dict_chunkless_rank.py" \
+      "Only single local shard is supported"
     derive_target "$A/torch2_pp-2.6.0.json" "$TMP/pp26.json" "t['timeout_s'] = 15"
     old_release_bug "$A/rediscovery/issue132644_2.6.0_minimized.json" "$TMP/pp26.json" \
       "$A/torch2_pp.json" hang.target.-.-.run.timeout \
