@@ -218,6 +218,14 @@ def fsdp1_wrap(model, cfg, world, compute, reduce_dtype, a):
     return FullyShardedDataParallel(model, **kw)
 
 
+def fsdp1_flat_params(net):
+    """Each FlatParameter of an FSDP1 model: one per wrapped module that holds parameters."""
+    from torch.distributed.fsdp import FullyShardedDataParallel
+    for m in FullyShardedDataParallel.fsdp_modules(net):
+        if m._handle is not None:
+            yield m._handle.flat_param
+
+
 class Fsdp1Flat:
     """--flat-params (use_orig_params=False, FSDP1's default): the optimizer holds FSDP1's flat
     parameters, one per wrapped module, each rank its shard of the padded concatenation. Each
@@ -227,12 +235,8 @@ class Fsdp1Flat:
     optimizer's slots)."""
 
     def __init__(self, net, names):
-        from torch.distributed.fsdp import FullyShardedDataParallel
         self.parts = []  # (name, flat parameter, start in this rank's shard, length, first element)
-        for m in FullyShardedDataParallel.fsdp_modules(net):
-            if m._handle is None:
-                continue
-            fp = m._handle.flat_param
+        for fp in fsdp1_flat_params(net):
             for fqn, info in zip(fp._fqns, fp._shard_param_infos):  # fqn "params.<i>": model.Gpt's
                 if info.in_shard:
                     self.parts.append((names[int(fqn.split(".")[-1])], fp, info.offset_in_shard,
@@ -252,12 +256,8 @@ def fsdp1_shards(net):
     """id(parameter) -> the first element of the parameter (flattened) that this rank's shard holds,
     None where it holds none: FSDP1's own record of each flat parameter's shard
     (FlatParameter._shard_param_infos, beside _params under use_orig_params)."""
-    from torch.distributed.fsdp import FullyShardedDataParallel
     first = {}
-    for m in FullyShardedDataParallel.fsdp_modules(net):
-        if m._handle is None:
-            continue
-        fp = m._handle.flat_param
+    for fp in fsdp1_flat_params(net):
         for p, info in zip(fp._params, fp._shard_param_infos):
             first[id(p)] = info.intra_param_start_idx if info.in_shard else None
     return first
@@ -420,11 +420,10 @@ def train(rank, world, run_dir, a):
         derived = {}
         if opt_cfg["kind"] == "sgd" and opt_cfg["momentum"] == 0:
             # torch keeps no buffer at momentum 0; the update direction is grad + wd * param.
-            derived = {(n, part): p.grad.detach() + opt_cfg["weight_decay"] * p.detach()
-                       for n, part, _, p in entries if p.grad is not None}  # None: no element here
-            if flat:  # per flat parameter (no entries)
-                derived = {id(p): p.grad.detach() + opt_cfg["weight_decay"] * p.detach()
-                           for p in params if p.grad is not None}
+            # Keyed by flat parameter under --flat-params (no entries); None: no element here.
+            keyed = [(id(p), p) for p in params] if flat else [((n, part), p) for n, part, _, p in entries]
+            derived = {k: p.grad.detach() + opt_cfg["weight_decay"] * p.detach()
+                       for k, p in keyed if p.grad is not None}
         opt.step()
         if sched is not None:
             sched.step()
