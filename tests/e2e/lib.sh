@@ -47,6 +47,17 @@ caught_after_reload() {
   expect 3 "$P" run "$2" --target "$1"
   has "SUMMARY: paradiff: FINDING .* step=[12] "
 }
+# After a crash finding: the log of the first run dir it kept ("(run dir D kept)") holds TEXT
+# (when given), and every kept dir under /tmp goes (a reload's dir is inside its run's).
+crash_log_has() {  # [TEXT]
+  local dirs d
+  dirs=$(sed -n 's/.*(run dir \(.*\) kept).*/\1/p' "$TMP/out")
+  d=${dirs%%$'\n'*}
+  [ -z "${1:-}" ] || grep -q -- "$1" "$d/target.log" || fail "the crash's log lacks /$1/ (see $d/target.log)"
+  for d in $dirs; do
+    case $d in /tmp/paradiff-target-*) rm -rf "${d%/reload}" ;; esac
+  done
+}
 need_env() {  # the stamp setup-targets writes once an install is complete (no 2 s import)
   cmp -s "$SRC/adapters/envs/$1.txt" "$SRC/work/venv/$1/.paradiff-stamp" ||
     { echo "SKIP: no $1 environment made from adapters/envs/$1.txt (scripts/setup-targets $1 makes it)"; exit 77; }
