@@ -2,7 +2,7 @@
 
 Usage: adapter.py RUN_DIR | --serve  --parallel ddp|fsdp1|fsdp2|pp|tp [--static-graph] [--bucket-view]
                   [--sync-every-micro-step] [--no-reshard] [--nested] [--sync-last-micro-step]
-                  [--flat-params] [--plant NAME]
+                  [--flat-params] [--all-reduce-last-micro-step] [--plant NAME]
 (RUN_DIR: protocol 1, --serve: protocol 2, docs/TARGETS.md; target files:
 adapters/torch2/torch2_*.json, one per variant. A --serve worker runs ddp's configs on ranks that
 outlive them, adapters/torch/crew.py, and forks the others' ranks per config.)
@@ -27,7 +27,9 @@ RUN_DIR/out/rank<R>.json and rank<R>.step<S>.safetensors with the kinds run.json
   from FSDP1's own FlatParameter._shard_param_infos; whole under NO_SHARD. --flat-params:
   use_orig_params=False (FSDP1's default), the optimizer over FSDP1's flat parameters, each
   parameter's part of a flat shard (and of its gradient and slots) cut out by the same record.
-  grad_norm is FSDP1's clip_grad_norm_ (every rank's shards).
+  grad_norm is FSDP1's clip_grad_norm_ (every rank's shards). --sync-last-micro-step: no_sync() for
+  all but the last micro-step (each rank accumulates its unsharded flat gradients, one reduction per
+  step).
 --parallel fsdp2: fully_shard on the whole model on a 1-D dp device mesh, or with zero.shard_group
   on a 2-D (replicate, shard) mesh of groups of that many consecutive ranks (HSDP: each group
   shards the state, the groups replicate it, the gradients reduce-scattered within a group and
@@ -37,7 +39,10 @@ RUN_DIR/out/rank<R>.json and rank<R>.step<S>.safetensors with the kinds run.json
   reshard_after_forward True (False with --no-reshard), a MixedPrecisionPolicy (param_dtype bf16,
   reduce_dtype = precision.reduce) for bf16 compute; --sync-last-micro-step:
   set_requires_gradient_sync(False) for all but the last micro-step (FSDP2's no_sync: unsharded
-  gradients accumulate locally, one reduce-scatter per step). Every kind is a DTensor sharded on dim 0;
+  gradients accumulate locally, one reduce-scatter per step); --all-reduce-last-micro-step:
+  set_requires_all_reduce(False) for all but the last micro-step (HSDP: each micro-step
+  reduce-scatters within the shard group, the partial sums accumulate in the reduce dtype, one
+  all-reduce across the groups per step). Every kind is a DTensor sharded on dim 0;
   each rank reports its own local tensor as a flat piece with "offset:KIND:TENSOR" metadata taken
   from the DTensor's own placement (compute_local_shape_and_global_offset): ZeRO 3's layout.
 --parallel pp: torch.distributed.pipelining over pp x dp ranks (each stage's chunks DDP over its
@@ -112,7 +117,7 @@ DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
 SLOTS = {"sgd": ["momentum"], "adam": ["exp_avg", "exp_avg_sq"], "adamw": ["exp_avg", "exp_avg_sq"]}
 TORCH_SLOT = {"momentum": "momentum_buffer", "exp_avg": "exp_avg", "exp_avg_sq": "exp_avg_sq"}
 PLANTS = ["", "sum_not_average", "shard_offset", "offset_by_one", "reload_without_optimizer", "reload_restarts_schedule",
-          "replicated_grad_summed", "average_over_shard_group"]
+          "replicated_grad_summed", "average_over_shard_group", "unsynced_dropped"]
 
 
 def optimizer_class(o, lr):
@@ -371,12 +376,18 @@ def train(rank, world, run_dir, a):
             ctx = net.no_sync() if (a.parallel == "ddp" and not last and not a.sync_every_micro_step) else contextlib.nullcontext()
             if a.parallel == "fsdp2" and a.sync_last_micro_step:
                 net.set_requires_gradient_sync(last)
+            if a.all_reduce_last_micro_step:
+                net.set_requires_all_reduce(last)
+            if a.parallel == "fsdp1" and a.sync_last_micro_step and not last:
+                ctx = net.no_sync()
             if a.parallel == "tp":
                 ctx = net.loss_context()  # loss_parallel, forward and backward
             with ctx:
                 loss = net(data["inputs"][g], data["targets"][g])
                 loss_sum += float(local_of(loss).detach())
-                (loss * (1.0 / A)).backward()
+                # the planted bug: the micro-steps before the last (no_sync's) add nothing
+                dropped = a.plant == "unsynced_dropped" and not last
+                (loss * (0.0 if dropped else 1.0 / A)).backward()
         if a.plant == "sum_not_average" and a.parallel in ("fsdp2", "fsdp1"):
             for p in params:  # the planted bug: undo the average (a sum over dp ranks)
                 if p.grad is not None:
@@ -527,13 +538,19 @@ def main():
     ap.add_argument("--nested", action="store_true",
                     help="fsdp1, fsdp2: wrap each transformer block, then the root (nested_model.py)")
     ap.add_argument("--sync-last-micro-step", action="store_true",
-                    help="fsdp2: set_requires_gradient_sync(False) for all but the last micro-step")
+                    help="fsdp2: set_requires_gradient_sync(False), fsdp1: no_sync(), for all but the last micro-step")
+    ap.add_argument("--all-reduce-last-micro-step", action="store_true",
+                    help="fsdp2 (HSDP): set_requires_all_reduce(False) for all but the last micro-step")
     ap.add_argument("--flat-params", action="store_true",
                     help="fsdp1: use_orig_params=False, the optimizer over FSDP1's flat parameters")
     ap.add_argument("--plant", default="", choices=PLANTS)
     a = ap.parse_args()
     if a.flat_params and (a.parallel != "fsdp1" or a.nested):
         ap.error("--flat-params: fsdp1 with flat wrapping only")
+    if a.sync_last_micro_step and a.parallel not in ("fsdp1", "fsdp2"):
+        ap.error("--sync-last-micro-step: fsdp1 or fsdp2 only")
+    if a.all_reduce_last_micro_step and a.parallel != "fsdp2":
+        ap.error("--all-reduce-last-micro-step: fsdp2 only")
     if a.serve:
         # DDP builds everything per call on the default group: its ranks may outlive a config
         # (crew.py). FSDP2, tensor and pipeline parallelism form device meshes per config.

@@ -269,6 +269,24 @@ virtual_stages=2); c['model'].update(layers=4, activation='swiglu'); c['precisio
     expect 1 "$PY" "$A/repro/fsdp1_dcp_load_empty_chunk.py"
     has "rank 1: FAILED: RuntimeError: Missing key in checkpoint state_dict: optim"
     ;;
+  fsdp1_accum)
+    # FSDP1 under no_sync() for all but the last micro-step (torch2_fsdp1_accum.json: unsharded
+    # gradients accumulate in MixedPrecision's param dtype, one reduction per step): FULL_SHARD at
+    # dp 4 with bf16 compute over 4 micro-steps, NO_SHARD at dp 3 and SHARD_GRAD_OP at dp 2 in fp32
+    # over 3: PASS. Planted: the micro-steps under no_sync add nothing: caught and minimized.
+    acc="c['steps'] = 2; c['optimizer'] = {'kind': 'adamw', 'lr': 0.01, 'weight_decay': 0.1}"
+    derive_json "$T/torch2_dp2_zero3.json" "$TMP/a3.json" "$acc; c['parallel'] = {'world': 4, 'dp': 4}; \
+c['batch']['accumulation_steps'] = 4; \
+c['precision'] = {'param': 'fp32', 'compute': 'bf16', 'reduce': 'fp32', 'accumulate': 'bf16'}"
+    derive_json "$T/torch2_dp2_zero3.json" "$TMP/a0.json" "$acc; c['parallel'] = {'world': 3, 'dp': 3}; \
+c['zero']['stage'] = 0; c['batch']['accumulation_steps'] = 3"
+    derive_json "$T/torch2_dp2_zero3.json" "$TMP/a2.json" "$acc; c['zero']['stage'] = 2; \
+c['batch']['accumulation_steps'] = 3; c['clip_grad_norm'] = 0.5"
+    passes_on "$A/torch2_fsdp1_accum.json" "$TMP/a3.json" "$TMP/a0.json" "$TMP/a2.json"
+    planted_target "$A/torch2_fsdp1_accum.json" "$TMP/planted.json" unsynced_dropped
+    caught_and_minimized "$TMP/planted.json" "$T/torch2_dp2_zero3.json" mismatch.numeric.grad \
+      '"accumulation_steps": 2' 20s
+    ;;
   fsdp1_flat)
     # FSDP1 with use_orig_params=False (torch2_fsdp1_flat.json: the optimizer over FSDP1's flat
     # parameters, each parameter's part of a rank's shard reported from FSDP1's own record):
@@ -313,6 +331,22 @@ c['parallel'] = {'world': 4, 'dp': 4}; c['zero']['shard_group'] = 2"
     has "replicas differ"
     expect 1 "$PY" "$A/repro/fsdp1_hybrid_shard_group_of_one.py"
     has "HYBRID_SHARD \(runs as NO_SHARD\)"
+    ;;
+  hsdp_accum)
+    # HSDP accumulation (torch2_hsdp_accum.json: set_requires_all_reduce(False) for all but the last
+    # micro-step; each micro-step reduce-scatters within the group into partial sums kept in the
+    # reduce dtype), dp 4, 4 micro-steps, AdamW: groups of 2 with bf16 compute and bf16 reductions
+    # (bf16 accumulate), groups of 1 in fp32: PASS. Planted: the micro-steps before the last add
+    # nothing: caught.
+    base="c['steps'] = 2; c['optimizer'] = {'kind': 'adamw', 'lr': 0.01, 'weight_decay': 0.1}; \
+c['parallel'] = {'world': 4, 'dp': 4}; c['batch']['accumulation_steps'] = 4"
+    derive_json "$T/torch2_dp2_zero3.json" "$TMP/g2.json" "$base; c['zero']['shard_group'] = 2; \
+c['precision'] = {'param': 'fp32', 'compute': 'bf16', 'reduce': 'bf16', 'accumulate': 'bf16'}"
+    derive_json "$T/torch2_dp2_zero3.json" "$TMP/g1.json" "$base; c['zero']['shard_group'] = 1"
+    passes_on "$A/torch2_hsdp_accum.json" "$TMP/g2.json" "$TMP/g1.json"
+    planted_target "$A/torch2_hsdp_accum.json" "$TMP/planted.json" unsynced_dropped
+    expect 3 "$P" run "$TMP/g2.json" --target "$TMP/planted.json"
+    has "sig=mismatch.numeric.grad"
     ;;
   hsdp)
     # FSDP2 on a (replicate, shard) mesh (zero.shard_group, torch2_hsdp.json), AdamW: dp 4 in
@@ -488,8 +522,10 @@ c['optimizer']['schedule'] = {'kind': 'warmup_linear', 'warmup_steps': 3, 'total
   fsdp1_campaign) campaign "$A/torch2_fsdp1.json" 35 4 ;;
   fsdp1_nested_campaign) campaign "$A/torch2_fsdp1_nested.json" 36 2 ;;
   fsdp1_flat_campaign) campaign "$A/torch2_fsdp1_flat.json" 37 2 ;;
+  fsdp1_accum_campaign) campaign "$A/torch2_fsdp1_accum.json" 38 2 ;;
   fsdp2_campaign) campaign "$A/torch2_fsdp2.json" 24 4 ;;
   hsdp_campaign) campaign "$A/torch2_hsdp.json" 34 4 ;;
+  hsdp_accum_campaign) campaign "$A/torch2_hsdp_accum.json" 39 2 ;;
   fsdp2_noreshard_campaign) campaign "$A/torch2_fsdp2_noreshard.json" 25 2 ;;
   fsdp2_nested_campaign) campaign "$A/torch2_fsdp2_nested.json" 27 2 ;;
   fsdp2_accum_campaign) campaign "$A/torch2_fsdp2_accum.json" 26 2 ;;
