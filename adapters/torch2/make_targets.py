@@ -17,9 +17,9 @@ NEWEST = "2.15.0"
 # event on a CPU stream, which has none), so neither torch2_tp_fsdp2; no torch2_tp_pp (every pp > 1
 # run there is T2-4). 2.8.0: the oldest release here whose FSDP2 runs on CPU.
 RELEASES = {
-    "2.6.0": ["torch2_ddp", "torch2_fsdp1", "torch2_pp", "torch2_tp", "torch2_tp_sp"],
-    "2.8.0": ["torch2_ddp", "torch2_fsdp1", "torch2_fsdp2", "torch2_hsdp", "torch2_pp", "torch2_tp", "torch2_tp_sp", "torch2_tp_fsdp2",
-              "torch2_tp_pp"],
+    "2.6.0": ["torch2_ddp", "torch2_fsdp1", "torch2_fsdp1_accum", "torch2_pp", "torch2_tp", "torch2_tp_sp"],
+    "2.8.0": ["torch2_ddp", "torch2_fsdp1", "torch2_fsdp1_accum", "torch2_fsdp2", "torch2_hsdp", "torch2_hsdp_accum",
+              "torch2_pp", "torch2_tp", "torch2_tp_sp", "torch2_tp_fsdp2", "torch2_tp_pp"],
 }
 
 
