@@ -1,6 +1,6 @@
 # Unit tests of paradiff_core (config model, JSON I/O, validation, budget). Included by
 # tests/CMakeLists.txt; ctest -L unit -R 'Config|Validate|Budget'.
-paradiff_test(unit_core
+paradiff_test(unit_core NO_TORCH
   SOURCES
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/config_json_test.cpp
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/config_examples_test.cpp
