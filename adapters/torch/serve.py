@@ -89,12 +89,13 @@ def _rank(index, train, *args):
     try:
         train(index, *args)
     except BaseException as e:
-        # torch.multiprocessing hands an Exception to the leader, which prints it whole, quoting it
-        # in its own; any other exception (torch.distributed.checkpoint's CheckpointException
-        # derives from BaseException) multiprocessing prints in each failing rank, line by line,
-        # and ranks failing together interleave their lines. Written whole first, the log's first
-        # traceback is a whole one (see print_exception).
-        if not isinstance(e, (Exception, SystemExit, KeyboardInterrupt)):
+        # Every failing rank writes its own traceback, whole (see print_exception), before its
+        # process ends and its peers lose it. torch.multiprocessing quotes one failed rank's
+        # Exception in the leader, the first it notices, and that may be a peer whose collective
+        # failed because this rank died ("Connection closed by peer"), not the cause; any other
+        # exception (torch.distributed.checkpoint's CheckpointException derives from
+        # BaseException) multiprocessing prints in each failing rank, line by line, interleaved.
+        if not isinstance(e, (SystemExit, KeyboardInterrupt)):
             print_exception()
         raise
 

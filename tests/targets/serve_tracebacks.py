@@ -7,7 +7,10 @@ catches only an Exception; multiprocessing prints any other in each failing rank
 and the ranks' lines interleave. paradiff signs a crash by the first traceback in the log, its
 exception and innermost frame (targets/crash_state.cpp): in the log, opened as a warm leader opens
 it, the first traceback's frames must run unbroken to its exception line. Also: a SystemExit's
-message reaches the log. Exits 0 when all ROUNDS rounds hold, 1 otherwise.
+message reaches the log; and a rank whose Exception makes its peer's collective fail ("Connection
+closed by peer") writes its own traceback to the log, whichever failed rank torch.multiprocessing
+quotes (it quotes one, the first it notices: the peer, on a loaded machine). Exits 0 when all ROUNDS
+rounds hold, 1 otherwise.
 Usage: serve_tracebacks.py [ROUNDS=5]"""
 import json
 import multiprocessing
@@ -91,10 +94,47 @@ def exit_message_ok(work):
     return True
 
 
+def cause_then_peer(rank, world, run_dir):
+    import torch.distributed as dist
+    dist.init_process_group("gloo", init_method="file://" + os.path.join(run_dir, "store"),
+                            rank=rank, world_size=world)
+    dist.barrier()
+    if rank == 1:
+        raise ValueError("planted cause in rank 1")
+    dist.barrier()  # rank 0: fails once rank 1's process has ended
+
+
+def cause_logged(work):
+    """The failing rank's own traceback (not only torch.multiprocessing's quote of one failed
+    rank) is in the log, ahead of any peer's consequence."""
+    run_dir = tempfile.mkdtemp(dir=work)
+    with open(os.path.join(run_dir, "run.json"), "w") as f:
+        json.dump({"world": 2}, f)
+    log = os.path.join(run_dir, "target.log")
+    pid = os.fork()
+    if pid == 0:
+        serve.output_to(log, os.O_CREAT | os.O_TRUNC)
+        os._exit(serve.run_for_code(serve.fork_ranks, cause_then_peer, run_dir))
+    _, status = os.waitpid(pid, 0)
+    lines = open(log).read().splitlines()
+    ends = []  # the exception line of each traceback not quoted by torch.multiprocessing
+    for i, line in enumerate(lines):
+        if line.startswith("Traceback (most recent call last)") and not (
+                i > 0 and "terminated with the following error" in lines[i - 1]):
+            j = i + 1
+            while j < len(lines) and lines[j].startswith("  "):
+                j += 1
+            ends.append(lines[j] if j < len(lines) else "(end of log)")
+    if os.waitstatus_to_exitcode(status) != 1 or "ValueError: planted cause in rank 1" not in ends:
+        print("a rank's cause not in its own traceback: exit %r, tracebacks ending %r" % (status, ends))
+        return False
+    return True
+
+
 def main():
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 5
     with tempfile.TemporaryDirectory() as work:
-        if not exit_message_ok(work):
+        if not exit_message_ok(work) or not cause_logged(work):
             return 1
         for r in range(rounds):
             if not round_ok(work):
