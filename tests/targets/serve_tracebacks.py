@@ -44,31 +44,42 @@ def train(rank, world, run_dir, barrier):
     deep(rank, DEPTH)
 
 
-def round_ok(work):
+def lead(work, world, train, *args):
+    """train(rank, world, run_dir, *args) on world ranks forked by serve.fork_ranks in a leader
+    forked as serve._lead runs one, its output in the run's log: the leader's exit code and the
+    log's lines."""
     run_dir = tempfile.mkdtemp(dir=work)
     with open(os.path.join(run_dir, "run.json"), "w") as f:
-        json.dump({"world": WORLD}, f)
+        json.dump({"world": world}, f)
     log = os.path.join(run_dir, "target.log")
-    barrier = multiprocessing.get_context("fork").Barrier(WORLD)
     pid = os.fork()
-    if pid == 0:  # a leader, as serve._lead runs one: its output in the run's log
+    if pid == 0:
         serve.output_to(log, os.O_CREAT | os.O_TRUNC)
-        os._exit(serve.run_for_code(serve.fork_ranks, train, run_dir, barrier))
+        os._exit(serve.run_for_code(serve.fork_ranks, train, run_dir, *args))
     _, status = os.waitpid(pid, 0)
-    if os.waitstatus_to_exitcode(status) != 1:
-        print("the leader exited with %r, not 1" % status)
+    return os.waitstatus_to_exitcode(status), open(log).read().splitlines()
+
+
+def exception_line(lines, i):
+    """The traceback that starts at lines[i]: the index of the line past its frames ("  File ..."
+    and their source lines), and that line, its exception's ("(end of log)" past the end)."""
+    j = i + 1
+    while j < len(lines) and lines[j].startswith("  "):
+        j += 1
+    return j, lines[j] if j < len(lines) else "(end of log)"
+
+
+def round_ok(work):
+    code, lines = lead(work, WORLD, train, multiprocessing.get_context("fork").Barrier(WORLD))
+    if code != 1:
+        print("the leader exited with %r, not 1" % code)
         return False
-    lines = open(log).read().splitlines()
     starts = [i for i, line in enumerate(lines) if line.startswith("Traceback (most recent call last)")]
     if not starts:
         print("no traceback in the log")
         return False
-    # The first traceback's lines: frames ("  File ..." and their source lines) up to its exception.
     i = starts[0]
-    j = i + 1
-    while j < len(lines) and lines[j].startswith("  "):
-        j += 1
-    end = lines[j] if j < len(lines) else "(end of log)"
+    j, end = exception_line(lines, i)
     if not re.match(r"(__main__\.)?Planted: planted in rank \d$", end):
         print("the first traceback broken at log line %d: %r" % (j + 1, end))
         return False
@@ -107,26 +118,14 @@ def cause_then_peer(rank, world, run_dir):
 def cause_logged(work):
     """The failing rank's own traceback (not only torch.multiprocessing's quote of one failed
     rank) is in the log, ahead of any peer's consequence."""
-    run_dir = tempfile.mkdtemp(dir=work)
-    with open(os.path.join(run_dir, "run.json"), "w") as f:
-        json.dump({"world": 2}, f)
-    log = os.path.join(run_dir, "target.log")
-    pid = os.fork()
-    if pid == 0:
-        serve.output_to(log, os.O_CREAT | os.O_TRUNC)
-        os._exit(serve.run_for_code(serve.fork_ranks, cause_then_peer, run_dir))
-    _, status = os.waitpid(pid, 0)
-    lines = open(log).read().splitlines()
+    code, lines = lead(work, 2, cause_then_peer)
     ends = []  # the exception line of each traceback not quoted by torch.multiprocessing
     for i, line in enumerate(lines):
         if line.startswith("Traceback (most recent call last)") and not (
                 i > 0 and "terminated with the following error" in lines[i - 1]):
-            j = i + 1
-            while j < len(lines) and lines[j].startswith("  "):
-                j += 1
-            ends.append(lines[j] if j < len(lines) else "(end of log)")
-    if os.waitstatus_to_exitcode(status) != 1 or "ValueError: planted cause in rank 1" not in ends:
-        print("a rank's cause not in its own traceback: exit %r, tracebacks ending %r" % (status, ends))
+            ends.append(exception_line(lines, i)[1])
+    if code != 1 or "ValueError: planted cause in rank 1" not in ends:
+        print("a rank's cause not in its own traceback: exit %r, tracebacks ending %r" % (code, ends))
         return False
     return True
 
