@@ -373,13 +373,13 @@ def train(rank, world, run_dir, a):
         for m in range(A if pipe is None else 0):
             g = (rank // tp) * A + m  # this rank's dp replica's micro-batches
             last = m == A - 1
-            ctx = net.no_sync() if (a.parallel == "ddp" and not last and not a.sync_every_micro_step) else contextlib.nullcontext()
+            no_sync = (a.parallel == "ddp" and not a.sync_every_micro_step
+                       or a.parallel == "fsdp1" and a.sync_last_micro_step)
+            ctx = net.no_sync() if no_sync and not last else contextlib.nullcontext()
             if a.parallel == "fsdp2" and a.sync_last_micro_step:
                 net.set_requires_gradient_sync(last)
             if a.all_reduce_last_micro_step:
                 net.set_requires_all_reduce(last)
-            if a.parallel == "fsdp1" and a.sync_last_micro_step and not last:
-                ctx = net.no_sync()
             if a.parallel == "tp":
                 ctx = net.loss_context()  # loss_parallel, forward and backward
             with ctx:
