@@ -36,6 +36,16 @@ std::string OptionMisfit(const TargetOption& o, const std::string& value, const 
     return value + " is not set at " + l.stage_field + " " + std::to_string(l.stage) +
            " (the target declares \"zero_stages\": [" + listed + "])";
   }
+  for (const auto& [other, wanted] : o.requires) {
+    const auto it = cfg.target_options.find(other);
+    if (it != cfg.target_options.end() &&
+        std::find(wanted.begin(), wanted.end(), it->second) != wanted.end())
+      continue;
+    std::string listed;
+    for (const std::string& w : wanted) listed += (listed.empty() ? "" : ", ") + w;
+    return value + " is set only with target_options." + other + " one of [" + listed +
+           "] (the target declares \"requires\")";
+  }
   if (!o.divides_dp) return "";
   // The target file's parser admits only positive integers under "divides" (target_file.cpp).
   const long long n = std::atoll(value.c_str());

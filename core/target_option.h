@@ -3,6 +3,7 @@
 // Used by the target's support check (refusal) and by the generator (it draws only fitting values).
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -20,10 +21,16 @@ struct TargetOption {
   // stage with a checkpoint, is listed (DeepSpeed offloads parameters at stage 3 only, and changes
   // its optimizer at stage 1 under offload). Empty: any stage.
   std::vector<int64_t> zero_stages;
+  // "requires": {"OTHER": [v, ...]}: a value is set only in a config that sets the target's option
+  // OTHER to one of those values (ZeRO 2 and 3 take DeepSpeed's gradient_predivide_factor only
+  // with zero_optimization.reduce_scatter false, which is not their default). OTHER has no
+  // "requires" of its own, so the generator can draw it first.
+  std::map<std::string, std::vector<std::string>>
+  requires;
 };
 
-// Why `value` of option `o` does not fit cfg (its dp or ZeRO stage, or those it reloads into), or
-// "" when it does.
+// Why `value` of option `o` does not fit cfg (its dp or ZeRO stage, or those it reloads into, or
+// the options it requires), or "" when it does.
 std::string OptionMisfit(const TargetOption& o, const std::string& value, const Config& cfg);
 
 }  // namespace paradiff

@@ -658,16 +658,18 @@ void DrawShardGroup(Config& c, SeqRng& rng) {
 // After the rest of the config, and only for a target that declares options: every other draw, and
 // so every config of a campaign against a target without options, is what it was without them. A
 // value that does not fit the config (core/target_option.h) is not drawn; with none fitting, the
-// option stays at the target's default.
+// option stays at the target's default. Options with a "requires" come after all the others, so
+// that what they require is drawn already (and a file without one draws as it did before).
 Config DrawTargetOptions(Config c, SeqRng& rng, const DomainOptions& opts) {
   if (opts.shard_groups) DrawShardGroup(c, rng);
-  for (const auto& [name, option] : opts.target_options) {
-    if (!rng.Chance(0.5)) continue;
-    std::vector<std::string> fits;
-    for (const std::string& v : option.values)
-      if (OptionMisfit(option, v, c).empty()) fits.push_back(v);
-    if (!fits.empty()) c.target_options[name] = fits[rng.Below(fits.size())];
-  }
+  for (const bool requiring : {false, true})
+    for (const auto& [name, option] : opts.target_options) {
+      if (option.requires.empty() == requiring || !rng.Chance(0.5)) continue;
+      std::vector<std::string> fits;
+      for (const std::string& v : option.values)
+        if (OptionMisfit(option, v, c).empty()) fits.push_back(v);
+      if (!fits.empty()) c.target_options[name] = fits[rng.Below(fits.size())];
+    }
   return c;
 }
 

@@ -103,8 +103,9 @@ DType ParseDType(Reader& r, const json& p, const char* k, Status* st) {
 }
 
 // "options": {"NAME": [scalar, ...] | {"values": [scalar, ...], "divides": "dp", "zero_stages":
-// [S, ...]}, ...}, each list non-empty and without repeats; under "divides" every value a positive
-// integer; "zero_stages" ZeRO stages 0-3.
+// [S, ...], "requires": {"OTHER": [scalar, ...]}}, ...}, each list non-empty and without repeats;
+// under "divides" every value a positive integer; "zero_stages" ZeRO stages 0-3; "requires" names
+// other options of the file, without a "requires" of their own, and values they declare.
 std::vector<int64_t> ParseOptionStages(const json& spec, const std::string& field, Reader& r) {
   const json& v = spec["zero_stages"];
   std::vector<int64_t> stages;
@@ -120,6 +121,56 @@ std::vector<int64_t> ParseOptionStages(const json& spec, const std::string& fiel
   return ok ? stages : std::vector<int64_t>{};
 }
 
+std::map<std::string, std::vector<std::string>> ParseOptionRequires(const json& spec,
+                                                                    const std::string& field,
+                                                                    Reader& r) {
+  const json& v = spec["requires"];
+  const std::string rule =
+      "must be a non-empty object {\"OTHER\": [values]}: the option is set only where the "
+      "target's option OTHER is set to one of them";
+  std::map<std::string, std::vector<std::string>> out;
+  if (!v.is_object() || v.empty()) {
+    r.Error(KeyPath(field, "requires"), rule);
+    return out;
+  }
+  for (const auto& [other, values] : v.items()) {
+    bool ok = values.is_array() && !values.empty();
+    std::vector<std::string> texts;
+    for (size_t i = 0; ok && i < values.size(); ++i) {
+      ok = (values[i].is_boolean() || values[i].is_number() || values[i].is_string()) &&
+           !Has(texts, values[i].dump());
+      texts.push_back(values[i].dump());
+    }
+    if (!ok)
+      r.Error(KeyPath(KeyPath(field, "requires"), other),
+              "must be a non-empty array of distinct "
+              "scalar values of the option " +
+                  other);
+    else
+      out[other] = std::move(texts);
+  }
+  return out;
+}
+
+// Each option named under another's "requires" is declared, takes the values listed there, and
+// requires nothing itself (the generator draws the required options first).
+void CheckOptionRequires(const TargetSpec& t, Reader& r) {
+  for (const auto& [name, opt] : t.options)
+    for (const auto& [other, wanted] : opt.requires) {
+      const std::string field = KeyPath(KeyPath(KeyPath("options", name), "requires"), other);
+      const auto it = t.options.find(other);
+      if (it == t.options.end() || other == name) {
+        r.Error(field, "names no other option of the file");
+        continue;
+      }
+      if (!it->second.requires.empty())
+        r.Error(field, "names an option with a \"requires\" of its own (one level only)");
+      for (const std::string& w : wanted)
+        if (!Has(it->second.values, w))
+          r.Error(field, w + " is not one of the values of the option " + other);
+    }
+}
+
 void ParseOptions(const json& o, TargetSpec& t, Reader& r, Status* st) {
   if (!o.is_object()) {
     r.Error("options", "must be an object {\"NAME\": [values]} of the target's own settings");
@@ -130,12 +181,13 @@ void ParseOptions(const json& o, TargetSpec& t, Reader& r, Status* st) {
     TargetOption opt;
     const json* values = &spec;
     if (spec.is_object()) {
-      Reader(spec, field + ".", st).Unknown({"values", "divides", "zero_stages"});
+      Reader(spec, field + ".", st).Unknown({"values", "divides", "zero_stages", "requires"});
       if (spec.contains("divides")) {
         opt.divides_dp = spec["divides"] == "dp";
         if (!opt.divides_dp) r.Error(KeyPath(field, "divides"), "must be \"dp\"");
       }
       if (spec.contains("zero_stages")) opt.zero_stages = ParseOptionStages(spec, field, r);
+      if (spec.contains("requires")) opt.requires = ParseOptionRequires(spec, field, r);
       field = KeyPath(field, "values");
       values = spec.contains("values") ? &spec["values"] : nullptr;
     }
@@ -156,6 +208,7 @@ void ParseOptions(const json& o, TargetSpec& t, Reader& r, Status* st) {
     }
     t.options[name] = std::move(opt);
   }
+  CheckOptionRequires(t, r);
 }
 
 // "checkpoint": {"reload_changes": [...], "reload_zero_stages": {"S": [stages]},

@@ -564,7 +564,8 @@ TEST(ConfigDomain, ShardGroupsAreDrawnOnlyForASystemThatTakesThem) {
 TEST(ConfigDomain, AnOptionThatDividesDpIsDrawnOnlyWhereItDivides) {
   DomainOptions opts = EngineOptions();
   opts.accept = nullptr;
-  opts.target_options = {{"hpz", {{"2", "3", "4"}, /*divides_dp=*/true, /*zero_stages=*/{}}}};
+  opts.target_options = {
+      {"hpz", {{"2", "3", "4"}, /*divides_dp=*/true, /*zero_stages=*/{}, /*requires=*/{}}}};
   std::set<std::string> seen;
   int reloads = 0;
   for (const Config& c : Generate(14, opts, 400)) {
@@ -585,7 +586,8 @@ TEST(ConfigDomain, AnOptionThatDividesDpIsDrawnOnlyWhereItDivides) {
 TEST(ConfigDomain, AnOptionWithZeroStagesIsDrawnOnlyAtThoseStages) {
   DomainOptions opts = EngineOptions();
   opts.accept = nullptr;
-  opts.target_options = {{"offload", {{"\"cpu\""}, /*divides_dp=*/false, /*zero_stages=*/{3}}}};
+  opts.target_options = {
+      {"offload", {{"\"cpu\""}, /*divides_dp=*/false, /*zero_stages=*/{3}, /*requires=*/{}}}};
   int set = 0, stage3_unset = 0;
   for (const Config& c : Generate(15, opts, 400)) {
     const bool has = c.target_options.count("offload") > 0;
@@ -599,12 +601,39 @@ TEST(ConfigDomain, AnOptionWithZeroStagesIsDrawnOnlyAtThoseStages) {
   EXPECT_GT(stage3_unset, 0);  // still left at the default half the time
 }
 
+// An option with a "requires" is drawn only in configs that drew the required value, and then
+// still half the time; the options without one draw as they would without it.
+TEST(ConfigDomain, AnOptionWithRequiresIsDrawnOnlyWithTheRequiredValue) {
+  DomainOptions opts = EngineOptions();
+  opts.accept = nullptr;
+  opts.target_options = {{"rs", {{"true", "false"}, false, {}, {}}}};
+  const std::vector<Config> plain = Generate(16, opts, 300);
+  TargetOption f{{"2.0", "4.0"}, false, {}, {}};
+  f.requires = {{"rs", {"false"}}};
+  opts.target_options["f"] = f;  // "f" sorts before "rs": drawn after it all the same
+  const std::vector<Config> with = Generate(16, opts, 300);
+  int set = 0, required_unset = 0;
+  for (const Config& c : with) {
+    const auto& o = c.target_options;
+    const bool required = o.count("rs") > 0 && o.at("rs") == "false";
+    const bool has = o.count("f") > 0;
+    EXPECT_TRUE(required || !has) << WriteConfig(c);
+    set += has;
+    required_unset += required && !has;
+  }
+  EXPECT_GT(set, 0);
+  EXPECT_GT(required_unset, 0);
+  Config first = with[0];  // the same draws up to its options' last
+  first.target_options.erase("f");
+  EXPECT_EQ(WriteConfig(first), WriteConfig(plain[0]));
+}
+
 TEST(ConfigDomain, TargetOptionsAreDrawnFromTheDeclaredValuesOnly) {
   DomainOptions opts = EngineOptions();
   const std::vector<Config> plain = Generate(12, opts, 200);
   opts.accept = nullptr;
-  opts.target_options = {{"a.flag", {{"true", "false"}, false, {}}},
-                         {"size", {{"64", "500000000"}, false, {}}}};
+  opts.target_options = {{"a.flag", {{"true", "false"}, false, {}, {}}},
+                         {"size", {{"64", "500000000"}, false, {}, {}}}};
   const std::vector<Config> with = Generate(12, opts, 200);
   std::map<std::string, std::set<std::string>> seen;
   int unset = 0;

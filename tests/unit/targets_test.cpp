@@ -191,6 +191,54 @@ TEST(TargetFile, AnOptionWithZeroStagesIsSetOnlyAtThoseStages) {
   }
 }
 
+// An option under "requires" (DeepSpeed's gradient_predivide_factor, which ZeRO 2 and 3 take only
+// with reduce_scatter false) is set only where the named option holds one of the listed values;
+// the file names a declared option, its declared values, and one level only.
+TEST(TargetFile, AnOptionWithRequiresIsSetOnlyWithTheRequiredValue) {
+  const char* head = R"({"protocol": 1, "name": "x", "command": ["/bin/true", "{run_dir}"],
+      "supports": {"max_world": 4}, "options": {"rs": [true, false], "f": )";
+  StatusOr<TargetSpec> t = ParseTargetSpec(
+      std::string(head) + R"({"values": [2.0], "requires": {"rs": [false]}}}})", "t.json");
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_EQ(t.value().options.at("f").requires.at("rs"), std::vector<std::string>{"false"});
+  Config c;
+  c.parallel.dp = c.parallel.world = 2;
+  c.target_options = {{"f", "2.0"}, {"rs", "false"}};
+  EXPECT_TRUE(TargetSupports(t.value(), c).ok()) << TargetSupports(t.value(), c).ToString();
+  for (const auto& other : std::vector<std::map<std::string, std::string>>{{}, {{"rs", "true"}}}) {
+    c.target_options = other;
+    c.target_options["f"] = "2.0";
+    const Status no = TargetSupports(t.value(), c);
+    ASSERT_EQ(no.errors().size(), 1u) << no.ToString();
+    EXPECT_EQ(no.errors()[0].field, "target_options.f");
+    EXPECT_NE(no.ToString().find("2.0 is set only with target_options.rs one of [false]"),
+              std::string::npos)
+        << no.ToString();
+  }
+  c.target_options = {{"rs", "true"}};  // the required option alone is fine
+  EXPECT_TRUE(TargetSupports(t.value(), c).ok()) << TargetSupports(t.value(), c).ToString();
+  for (const char* bad :
+       {R"({"values": [2.0], "requires": {"nope": [false]}})",
+        R"({"values": [2.0], "requires": {"f": [2.0]}})",
+        R"({"values": [2.0], "requires": {"rs": ["no"]}})",
+        R"({"values": [2.0], "requires": {"rs": []}})", R"({"values": [2.0], "requires": {}})",
+        R"({"values": [2.0], "requires": ["rs"]})"}) {
+    const StatusOr<TargetSpec> r = ParseTargetSpec(std::string(head) + bad + "}}", "t.json");
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().ToString().find("options.f.requires"), std::string::npos)
+        << r.status().ToString();
+  }
+  const StatusOr<TargetSpec> chain = ParseTargetSpec(
+      R"({"protocol": 1, "name": "x", "command": ["/bin/true", "{run_dir}"], "options": {
+      "a": [1], "b": {"values": [1], "requires": {"a": [1]}},
+      "c": {"values": [1], "requires": {"b": [1]}}}})",
+      "t.json");
+  ASSERT_FALSE(chain.ok());
+  EXPECT_NE(chain.status().ToString().find("options.c.requires.b: names an option with a"),
+            std::string::npos)
+      << chain.status().ToString();
+}
+
 // zero.shard_group other than 0 needs a target that declares supports.shard_groups; the built-in
 // engine shards over every dp rank only.
 TEST(TargetFile, ShardGroupsNeedTheTargetsSupport) {
