@@ -99,7 +99,17 @@ ADAPTER = {
     "adapter.module_tree": ["nested"],
     "adapter.poison_uninitialized": [True],
 }
-OPTIONS_ZERO3 = dict(OPTIONS, **ZERO3, **OFFLOAD, **ADAPTER)
+# Where the gradients are divided by dp around their reduction: a factor before the sum and dp over
+# it after (gradient_predivide_factor; DeepSpeed's default 1: all of it after), or all of it before
+# (prescale_gradients). ZeRO 2 and 3 refuse either with reduce_scatter, their default ("not yet
+# supported ... with reduce scatter enabled"), hence "requires"; ZeRO 0 ignores reduce_scatter.
+# Factors: powers of two, below, at and above the test layouts' dp (1-4).
+SCALING = {
+    "gradient_predivide_factor": {"values": [2.0, 4.0, 8.0],
+                                  "requires": {"zero_optimization.reduce_scatter": [False]}},
+    "prescale_gradients": {"values": [True], "requires": {"zero_optimization.reduce_scatter": [False]}},
+}
+OPTIONS_ZERO3 = dict(OPTIONS, **ZERO3, **OFFLOAD, **ADAPTER, **SCALING)
 # The older releases' _ckpt files: the same with torch's checkpoint only. Before 0.19.8 DeepSpeed's
 # own (deepspeed.checkpointing, reentrant or not) fails on the CPU accelerator at its first call
 # (get_accelerator().Stream is None there; docs/FINDINGS.md).
@@ -133,8 +143,7 @@ CHECKPOINT = {"reload_changes": ["dp", "zero_stage"],
 PIPE_CHECKPOINT = {"reload_changes": ["dp", "zero_stage"], "reload_zero_stages": {"0": [0], "1": [1]},
                    "reload_changes_optimizers": ["adam", "adamw"]}
 # Not varied: round_robin_gradients (DeepSpeed's own fragment accessors, which the adapter's
-# reports use, fail under it: adapters/deepspeed/repro/zero2_round_robin_full_grad.py) and
-# prescale_gradients (DeepSpeed refuses it at ZeRO 2 with reduce_scatter, its default).
+# reports use, fail under it: adapters/deepspeed/repro/zero2_round_robin_full_grad.py).
 
 
 def target(name, description, version, stages, precision, reports=("grad", "optimizer"), extra_args=(),

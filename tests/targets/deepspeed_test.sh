@@ -101,6 +101,27 @@ c['target_options'] = {'zero_optimization.zero_hpz_partition_size': 2, 'zero_opt
       "sig=mismatch.update.master.embedding.optimizer " "del c['target_options']" \
       "BUG: the sub-groups share one step tensor" "$DS/repro/zero3_universal_subgroups_shared_step.py"
     ;;
+  deepspeed_gradient_scaling)
+    need_deepspeed
+    # Where the gradients are divided by dp (docs/DEEPSPEED.md, "Options"): both options "require"
+    # reduce_scatter false, which ZeRO 2 and 3 need for them; a config without it is refused
+    # (exit 2) naming the rule, before DeepSpeed's assertion would be reached. prescale_gradients
+    # and a factor other than dp at ZeRO 3 pass.
+    min=$DS/repro/zero3_predivide_factor_equal_dp.config.json
+    derive_json "$min" "$TMP/bare.json" "c['target_options'] = {'gradient_predivide_factor': 2.0}"
+    expect 2 "$P" run "$TMP/bare.json" --target "$DS/deepspeed.json"
+    has 'gradient_predivide_factor: 2.0 is set only with target_options.zero_optimization.reduce_scatter one of \[false\]'
+    derive_json "$min" "$TMP/pre.json" "o = c['target_options']; del o['gradient_predivide_factor']; \
+o['prescale_gradients'] = True"
+    derive_json "$min" "$TMP/f4.json" "c['target_options']['gradient_predivide_factor'] = 4.0"
+    passes_on "$DS/deepspeed.json" "$TMP/pre.json" "$TMP/f4.json"
+    # A DeepSpeed bug (docs/DEEPSPEED.md): ZeRO 3 with the factor equal to dp divides the gradients
+    # by dp twice. The minimized config's gradient is the truth scaled by 1/2 at dp 2; the same
+    # config at ZeRO 2 passes; the reproducer exits 1. This test fails once a release fixes it.
+    known_bug "$DS/deepspeed.json" "$min" \
+      "sig=mismatch.numeric.grad.embedding.reduction.scale " "c['zero']['stage'] = 2" \
+      "BUG: the step is 0.5 x the averaged gradient's" "$DS/repro/zero3_predivide_factor_equal_dp.py"
+    ;;
   deepspeed_offload)
     need_deepspeed
     # ZeRO-Offload (docs/DEEPSPEED.md, "Options"): the optimizer on the host at ZeRO 2 with a client
