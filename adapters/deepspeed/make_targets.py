@@ -119,8 +119,16 @@ OPTIONS_OLDER = dict(OPTIONS_ZERO3, **{"adapter.activation_checkpointing": ["tor
 # only (engine.py _do_optimizer_sanity_check: "... == 1 and not self.zero_cpu_offload()"): the
 # fp32acc file declares stage 1's gradients whole, so it offloads at ZeRO 2 and 3 only (ZeRO 1's
 # offload is deepspeed_zero1.json's).
+# The BF16_Optimizer's immediate gradient update (bf16.immediate_grad_update, off by default in
+# DeepSpeed's precision config): a hook adds each micro-step's bf16 gradient into the fp32 gradient
+# buffer during backward and frees it, instead of all of them at the accumulation boundary
+# (bf16_optimizer.py create_grad_acc_hooks; the pipeline engine then skips its per-micro-step
+# update_hp_grads). Only where DeepSpeed runs that optimizer: bf16 with fp32 accumulation at ZeRO 1
+# here, and the pipeline's bf16 at ZeRO 0 (deepspeed_pp_bf16.json).
+IMMEDIATE_GRAD_UPDATE = {"bf16.immediate_grad_update": [True]}
 OPTIONS_FP32ACC = dict(OPTIONS_ZERO3, **{
     "zero_optimization.offload_optimizer.device": {"values": ["cpu"], "zero_stages": [2, 3]},
+    "bf16.immediate_grad_update": {"values": [True], "zero_stages": [1]},
 })
 # Not varied: ZeRO-Offload++'s offload_optimizer.ratio (ZeRO 3 with DeepSpeed's own optimizer). It
 # keeps the sub-groups below the ratio on the accelerator, stepped by a torch AdamW, but it places
@@ -227,7 +235,7 @@ def files():
         "partitions the fp32 master weights and optimizer state over dp and clips in the accumulation "
         "dtype; pp 1 runs a one-stage pipeline (adapters/deepspeed/pipe.py, docs/DEEPSPEED.md)" % NEWEST,
         NEWEST, [0], BF16, parallel=("dp", "pp"), partitioned_from={"grad": 1, "optimizer": 0},
-        extra_args=["--pipe"])
+        extra_args=["--pipe"], options=IMMEDIATE_GRAD_UPDATE)
     # bf16_optimizer.py step(): clip_tensors_by_global_norm multiplies its gradient buffers, of
     # dtype grad_acc_dtype, in place (see Note [Clip in the accumulation dtype] in
     # oracles/update_oracle.cpp); ZeRO 1's optimizer clips its float32 partition.

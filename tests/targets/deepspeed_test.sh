@@ -288,6 +288,15 @@ c['model']['tied_embeddings'] = False; c['parallel'] = {'world': 4, 'dp': 2, 'pp
     # as ZeRO 0 is elsewhere, it is the false tiling finding the campaign reported.
     expect 0 "$P" run "$T/deepspeed_pp_bf16_zero0.json" --target "$DS/deepspeed_pp_bf16.json"
     has "SUMMARY: paradiff: PASS"
+    # ... and with the optimizer's immediate gradient update (an option of the file): each
+    # micro-step's gradient added into the fp32 buffer in backward, as DeepSpeed's log confirms.
+    derive_json "$T/deepspeed_pp_bf16_zero0.json" "$TMP/immediate.json" \
+      "c['target_options'] = {'bf16.immediate_grad_update': True}"
+    expect 0 "$P" run "$TMP/immediate.json" --target "$DS/deepspeed_pp_bf16.json" \
+      --keep-run-dirs "$TMP/immediate"
+    has "SUMMARY: paradiff: PASS"
+    cat "$TMP"/immediate/*/target.log >"$TMP/out"
+    has "optimizer BF16_Optimizer; .* immediate gradient update: True;"
     derive_target "$DS/deepspeed_pp_bf16.json" "$TMP/replicated.json" "t['partitioned_from'] = {'grad': 1}"
     expect 3 "$P" run "$T/deepspeed_pp_bf16_zero0.json" --target "$TMP/replicated.json"
     has "sig=invariant.tiling.master"
