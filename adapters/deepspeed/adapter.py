@@ -273,10 +273,11 @@ def train(rank, world, run_dir, a, extra):
         master = getattr(engine.optimizer, "master_weights_and_grads_dtype", None)  # ZeRO 1-3
         holders = sum(1 for m in engine.module.modules() if list(m.parameters(recurse=False)))
         print("deepspeed: ZeRO stage %d, optimizer %s; offload_optimizer: %s; offload_param: %s; "
-              "master weights and grads: %s; immediate gradient update: %s; activation checkpointing: %s; "
-              "modules holding parameters: %d; torch.empty fills with NaN: %s"
+              "master weights and grads: %s; immediate gradient update: %s; parameter alignment: %s; "
+              "activation checkpointing: %s; modules holding parameters: %d; torch.empty fills with NaN: %s"
               % (zc.stage, type(engine.optimizer).__name__, zc.offload_optimizer, zc.offload_param, master,
                  getattr(engine.optimizer, "immediate_grad_update", None),  # the BF16_Optimizer's
+                 getattr(engine.optimizer, "parameter_alignment", None),  # ZeRO 1 / 2 (0.19.8)
                  getattr(engine.module, "checkpointing", "off"), holders,
                  torch.are_deterministic_algorithms_enabled() and torch.utils.deterministic.fill_uninitialized_memory),
               flush=True)

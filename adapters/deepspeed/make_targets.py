@@ -110,6 +110,12 @@ SCALING = {
     "prescale_gradients": {"values": [True], "requires": {"zero_optimization.reduce_scatter": [False]}},
 }
 OPTIONS_ZERO3 = dict(OPTIONS, **ZERO3, **OFFLOAD, **ADAPTER, **SCALING)
+# ZeRO 1 and 2's parameter alignment (0.19.8 added it; older releases refuse the key): each
+# parameter starts at a 16-byte boundary of its group's flat buffer, with padding between
+# parameters (stage_1_and_2.py), so partitions, gradient buckets and the fragment maps the adapter
+# reads step over padding inside the buffer, not only at its end. The newest release's files.
+ALIGNMENT = {"zero_optimization.parameter_alignment": {"values": [True], "zero_stages": [1, 2]}}
+OPTIONS_NEWEST = dict(OPTIONS_ZERO3, **ALIGNMENT)
 # The older releases' _ckpt files: the same with torch's checkpoint only. Before 0.19.8 DeepSpeed's
 # own (deepspeed.checkpointing, reentrant or not) fails on the CPU accelerator at its first call
 # (get_accelerator().Stream is None there; docs/FINDINGS.md).
@@ -126,7 +132,7 @@ OPTIONS_OLDER = dict(OPTIONS_ZERO3, **{"adapter.activation_checkpointing": ["tor
 # update_hp_grads). Only where DeepSpeed runs that optimizer: bf16 with fp32 accumulation at ZeRO 1
 # here, and the pipeline's bf16 at ZeRO 0 (deepspeed_pp_bf16.json).
 IMMEDIATE_GRAD_UPDATE = {"bf16.immediate_grad_update": [True]}
-OPTIONS_FP32ACC = dict(OPTIONS_ZERO3, **{
+OPTIONS_FP32ACC = dict(OPTIONS_NEWEST, **{
     "zero_optimization.offload_optimizer.device": {"values": ["cpu"], "zero_stages": [2, 3]},
     "bf16.immediate_grad_update": {"values": [True], "zero_stages": [1]},
 })
@@ -200,7 +206,7 @@ def files():
             "deepspeed-" + v,
             "DeepSpeed %s (CPU accelerator, gloo): ZeRO 0, 2, 3, fp32 and bf16 with bf16 accumulation, "
             "client torch optimizers (adapters/deepspeed/adapter.py, docs/DEEPSPEED.md)" % v,
-            v, [0, 2, 3], [FP32] + BF16, options=OPTIONS_ZERO3 if v == NEWEST else OPTIONS,
+            v, [0, 2, 3], [FP32] + BF16, options=OPTIONS_NEWEST if v == NEWEST else OPTIONS,
             checkpoint=v == NEWEST)
         out[base + "_fp32acc.json"] = target(
             "deepspeed-%s-fp32acc" % v,
@@ -252,13 +258,13 @@ def files():
         "DeepSpeed %s ZeRO 1 (its ZeRO optimizer): it reduces each gradient slice to its owner only, "
         "so its gradients are partitioned from stage 1 (docs/DEEPSPEED.md)" % NEWEST,
         NEWEST, [1], [FP32] + BF16, partitioned_from={"grad": 1},
-        options=dict(OPTIONS, **OFFLOAD_OPTIMIZER, **ADAPTER),
+        options=dict(OPTIONS, **OFFLOAD_OPTIMIZER, **ADAPTER, **ALIGNMENT),
         checkpoint=True)
     own = target(
         "deepspeed-%s-adam" % NEWEST,
         "DeepSpeed %s with its own Adam / AdamW (the config's optimizer section; the CPU accelerator's "
         "C++ CPU Adam), ZeRO 0, 2, 3, fp32 and bf16 with bf16 accumulation (docs/DEEPSPEED.md)" % NEWEST,
-        NEWEST, [0, 2, 3], [FP32] + BF16, extra_args=["--ds-optimizer"], options=OPTIONS_ZERO3, checkpoint=True,
+        NEWEST, [0, 2, 3], [FP32] + BF16, extra_args=["--ds-optimizer"], options=OPTIONS_NEWEST, checkpoint=True,
         optimizers=("adam", "adamw"))
     # DeepSpeed JIT-builds the op on first use; scripts/setup-targets builds it ahead (the release's
     # pinned file lists it), so a run only loads it.
@@ -278,7 +284,7 @@ def files():
         NEWEST, [1, 2, 3], [bf16("fp32", "bf16", False), bf16("bf16", "bf16", False)],
         extra_args=["--ds-optimizer"], partitioned_from={"grad": 1}, optimizers=("adam", "adamw"),
         checkpoint=dict(CHECKPOINT, reload_zero_stages={"1": [1, 2], "2": [1, 2], "3": [3]}),
-        options=dict(OPTIONS, **ZERO3, **OFFLOAD_PARAM, **ADAPTER))
+        options=dict(OPTIONS, **ZERO3, **OFFLOAD_PARAM, **ADAPTER, **ALIGNMENT))
     low["optimizer_arithmetic"] = {"hyperparameters": "fp32", "clip": "accumulate"}
     out["deepspeed_bf16_master.json"] = low
     out["deepspeed_planted.json"] = target(

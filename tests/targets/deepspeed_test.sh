@@ -79,6 +79,19 @@ PY
       has "SUMMARY: paradiff: PASS"
       echo "zero $st world $w: $(grep SUMMARY "$TMP/out")"
     done
+    if [ $w = 2 ]; then
+      # ZeRO 1 and 2 with parameter alignment (an option of the newest release's files): padding
+      # between the parameters inside the flat buffers, as DeepSpeed's optimizer says in the log.
+      for st in 1 2; do
+        derive_json "$TMP/z$st.json" "$TMP/align$st.json" \
+          "c['target_options'] = {'zero_optimization.parameter_alignment': True}"
+      done
+      passes_on "$DS/deepspeed_zero1.json" "$TMP/align1.json"
+      expect 0 "$P" run "$TMP/align2.json" --target "$DS/deepspeed.json" --keep-run-dirs "$TMP/align"
+      has "SUMMARY: paradiff: PASS"
+      cat "$TMP"/align/*/target.log >"$TMP/out"
+      has "ZeRO stage 2, .* parameter alignment: True;"
+    fi
     ;;
   deepspeed_zero3_options)
     need_deepspeed
