@@ -109,7 +109,13 @@ SCALING = {
                                   "requires": {"zero_optimization.reduce_scatter": [False]}},
     "prescale_gradients": {"values": [True], "requires": {"zero_optimization.reduce_scatter": [False]}},
 }
-OPTIONS_ZERO3 = dict(OPTIONS, **ZERO3, **OFFLOAD, **ADAPTER, **SCALING)
+# ZeRO 1 and 2 reduce a bucket's gradient slices to each slice's owner: by default one all-reduce
+# of the whole bucket, each rank keeping its slices (use_multi_rank_bucket_allreduce); false: one
+# reduce per destination rank, whose result only that rank reads (stage_1_and_2.py
+# average_tensor, allreduce_no_retain with a rank).
+REDUCE_TO_OWNER = {"zero_optimization.use_multi_rank_bucket_allreduce": {"values": [False],
+                                                                        "zero_stages": [1, 2]}}
+OPTIONS_ZERO3 = dict(OPTIONS, **ZERO3, **OFFLOAD, **ADAPTER, **SCALING, **REDUCE_TO_OWNER)
 # ZeRO 1 and 2's parameter alignment (0.19.8 added it; older releases refuse the key): each
 # parameter starts at a 16-byte boundary of its group's flat buffer, with padding between
 # parameters (stage_1_and_2.py), so partitions, gradient buckets and the fragment maps the adapter
@@ -258,7 +264,7 @@ def files():
         "DeepSpeed %s ZeRO 1 (its ZeRO optimizer): it reduces each gradient slice to its owner only, "
         "so its gradients are partitioned from stage 1 (docs/DEEPSPEED.md)" % NEWEST,
         NEWEST, [1], [FP32] + BF16, partitioned_from={"grad": 1},
-        options=dict(OPTIONS, **OFFLOAD_OPTIMIZER, **ADAPTER, **ALIGNMENT),
+        options=dict(OPTIONS, **OFFLOAD_OPTIMIZER, **ADAPTER, **ALIGNMENT, **REDUCE_TO_OWNER),
         checkpoint=True)
     own = target(
         "deepspeed-%s-adam" % NEWEST,
@@ -284,7 +290,7 @@ def files():
         NEWEST, [1, 2, 3], [bf16("fp32", "bf16", False), bf16("bf16", "bf16", False)],
         extra_args=["--ds-optimizer"], partitioned_from={"grad": 1}, optimizers=("adam", "adamw"),
         checkpoint=dict(CHECKPOINT, reload_zero_stages={"1": [1, 2], "2": [1, 2], "3": [3]}),
-        options=dict(OPTIONS, **ZERO3, **OFFLOAD_PARAM, **ADAPTER, **ALIGNMENT))
+        options=dict(OPTIONS, **ZERO3, **OFFLOAD_PARAM, **ADAPTER, **ALIGNMENT, **REDUCE_TO_OWNER))
     low["optimizer_arithmetic"] = {"hyperparameters": "fp32", "clip": "accumulate"}
     out["deepspeed_bf16_master.json"] = low
     out["deepspeed_planted.json"] = target(
