@@ -116,6 +116,9 @@ SCALING = {
 REDUCE_TO_OWNER = {"zero_optimization.use_multi_rank_bucket_allreduce": {"values": [False],
                                                                         "zero_stages": [1, 2]}}
 OPTIONS_ZERO3 = dict(OPTIONS, **ZERO3, **OFFLOAD, **ADAPTER, **SCALING, **REDUCE_TO_OWNER)
+# The same scaling under deepspeed.pipe (ZeRO 0 and 1 there, which take it with reduce_scatter at
+# its default): the newest release's pipeline files.
+PIPE_SCALING = {"gradient_predivide_factor": [2.0, 4.0, 8.0], "prescale_gradients": [True]}
 # ZeRO 1 and 2's parameter alignment (0.19.8 added it; older releases refuse the key): each
 # parameter starts at a 16-byte boundary of its group's flat buffer, with padding between
 # parameters (stage_1_and_2.py), so partitions, gradient buckets and the fragment maps the adapter
@@ -240,14 +243,14 @@ def files():
         "DeepSpeed %s deepspeed.pipe: paradiff's GPT as a PipelineModule (tied embeddings as a "
         "TiedLayerSpec), pp with dp, ZeRO 0 and 1, fp32 (adapters/deepspeed/pipe.py)" % NEWEST,
         NEWEST, [0, 1], [FP32], parallel=("dp", "pp"), partitioned_from={"grad": 1},
-        checkpoint=PIPE_CHECKPOINT)
+        checkpoint=PIPE_CHECKPOINT, options=PIPE_SCALING)
     pp_bf16 = target(
         "deepspeed-%s-pp-bf16" % NEWEST,
         "DeepSpeed %s deepspeed.pipe in bf16 with bf16 accumulation, ZeRO 0: its BF16_Optimizer "
         "partitions the fp32 master weights and optimizer state over dp and clips in the accumulation "
         "dtype; pp 1 runs a one-stage pipeline (adapters/deepspeed/pipe.py, docs/DEEPSPEED.md)" % NEWEST,
         NEWEST, [0], BF16, parallel=("dp", "pp"), partitioned_from={"grad": 1, "optimizer": 0},
-        extra_args=["--pipe"], options=IMMEDIATE_GRAD_UPDATE)
+        extra_args=["--pipe"], options=dict(IMMEDIATE_GRAD_UPDATE, **PIPE_SCALING))
     # bf16_optimizer.py step(): clip_tensors_by_global_norm multiplies its gradient buffers, of
     # dtype grad_acc_dtype, in place (see Note [Clip in the accumulation dtype] in
     # oracles/update_oracle.cpp); ZeRO 1's optimizer clips its float32 partition.
@@ -258,7 +261,7 @@ def files():
         "DeepSpeed %s deepspeed.pipe in bf16 with bf16 accumulation, ZeRO 1 (its ZeRO optimizer); pp 1 "
         "runs a one-stage pipeline (adapters/deepspeed/pipe.py, docs/DEEPSPEED.md)" % NEWEST,
         NEWEST, [1], BF16, parallel=("dp", "pp"), partitioned_from={"grad": 1}, extra_args=["--pipe"],
-        checkpoint=PIPE_CHECKPOINT)
+        checkpoint=PIPE_CHECKPOINT, options=PIPE_SCALING)
     out["deepspeed_zero1.json"] = target(
         "deepspeed-%s-zero1" % NEWEST,
         "DeepSpeed %s ZeRO 1 (its ZeRO optimizer): it reduces each gradient slice to its owner only, "

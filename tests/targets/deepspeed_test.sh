@@ -295,6 +295,11 @@ c['model']['tied_embeddings'] = False; c['parallel'] = {'world': 4, 'dp': 2, 'pp
       has "SUMMARY: paradiff: PASS"
       echo "$c: $(grep SUMMARY "$TMP/out")"
     done
+    # Gradient scaling under the pipeline (options of the pipeline files): a predivide factor at
+    # ZeRO 0, all of it before the sum at ZeRO 1.
+    derive_json "$TMP/pp2dp2.json" "$TMP/ppf2.json" "c['target_options'] = {'gradient_predivide_factor': 2.0}"
+    derive_json "$TMP/pp2dp2z1.json" "$TMP/pppre.json" "c['target_options'] = {'prescale_gradients': True}"
+    passes_on "$DS/deepspeed_pp.json" "$TMP/ppf2.json" "$TMP/pppre.json"
     # Regression (the deepspeed_pp campaign at seed 821): in bf16 under a pipeline DeepSpeed runs
     # its BF16_Optimizer even at ZeRO 0, which partitions the fp32 master weights over dp. Declared
     # (deepspeed_pp_bf16.json: "optimizer": 0) the campaign's config passes; declared replicated,
