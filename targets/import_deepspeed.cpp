@@ -217,6 +217,19 @@ void Importer::Zero(const json& ds) {
     bucket_auto_ = Auto(b);
     Int(b, "zero_optimization.reduce_bucket_size", 0, bucket_);
   }
+  if (zp->contains("mics_shard_size")) {  // DeepSpeed's default -1: no MiCS
+    const json& m = (*zp)["mics_shard_size"];
+    int64_t shard = 0;
+    const bool off = m.is_number_integer() && m.get<int64_t>() <= 0;
+    if (!off && Int(m, "zero_optimization.mics_shard_size", 1, shard)) {
+      if (c_.zero.stage == 3)
+        c_.zero.shard_group = shard;
+      else
+        Warn("zero_optimization.mics_shard_size=" + std::to_string(shard) +
+             ": DeepSpeed shards within groups (MiCS) at stage 3 only; ignored at stage " +
+             std::to_string(c_.zero.stage));
+    }
+  }
   // Sizes and switches with no counterpart: checked for their type, then warned about.
   for (const char* k : {"allgather_bucket_size", "stage3_prefetch_bucket_size",
                         "stage3_param_persistence_threshold", "stage3_max_live_parameters",
@@ -239,8 +252,9 @@ void Importer::Zero(const json& ds) {
     }
     Ignore(std::string("zero_optimization.") + k);
   }
-  IgnoreOthers(*zp, "zero_optimization.",
-               {"stage", "reduce_bucket_size", "offload_optimizer", "offload_param"});
+  IgnoreOthers(
+      *zp, "zero_optimization.",
+      {"stage", "reduce_bucket_size", "mics_shard_size", "offload_optimizer", "offload_param"});
 }
 
 void Importer::Precision(const json& ds) {

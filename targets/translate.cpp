@@ -138,6 +138,8 @@ json ExportDeepSpeed(const Config& c) {
       {"gradient_clipping", c.clip_grad_norm},
       {"communication_data_type", Name(c.precision.reduce)},
       {"data_types", {{"grad_accum_dtype", Name(c.precision.accumulate)}}}};
+  // MiCS: ZeRO 3 within groups of that many consecutive dp ranks (DeepSpeed's only shard groups).
+  if (c.zero.shard_group > 0) ds["zero_optimization"]["mics_shard_size"] = c.zero.shard_group;
   json params = {{"lr", c.optimizer.lr}, {"weight_decay", c.optimizer.weight_decay}};
   if (c.optimizer.kind == OptimizerKind::kSgd) {
     params["momentum"] = c.optimizer.momentum;

@@ -125,6 +125,8 @@ def export_deepspeed(cfg):
             if sched["kind"] == "warmup_linear":
                 sp["total_num_steps"] = sched["total_steps"]
             ds["scheduler"] = {"type": "WarmupLR" if sched["kind"] == "warmup" else "WarmupDecayLR", "params": sp}
+    if z.get("shard_group", 0):  # paradiff export's MiCS (no target file declares shard groups)
+        ds["zero_optimization"]["mics_shard_size"] = z["shard_group"]
     ds["bf16"] = {"enabled": p["param"] == "bf16"}
     fp16 = {"enabled": p["param"] == "fp16"}
     if p["param"] == "fp16":

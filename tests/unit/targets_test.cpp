@@ -510,6 +510,36 @@ TEST(Translate, DeepSpeedRoundTrip) {
           .ok());
 }
 
+// zero.shard_group is DeepSpeed's MiCS (mics_shard_size), which DeepSpeed applies at ZeRO 3 only.
+TEST(Translate, DeepSpeedMicsShardSizeIsTheShardGroup) {
+  Config c;
+  c.parallel.dp = c.parallel.world = 4;
+  c.zero.stage = 3;
+  c.zero.shard_group = 2;
+  const nlohmann::json ds = ExportDeepSpeed(c);
+  EXPECT_EQ(ds["zero_optimization"]["mics_shard_size"], 2);
+  StatusOr<ImportResult> back = ImportDeepSpeed(ds, Config{});
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_TRUE(back.value().config == c);
+  EXPECT_FALSE(ExportDeepSpeed(Config{})["zero_optimization"].contains("mics_shard_size"));
+  nlohmann::json z2 = ds;
+  z2["zero_optimization"]["stage"] = 2;
+  StatusOr<ImportResult> at2 = ImportDeepSpeed(z2, Config{});
+  ASSERT_TRUE(at2.ok()) << at2.status().ToString();
+  EXPECT_EQ(at2.value().config.zero.shard_group, 0);
+  bool warned = false;
+  for (const ImportMessage& m : at2.value().messages)
+    warned |= m.text.find("mics_shard_size=2: DeepSpeed shards within groups") != std::string::npos;
+  EXPECT_TRUE(warned);
+  nlohmann::json off = ds;
+  off["zero_optimization"]["mics_shard_size"] = -1;  // DeepSpeed's default
+  StatusOr<ImportResult> none = ImportDeepSpeed(off, Config{});
+  ASSERT_TRUE(none.ok()) << none.status().ToString();
+  EXPECT_EQ(none.value().config.zero.shard_group, 0);
+  off["zero_optimization"]["mics_shard_size"] = "two";
+  EXPECT_FALSE(ImportDeepSpeed(off, Config{}).ok());
+}
+
 // DeepSpeed's "Adam" is AdamW unless adam_w_mode is false; paradiff's adam survives a round trip.
 TEST(Translate, DeepSpeedAdamIsAdamWUnlessTold) {
   Config c;
