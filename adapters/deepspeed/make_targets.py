@@ -115,7 +115,12 @@ SCALING = {
 # average_tensor, allreduce_no_retain with a rank).
 REDUCE_TO_OWNER = {"zero_optimization.use_multi_rank_bucket_allreduce": {"values": [False],
                                                                         "zero_stages": [1, 2]}}
-OPTIONS_ZERO3 = dict(OPTIONS, **ZERO3, **OFFLOAD, **ADAPTER, **SCALING, **REDUCE_TO_OWNER)
+# ZeRO 1 and 2's elastic checkpoints (elastic_checkpoint, off by default): each rank saves its
+# optimizer state without padding and the step beside it, and a load merges every rank's files and
+# partitions them again (stage_1_and_2.py state_dict, _restore_elastic_base_optimizer_state). It
+# changes what a checkpoint holds only: every file that saves checkpoints.
+ELASTIC = {"zero_optimization.elastic_checkpoint": {"values": [True], "zero_stages": [1, 2]}}
+OPTIONS_ZERO3 = dict(OPTIONS, **ZERO3, **OFFLOAD, **ADAPTER, **SCALING, **REDUCE_TO_OWNER, **ELASTIC)
 # The same scaling under deepspeed.pipe (ZeRO 0 and 1 there, which take it with reduce_scatter at
 # its default): the newest release's pipeline files.
 PIPE_SCALING = {"gradient_predivide_factor": [2.0, 4.0, 8.0], "prescale_gradients": [True]}
@@ -267,7 +272,7 @@ def files():
         "DeepSpeed %s ZeRO 1 (its ZeRO optimizer): it reduces each gradient slice to its owner only, "
         "so its gradients are partitioned from stage 1 (docs/DEEPSPEED.md)" % NEWEST,
         NEWEST, [1], [FP32] + BF16, partitioned_from={"grad": 1},
-        options=dict(OPTIONS, **OFFLOAD_OPTIMIZER, **ADAPTER, **ALIGNMENT, **REDUCE_TO_OWNER),
+        options=dict(OPTIONS, **OFFLOAD_OPTIMIZER, **ADAPTER, **ALIGNMENT, **REDUCE_TO_OWNER, **ELASTIC),
         checkpoint=True)
     own = target(
         "deepspeed-%s-adam" % NEWEST,
@@ -293,7 +298,7 @@ def files():
         NEWEST, [1, 2, 3], [bf16("fp32", "bf16", False), bf16("bf16", "bf16", False)],
         extra_args=["--ds-optimizer"], partitioned_from={"grad": 1}, optimizers=("adam", "adamw"),
         checkpoint=dict(CHECKPOINT, reload_zero_stages={"1": [1, 2], "2": [1, 2], "3": [3]}),
-        options=dict(OPTIONS, **ZERO3, **OFFLOAD_PARAM, **ADAPTER, **ALIGNMENT, **REDUCE_TO_OWNER))
+        options=dict(OPTIONS, **ZERO3, **OFFLOAD_PARAM, **ADAPTER, **ALIGNMENT, **REDUCE_TO_OWNER, **ELASTIC))
     low["optimizer_arithmetic"] = {"hyperparameters": "fp32", "clip": "accumulate"}
     out["deepspeed_bf16_master.json"] = low
     out["deepspeed_planted.json"] = target(

@@ -8,7 +8,7 @@ set_tests_properties(e2e.targets.deepspeed_export_mapping PROPERTIES LABELS "e2e
 foreach(case deepspeed_parity_world1 deepspeed_parity_world2 deepspeed_pipe_parity deepspeed_checkpoint
              deepspeed_pipe_checkpoint
              deepspeed_own_adam deepspeed_lr_schedule deepspeed_fixed_after_0192 deepspeed_fixed_zero3_after_0192
-             deepspeed_zero3_options deepspeed_gradient_scaling
+             deepspeed_zero3_options deepspeed_gradient_scaling deepspeed_elastic_checkpoint
              deepspeed_offload deepspeed_bf16_master deepspeed_activation_checkpointing deepspeed_module_tree
              deepspeed_warm_leaks_nothing
              deepspeed_campaign_clean

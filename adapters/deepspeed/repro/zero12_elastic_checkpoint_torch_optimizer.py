@@ -1,0 +1,99 @@
+#!/usr/bin/env python3
+"""Standalone reproducer (no paradiff): a ZeRO 1 or 2 checkpoint saved with
+"elastic_checkpoint": true and a torch optimizer (torch.optim.Adam, AdamW, SGD: any optimizer that
+keeps its step per parameter, or none) cannot be loaded: engine.load_checkpoint fails with an
+AssertionError, in the same layout and with the same config that saved it.
+
+stage_1_and_2.py state_dict() writes the elastic step (BASE_OPTIMIZER_STATE_STEP) only when the
+optimizer's param_groups hold a "step", which DeepSpeed's own Adam does and torch's optimizers do
+not (torch keeps it in each parameter's state); _restore_step_from_elastic_checkpoint() asserts that
+key on every elastic load. DeepSpeed's own Adam (--optimizer deepspeed) saves and loads; so does
+elastic_checkpoint false.
+
+Run (two ranks as processes, CPU + gloo):
+  PYTHONPATH=work/venv/deepspeed-0.19.8 work/venv/torch-2.15.0/bin/python \\
+    adapters/deepspeed/repro/zero12_elastic_checkpoint_torch_optimizer.py [--stage 1|2]
+        [--optimizer torch|deepspeed] [--elastic 0|1]
+Exits 1 when load_checkpoint fails, 0 when it loads the checkpoint saved a moment before.
+"""
+import argparse
+import os
+import sys
+import tempfile
+import traceback
+
+os.environ.setdefault("DS_ACCELERATOR", "cpu")
+os.environ.setdefault("LOCAL_SIZE", "2")
+
+import torch  # noqa: E402
+import torch.multiprocessing as mp  # noqa: E402
+
+
+def import_deepspeed():
+    """deepspeed, without its CPU shared-memory all-reduce op: a g++ build of about 100 s that only
+    inference_all_reduce uses (training's collectives are gloo's)."""
+    import deepspeed
+    import deepspeed.comm.torch  # noqa: F401
+    sys.modules["deepspeed.comm.torch"].build_shm_op = lambda: None
+    return deepspeed
+
+
+WORLD = 2
+
+
+def engine_for(deepspeed, a):
+    model = torch.nn.Linear(4, 2)
+    cfg = {"train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 1, "train_batch_size": WORLD,
+           "steps_per_print": 1 << 30, "zero_allow_untested_optimizer": True,
+           "zero_optimization": {"stage": a.stage, "elastic_checkpoint": bool(a.elastic)}}
+    if a.optimizer == "deepspeed":  # DeepSpeed's own Adam (the CPU accelerator's C++ op, JIT-built)
+        cfg["optimizer"] = {"type": "AdamW", "params": {"lr": 1e-3}}
+        opt = None
+    else:
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    engine, _, _, _ = deepspeed.initialize(model=model, optimizer=opt, config=cfg)
+    return engine
+
+
+def train(rank, a, store, ckpt, results):
+    os.environ.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(WORLD))
+    deepspeed = import_deepspeed()
+    torch.distributed.init_process_group("gloo", init_method="file://" + store, rank=rank, world_size=WORLD)
+    engine = engine_for(deepspeed, a)
+    engine.backward(engine(torch.full((1, 4), float(rank + 1))).sum())
+    engine.step()
+    engine.save_checkpoint(ckpt, tag="t")
+    fresh = engine_for(deepspeed, a)  # the same layout and config, as a resumed job builds it
+    try:
+        path, _ = fresh.load_checkpoint(ckpt, tag="t")
+        results[rank] = "loaded %s" % path
+    except Exception as e:  # noqa: BLE001 (the failure is the finding)
+        results[rank] = "load_checkpoint failed: %s\n%s" % (type(e).__name__, traceback.format_exc(limit=-2))
+    torch.distributed.destroy_process_group()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--stage", type=int, default=2, choices=[1, 2])
+    ap.add_argument("--optimizer", default="torch", choices=["torch", "deepspeed"])
+    ap.add_argument("--elastic", type=int, default=1, choices=[0, 1])
+    a = ap.parse_args()
+    deepspeed = import_deepspeed()
+    results = mp.Manager().dict()
+    tmp = tempfile.mkdtemp()
+    store = os.path.join(tmp, "store")  # a file store: no port to collide with
+    mp.start_processes(train, args=(a, store, os.path.join(tmp, "ckpt"), results), nprocs=WORLD,
+                       start_method="fork")
+    print("deepspeed", deepspeed.__version__, "ZeRO", a.stage, "dp", WORLD, "elastic_checkpoint", bool(a.elastic),
+          "optimizer:", "torch.optim.AdamW" if a.optimizer == "torch" else "DeepSpeed's AdamW")
+    bad = False
+    for r in range(WORLD):
+        bad = bad or not results[r].startswith("loaded")
+        print("rank %d: %s" % (r, results[r]))
+    if bad:
+        print("BUG: the checkpoint DeepSpeed saved cannot be loaded in the layout that saved it")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
