@@ -10,11 +10,19 @@ not (torch keeps it in each parameter's state); _restore_step_from_elastic_check
 key on every elastic load. DeepSpeed's own Adam (--optimizer deepspeed) saves and loads; so does
 elastic_checkpoint false.
 
+--universal: resume on another dp instead, the way DeepSpeed's engine asks for ("Automatic
+adjustment of ZeRO's optimizer state partitioning with a new world size is not currently
+supported": a universal checkpoint): its converter deepspeed.checkpoint.ds_to_universal fails on
+every elastic checkpoint, whatever the optimizer (zero_checkpoint.py _get_param_group_states reads
+the base optimizer state as a dict; an elastic checkpoint holds a list), so an elastic checkpoint
+resumes on no other dp. elastic_checkpoint false converts.
+
 Run (two ranks as processes, CPU + gloo):
   PYTHONPATH=work/venv/deepspeed-0.19.8 work/venv/torch-2.15.0/bin/python \\
-    adapters/deepspeed/repro/zero12_elastic_checkpoint_torch_optimizer.py [--stage 1|2]
-        [--optimizer torch|deepspeed] [--elastic 0|1]
-Exits 1 when load_checkpoint fails, 0 when it loads the checkpoint saved a moment before.
+    adapters/deepspeed/repro/zero12_elastic_checkpoint.py [--stage 1|2]
+        [--optimizer torch|deepspeed] [--elastic 0|1] [--universal]
+Exits 1 when load_checkpoint (or with --universal, ds_to_universal) fails on the checkpoint saved a
+moment before, 0 when it succeeds.
 """
 import argparse
 import os
@@ -62,7 +70,11 @@ def train(rank, a, store, ckpt, results):
     engine = engine_for(deepspeed, a)
     engine.backward(engine(torch.full((1, 4), float(rank + 1))).sum())
     engine.step()
-    engine.save_checkpoint(ckpt, tag="t")
+    from deepspeed.checkpoint import UNIVERSAL_CHECKPOINT_INFO  # the client state the converter requires
+    engine.save_checkpoint(ckpt, tag="t", client_state={UNIVERSAL_CHECKPOINT_INFO: {}})
+    if a.universal:  # main() converts it
+        torch.distributed.destroy_process_group()
+        return
     fresh = engine_for(deepspeed, a)  # the same layout and config, as a resumed job builds it
     try:
         path, _ = fresh.load_checkpoint(ckpt, tag="t")
@@ -77,6 +89,7 @@ def main():
     ap.add_argument("--stage", type=int, default=2, choices=[1, 2])
     ap.add_argument("--optimizer", default="torch", choices=["torch", "deepspeed"])
     ap.add_argument("--elastic", type=int, default=1, choices=[0, 1])
+    ap.add_argument("--universal", action="store_true", help="convert with ds_to_universal instead of loading")
     a = ap.parse_args()
     deepspeed = import_deepspeed()
     results = mp.Manager().dict()
@@ -86,6 +99,18 @@ def main():
                        start_method="fork")
     print("deepspeed", deepspeed.__version__, "ZeRO", a.stage, "dp", WORLD, "elastic_checkpoint", bool(a.elastic),
           "optimizer:", "torch.optim.AdamW" if a.optimizer == "torch" else "DeepSpeed's AdamW")
+    if a.universal:
+        import subprocess
+        r = subprocess.run([sys.executable, "-m", "deepspeed.checkpoint.ds_to_universal", "--input_folder",
+                            os.path.join(tmp, "ckpt", "t"), "--output_folder", os.path.join(tmp, "universal"),
+                            "--num_extract_workers", "1", "--num_merge_workers", "1"],
+                           capture_output=True, text=True)
+        if r.returncode == 0:
+            print("ds_to_universal converted the checkpoint")
+            return 0
+        print("ds_to_universal failed:", (r.stderr.strip().splitlines() or ["?"])[-1])
+        print("BUG: DeepSpeed's universal converter cannot convert the checkpoint DeepSpeed saved")
+        return 1
     bad = False
     for r in range(WORLD):
         bad = bad or not results[r].startswith("loaded")
