@@ -7,8 +7,9 @@ AssertionError, in the same layout and with the same config that saved it.
 stage_1_and_2.py state_dict() writes the elastic step (BASE_OPTIMIZER_STATE_STEP) only when the
 optimizer's param_groups hold a "step", which DeepSpeed's own Adam does and torch's optimizers do
 not (torch keeps it in each parameter's state); _restore_step_from_elastic_checkpoint() asserts that
-key on every elastic load. DeepSpeed's own Adam (--optimizer deepspeed) saves and loads; so does
-elastic_checkpoint false.
+key on every elastic load. DeepSpeed's own Adam (--optimizer deepspeed: its FusedAdam keeps a group
+step) saves and loads; so does elastic_checkpoint false. (DeepSpeed's CPU Adam, taken under
+ZeRO-Offload, keeps the step per parameter like torch's.)
 
 --universal: resume on another dp instead, the way DeepSpeed's engine asks for ("Automatic
 adjustment of ZeRO's optimizer state partitioning with a new world size is not currently
