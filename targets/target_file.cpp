@@ -121,6 +121,25 @@ std::vector<int64_t> ParseOptionStages(const json& spec, const std::string& fiel
   return ok ? stages : std::vector<int64_t>{};
 }
 
+// A non-empty array of scalar values (boolean, number or string), each listed once, as the JSON
+// texts options hold (empty after an error, which names `field`).
+std::vector<std::string> ScalarTexts(const json* v, const std::string& field, Reader& r) {
+  std::vector<std::string> texts;
+  const bool scalars = v && v->is_array() && std::all_of(v->begin(), v->end(), [](const json& x) {
+                         return x.is_boolean() || x.is_number() || x.is_string();
+                       });
+  if (!scalars || v->empty()) {
+    r.Error(field, "must be a non-empty array of scalar values (boolean, number or string)");
+    return texts;
+  }
+  for (const json& x : *v) {
+    const std::string text = x.dump();
+    if (Has(texts, text)) r.Error(field, text + " is listed twice");
+    texts.push_back(text);
+  }
+  return texts;
+}
+
 std::map<std::string, std::vector<std::string>> ParseOptionRequires(const json& spec,
                                                                     const std::string& field,
                                                                     Reader& r) {
@@ -134,20 +153,9 @@ std::map<std::string, std::vector<std::string>> ParseOptionRequires(const json& 
     return out;
   }
   for (const auto& [other, values] : v.items()) {
-    bool ok = values.is_array() && !values.empty();
-    std::vector<std::string> texts;
-    for (size_t i = 0; ok && i < values.size(); ++i) {
-      ok = (values[i].is_boolean() || values[i].is_number() || values[i].is_string()) &&
-           !Has(texts, values[i].dump());
-      texts.push_back(values[i].dump());
-    }
-    if (!ok)
-      r.Error(KeyPath(KeyPath(field, "requires"), other),
-              "must be a non-empty array of distinct "
-              "scalar values of the option " +
-                  other);
-    else
-      out[other] = std::move(texts);
+    std::vector<std::string> texts =
+        ScalarTexts(&values, KeyPath(KeyPath(field, "requires"), other), r);
+    if (!texts.empty()) out[other] = std::move(texts);
   }
   return out;
 }
@@ -191,21 +199,11 @@ void ParseOptions(const json& o, TargetSpec& t, Reader& r, Status* st) {
       field = KeyPath(field, "values");
       values = spec.contains("values") ? &spec["values"] : nullptr;
     }
-    const bool scalars = values && values->is_array() &&
-                         std::all_of(values->begin(), values->end(), [](const json& v) {
-                           return v.is_boolean() || v.is_number() || v.is_string();
-                         });
-    if (!scalars || values->empty()) {
-      r.Error(field, "must be a non-empty array of scalar values (boolean, number or string)");
-      continue;
-    }
-    for (const json& v : *values) {
-      const std::string text = v.dump();
-      if (Has(opt.values, text)) r.Error(field, text + " is listed twice");
+    opt.values = ScalarTexts(values, field, r);
+    if (opt.values.empty()) continue;
+    for (const json& v : *values)
       if (opt.divides_dp && !(v.is_number_integer() && v.get<int64_t>() > 0))
-        r.Error(field, text + " is not a positive integer (the option \"divides\" dp)");
-      opt.values.push_back(text);
-    }
+        r.Error(field, v.dump() + " is not a positive integer (the option \"divides\" dp)");
     t.options[name] = std::move(opt);
   }
   CheckOptionRequires(t, r);

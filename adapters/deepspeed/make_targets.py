@@ -123,7 +123,7 @@ ELASTIC = {"zero_optimization.elastic_checkpoint": {"values": [True], "zero_stag
 OPTIONS_ZERO3 = dict(OPTIONS, **ZERO3, **OFFLOAD, **ADAPTER, **SCALING, **REDUCE_TO_OWNER, **ELASTIC)
 # The same scaling under deepspeed.pipe (ZeRO 0 and 1 there, which take it with reduce_scatter at
 # its default): the newest release's pipeline files.
-PIPE_SCALING = {"gradient_predivide_factor": [2.0, 4.0, 8.0], "prescale_gradients": [True]}
+PIPE_SCALING = {name: spec["values"] for name, spec in SCALING.items()}
 # ZeRO 1 and 2's parameter alignment (0.19.8 added it; older releases refuse the key): each
 # parameter starts at a 16-byte boundary of its group's flat buffer, with padding between
 # parameters (stage_1_and_2.py), so partitions, gradient buckets and the fragment maps the adapter
