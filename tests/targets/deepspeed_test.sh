@@ -34,6 +34,15 @@ known_bug() {
     TORCH_EXTENSIONS_DIR="$v/deepspeed-0.19.8/.torch_extensions" "$v/torch-2.15.0/bin/python" "$@"
   has "$line"
 }
+# Config $2 passes on target $1; then $TMP/out holds the run's adapter logs (rank 0 prints
+# DeepSpeed's own reading of its settings), for `has` to check.
+passes_logging() {
+  local keep=$TMP/logs_$(basename "$2" .json)
+  rm -rf "$keep"
+  expect 0 "$P" run "$2" --target "$1" --keep-run-dirs "$keep"
+  has "SUMMARY: paradiff: PASS"
+  cat "$keep"/*/target.log >"$TMP/out"
+}
 # The target file $1 with only its fp32 precision, written to $2 (absolute paths).
 fp32_part() {
   /usr/bin/python3 - "$1" "$2" <<'PY'
@@ -87,9 +96,7 @@ PY
           "c['target_options'] = {'zero_optimization.parameter_alignment': True}"
       done
       passes_on "$DS/deepspeed_zero1.json" "$TMP/align1.json"
-      expect 0 "$P" run "$TMP/align2.json" --target "$DS/deepspeed.json" --keep-run-dirs "$TMP/align"
-      has "SUMMARY: paradiff: PASS"
-      cat "$TMP"/align/*/target.log >"$TMP/out"
+      passes_logging "$DS/deepspeed.json" "$TMP/align2.json"
       has "ZeRO stage 2, .* parameter alignment: True;"
     fi
     ;;
@@ -146,15 +153,11 @@ c['parallel'] = {'world': 2, 'dp': 2}; c['target_options'] = {'zero_optimization
     passes_on "$DS/deepspeed.json" "$TMP/off2.json"
     derive_json "$TMP/off2.json" "$TMP/off3.json" "c['zero']['stage'] = 3; c['model']['layers'] = 2; \
 c['target_options']['zero_optimization.offload_param.device'] = 'cpu'"
-    expect 0 "$P" run "$TMP/off3.json" --target "$DS/deepspeed.json" --keep-run-dirs "$TMP/off3"
-    has "SUMMARY: paradiff: PASS"
-    cat "$TMP"/off3/*/target.log >"$TMP/out"  # the adapter logs DeepSpeed's own reading of them
+    passes_logging "$DS/deepspeed.json" "$TMP/off3.json"
     has "offload_optimizer: device='cpu'.*offload_param: device='cpu'"
     derive_json "$TMP/off2.json" "$TMP/own3.json" "c['zero']['stage'] = 3; c['model']['layers'] = 2; \
 c['target_options']['zero_optimization.sub_group_size'] = 1"
-    expect 0 "$P" run "$TMP/own3.json" --target "$DS/deepspeed_adam.json" --keep-run-dirs "$TMP/own3"
-    has "SUMMARY: paradiff: PASS"
-    cat "$TMP"/own3/*/target.log >"$TMP/out"
+    passes_logging "$DS/deepspeed_adam.json" "$TMP/own3.json"
     has "optimizer DeepSpeedZeroOptimizer_Stage3; offload_optimizer: device='cpu'"
     # The warm worker of DeepSpeed's own optimizer loads its C++ ops before forking (adapter.py
     # prepare): a config's CPU Adam state does not reach the next.
@@ -178,9 +181,7 @@ c['target_options']['zero_optimization.sub_group_size'] = 1"
     derive_json "$T/deepspeed_w1.json" "$TMP/m2.json" "c['zero']['stage'] = 2; \
 c['parallel'] = {'world': 2, 'dp': 2}; c['clip_grad_norm'] = 0.3; c['precision'] = \
 {'param': 'bf16', 'compute': 'bf16', 'reduce': 'fp32', 'accumulate': 'bf16', 'master_weights': False}"
-    expect 0 "$P" run "$TMP/m2.json" --target "$DS/deepspeed_bf16_master.json" --keep-run-dirs "$TMP/m2"
-    has "SUMMARY: paradiff: PASS"
-    cat "$TMP"/m2/*/target.log >"$TMP/out"
+    passes_logging "$DS/deepspeed_bf16_master.json" "$TMP/m2.json"
     has "offload_optimizer: device='cpu'.*master weights and grads: torch.bfloat16"
     derive_json "$TMP/m2.json" "$TMP/m3.json" "c['zero']['stage'] = 3; c['precision']['reduce'] = 'bf16'"
     passes_on "$DS/deepspeed_bf16_master.json" "$TMP/m3.json"
@@ -226,9 +227,7 @@ PY
       derive_json "$T/deepspeed_w1.json" "$TMP/ac_$1.json" "c['zero']['stage'] = $2; \
 c['parallel'] = {'world': 2, 'dp': 2}; c['model']['layers'] = 2; \
 c['target_options'] = {'adapter.activation_checkpointing': '$1'}"
-      expect 0 "$P" run "$TMP/ac_$1.json" --target "$DS/$3" --keep-run-dirs "$TMP/ac_$1"
-      has "SUMMARY: paradiff: PASS"
-      cat "$TMP"/ac_$1/*/target.log >"$TMP/out"
+      passes_logging "$DS/$3" "$TMP/ac_$1.json"
       has "ZeRO stage $2, .*activation checkpointing: $1;"
       # recomputed: 2 layers x 2 steps x 2 micro-steps, each block run twice
       has "activation checkpointing: 16 block runs"
@@ -255,9 +254,7 @@ o['adapter.activation_checkpointing'] = 'torch_reentrant'"
     derive_json "$TMP/n3.json" "$TMP/n2.json" "c['zero']['stage'] = 2"
     derive_json "$TMP/n3.json" "$TMP/flat3.json" "del c['target_options']['adapter.module_tree']"
     for c in n3:7 n3ar:7 n2:7 flat3:1; do
-      expect 0 "$P" run "$TMP/${c%%:*}.json" --target "$DS/deepspeed.json" --keep-run-dirs "$TMP/k_${c%%:*}"
-      has "SUMMARY: paradiff: PASS"
-      cat "$TMP"/k_${c%%:*}/*/target.log >"$TMP/out"
+      passes_logging "$DS/deepspeed.json" "$TMP/${c%%:*}.json"
       has "modules holding parameters: ${c#*:};"
     done
     # A DeepSpeed bug (DeepSpeed issue 4595, open; docs/FINDINGS.md): its own non-reentrant
@@ -310,10 +307,7 @@ c['model']['tied_embeddings'] = False; c['parallel'] = {'world': 4, 'dp': 2, 'pp
     # micro-step's gradient added into the fp32 buffer in backward, as DeepSpeed's log confirms.
     derive_json "$T/deepspeed_pp_bf16_zero0.json" "$TMP/immediate.json" \
       "c['target_options'] = {'bf16.immediate_grad_update': True}"
-    expect 0 "$P" run "$TMP/immediate.json" --target "$DS/deepspeed_pp_bf16.json" \
-      --keep-run-dirs "$TMP/immediate"
-    has "SUMMARY: paradiff: PASS"
-    cat "$TMP"/immediate/*/target.log >"$TMP/out"
+    passes_logging "$DS/deepspeed_pp_bf16.json" "$TMP/immediate.json"
     has "optimizer BF16_Optimizer; .* immediate gradient update: True;"
     derive_target "$DS/deepspeed_pp_bf16.json" "$TMP/replicated.json" "t['partitioned_from'] = {'grad': 1}"
     expect 3 "$P" run "$T/deepspeed_pp_bf16_zero0.json" --target "$TMP/replicated.json"
