@@ -116,7 +116,7 @@ int main(int argc, char** argv) {
   paradiff::WarmWorkers warm(warm_spec, "");
   for (int round = 0; round < rounds; ++round) {
     paradiff::TargetRunOptions cold_opts;
-    if (round == 0 && !keep.empty()) cold_opts = {keep, true};
+    if (round == 0 && !keep.empty()) cold_opts = {keep, paradiff::KeepRunDirs::kAll};
     std::vector<EngineOutcome> cold;
     std::vector<double> cold_each;
     auto t0 = Clock::now();

@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <stdexcept>
 
 #include "core/child_process.h"
@@ -26,7 +27,24 @@ WorkerPool::~WorkerPool() {
   for (auto& w : workers_) Stop(w, /*kill=*/true);
 }
 
+// Note [Job scratch]: every worker runs with TMPDIR set to a directory of its own, removed once the
+// worker has ended however it ended. What a worker and the processes it starts leave in the temp
+// dir (run dirs, warm workers' logs, a persistent mpi job's files, Open MPI's session dir) goes
+// with it, also when the pool kills it mid-run: at a task's timeout, or when the campaign ends.
 void WorkerPool::Start(Worker& w) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  std::string scratch = (fs::temp_directory_path(ec) / "paradiff-job-XXXXXX").string();
+  if (::mkdtemp(&scratch[0]) == nullptr)
+    throw std::runtime_error("worker pool: cannot create " + scratch + ": " + std::strerror(errno));
+  std::vector<std::string> env_text = {"TMPDIR=" + scratch};
+  for (char** e = environ; *e != nullptr; ++e)
+    if (std::strncmp(*e, "TMPDIR=", 7) != 0) env_text.push_back(*e);
+  std::vector<char*> env;
+  for (auto& e : env_text) env.push_back(&e[0]);
+  env.push_back(nullptr);
+  const std::string verb = "worker";
+  char* const argv[] = {const_cast<char*>(exe_.c_str()), const_cast<char*>(verb.c_str()), nullptr};
   int to[2], from[2];
   if (::pipe2(to, O_CLOEXEC) != 0 || ::pipe2(from, O_CLOEXEC) != 0)
     throw std::runtime_error(std::string("worker pool: pipe failed: ") + std::strerror(errno));
@@ -41,12 +59,13 @@ void WorkerPool::Start(Worker& w) {
       lim.rlim_cur = lim.rlim_max = static_cast<rlim_t>(mem_mb_) << 20;
       ::setrlimit(RLIMIT_AS, &lim);
     }
-    ::execl(exe_.c_str(), exe_.c_str(), "worker", static_cast<char*>(nullptr));
+    ::execve(exe_.c_str(), argv, env.data());
     ::_exit(127);
   }
   ::close(to[0]);
   ::close(from[1]);
   w = Worker();
+  w.scratch = scratch;
   w.pid = pid;
   w.to = to[1];
   w.from = from[0];
@@ -65,6 +84,8 @@ std::string WorkerPool::Reap(Worker& w, int* signal) {
       how = "exited with code " + std::to_string(WEXITSTATUS(status));
     }
   }
+  std::error_code ec;
+  std::filesystem::remove_all(w.scratch, ec);  // see Note [Job scratch]
   return how;
 }
 

@@ -38,10 +38,12 @@ class WorkerPool : public TaskPool {
     std::string buffer;
     int64_t task = -1;
     std::chrono::steady_clock::time_point started;
+    std::string scratch;  // its TMPDIR (see Note [Job scratch] in worker_pool.cpp)
   };
   void Start(Worker& w);
   void Stop(Worker& w, bool kill);
-  // Waits for `w` to end; how it ended, in words, and the signal that ended it (0 if none).
+  // Waits for `w` to end and removes its scratch dir; how it ended, in words, and the signal that
+  // ended it (0 if none).
   std::string Reap(Worker& w, int* signal = nullptr);
 
   std::string exe_;

@@ -41,17 +41,22 @@ std::string SystemUnderTest::Describe() const {
   return target ? "target " + target->name + " (" + target->path + ")" : "engine";
 }
 
+TargetRunOptions KeepingRunDirs(const std::string& keep_run_dirs) {
+  if (keep_run_dirs.empty()) return {"", KeepRunDirs::kFailed};
+  return {keep_run_dirs, KeepRunDirs::kAll};
+}
+
 StatusOr<SystemUnderTest> LoadSystemUnderTest(const std::string& target_file,
-                                              const std::string& keep_run_dirs) {
+                                              const TargetRunOptions& run_options) {
   SystemUnderTest s;
   if (target_file.empty()) return s;
-  s.run_options.work_dir = keep_run_dirs;
-  s.run_options.keep = !keep_run_dirs.empty();
+  s.run_options = run_options;
   StatusOr<TargetSpec> t = LoadTargetFile(target_file);
   if (!t.ok()) return t.status();
   s.target = std::make_shared<const TargetSpec>(t.value());
   if (s.target->protocol == 2)
-    s.warm = std::make_shared<WarmWorkers>(*s.target, s.run_options.work_dir, s.run_options.keep);
+    s.warm = std::make_shared<WarmWorkers>(*s.target, run_options.work_dir,
+                                           run_options.keep == KeepRunDirs::kAll);
   return s;
 }
 

@@ -37,7 +37,7 @@ struct SystemUnderTest {
   // A protocol-2 target's warm workers, shared by every runner of this system (and its copies);
   // null otherwise.
   std::shared_ptr<WarmWorkers> warm;
-  TargetRunOptions run_options;  // where a target's run dirs go, and whether clean ones are kept
+  TargetRunOptions run_options;  // where a target's run dirs go, and which outlive their run
 
   // EngineSupports for the built-in engine, TargetSupports for a target.
   Status Supports(const Config& cfg) const;
@@ -49,9 +49,12 @@ struct SystemUnderTest {
   std::string Describe() const;
 };
 
-// The system named by a --target FILE argument ("" = the built-in engine); `keep_run_dirs`: a
-// directory that keeps every run dir of the target (--keep-run-dirs; "" = clean ones are removed).
+// The system named by a --target FILE argument ("" = the built-in engine), its run dirs made and
+// kept as `run_options` says (by default in the system temp dir, none kept).
 StatusOr<SystemUnderTest> LoadSystemUnderTest(const std::string& target_file,
-                                              const std::string& keep_run_dirs = "");
+                                              const TargetRunOptions& run_options = {});
+// How `run` and `replay` keep run dirs: a failed run's in the system temp dir or, given
+// --keep-run-dirs DIR, every run's in DIR.
+TargetRunOptions KeepingRunDirs(const std::string& keep_run_dirs);
 
 }  // namespace paradiff

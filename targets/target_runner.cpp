@@ -94,9 +94,10 @@ LaunchEnd Launch(const TargetSpec& t, const Config& cfg, const std::string& dir,
 }
 
 // One run of the target on `dir` (created) for `phase` of `cfg`; a failure's message starts with
-// `context` after the target's name.
+// `context` after the target's name, and says whether `keep` keeps the run dir.
 EngineOutcome RunOnce(const TargetSpec& t, WarmWorkers* warm, const Config& cfg,
-                      const RunPhase& phase, const std::string& dir, const std::string& context) {
+                      const RunPhase& phase, const std::string& dir, KeepRunDirs keep,
+                      const std::string& context) {
   auto fail = [&](FailureKind kind, const std::string& detail, int rank, const std::string& msg) {
     return Failure(t, kind, detail, rank, context + msg);
   };
@@ -104,16 +105,19 @@ EngineOutcome RunOnce(const TargetSpec& t, WarmWorkers* warm, const Config& cfg,
   const Status wrote = WriteRunDir(cfg, kinds, dir, phase);
   if (!wrote.ok()) throw std::runtime_error("target runner: " + wrote.ToString());
   const std::string log = dir + "/target.log";
+  const std::string where =
+      keep == KeepRunDirs::kNone
+          ? " (run dir removed; `paradiff run` on the config keeps a failed run's)"
+          : " (run dir " + dir + " kept)";
   LaunchEnd end;
   try {
     end = t.protocol == 2 ? warm->Run(dir) : Launch(t, cfg, dir, log);
   } catch (const std::runtime_error& e) {
-    return fail(FailureKind::kCrash, "exec", -1,
-                std::string(e.what()) + " (run dir " + dir + " kept)");
+    return fail(FailureKind::kCrash, "exec", -1, e.what() + where);
   }
   const std::string worker = end.worker_failure.empty() ? "" : " (" + end.worker_failure + ")";
   // The log is read only when the run failed.
-  auto kept = [&] { return worker + " (run dir " + dir + " kept)" + LogTail(log); };
+  auto kept = [&] { return worker + where + LogTail(log); };
   if (end.kind == LaunchEnd::kTimedOut)
     return fail(FailureKind::kHang, "timeout", -1,
                 "hang: still running after timeout_s=" + std::to_string(t.timeout_s) +
@@ -154,20 +158,23 @@ EngineOutcome RunTarget(const TargetSpec& t, const Config& cfg, const TargetRunO
   EngineOutcome out;
   const int64_t save_at = cfg.checkpoint.save_at;
   if (save_at <= 0) {
-    out = RunOnce(t, warm, cfg, {0, cfg.steps, "", ""}, dir, "");
+    out = RunOnce(t, warm, cfg, {0, cfg.steps, "", ""}, dir, o.keep, "");
   } else {  // see Note [Checkpointed target runs]
     const std::string ckpt = fs::absolute(dir + "/checkpoint").string();
-    out = RunOnce(t, warm, cfg, {0, save_at, ckpt, ""}, dir + "/save", "");
+    out = RunOnce(t, warm, cfg, {0, save_at, ckpt, ""}, dir + "/save", o.keep, "");
     if (out.ok) {
       const EngineOutcome reload =
           RunOnce(t, warm, ReloadPhaseConfig(cfg), {save_at, cfg.steps, "", ckpt}, dir + "/reload",
-                  "after the reload at step " + std::to_string(save_at) + ": ");
-      if (!reload.ok) return reload;
-      out.obs = JoinPhases(out.obs, reload.obs, save_at, cfg.steps);
+                  o.keep, "after the reload at step " + std::to_string(save_at) + ": ");
+      if (reload.ok)
+        out.obs = JoinPhases(out.obs, reload.obs, save_at, cfg.steps);
+      else
+        out = reload;
     }
   }
+  const bool keep = o.keep == KeepRunDirs::kAll || (o.keep == KeepRunDirs::kFailed && !out.ok);
   std::error_code ec;
-  if (out.ok && !o.keep) fs::remove_all(dir, ec);
+  if (!keep) fs::remove_all(dir, ec);
   return out;
 }
 

@@ -29,9 +29,18 @@
 
 namespace paradiff {
 
+// Which of a target's run dirs outlive their run. Commands that check many configs unattended
+// (campaign, minimize, gate) keep none: a failure quotes its log's tail, and `paradiff run` on its
+// config keeps its run dir.
+enum class KeepRunDirs {
+  kNone,
+  kFailed,  // a failed run's, named in its failure (run, replay)
+  kAll,     // every run's (run, replay --keep-run-dirs DIR)
+};
+
 struct TargetRunOptions {
   std::string work_dir;  // parent of the run dirs; "" = the system temp dir
-  bool keep = false;     // keep the run dirs of clean runs too (failed runs are always kept)
+  KeepRunDirs keep = KeepRunDirs::kNone;
 };
 
 // A protocol-2 target runs on `warm`'s workers (required for one; ignored for protocol 1).

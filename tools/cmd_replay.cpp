@@ -28,7 +28,8 @@ int CmdReplay(const Args& args) {
   opts.cache = &cache;
   opts.timeout = std::chrono::milliseconds(args.timeout_ms);
   opts.oracles = args.oracles;
-  StatusOr<SystemUnderTest> sut = LoadSystemUnderTest(args.target, args.keep_run_dirs);
+  StatusOr<SystemUnderTest> sut =
+      LoadSystemUnderTest(args.target, KeepingRunDirs(args.keep_run_dirs));
   if (!sut.ok()) {
     for (const auto& e : sut.status().errors())
       std::cerr << "ERROR: --target " << args.target << ": " << e.message << "\n";

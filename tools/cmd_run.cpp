@@ -61,7 +61,8 @@ int CmdRun(const Args& args) {
   }
   Config cfg = loaded.value();
   if (args.backend) cfg.backend = *args.backend;
-  StatusOr<SystemUnderTest> sut = LoadSystemUnderTest(args.target, args.keep_run_dirs);
+  StatusOr<SystemUnderTest> sut =
+      LoadSystemUnderTest(args.target, KeepingRunDirs(args.keep_run_dirs));
   if (!sut.ok()) {
     for (const auto& e : sut.status().errors())
       std::cerr << "ERROR: --target " << args.target << ": " << e.message << "\n";

@@ -186,10 +186,7 @@ def serve(run=None, crews=None):
         # killed at any point leaves nothing behind, and the run dir ends as a protocol-1 one.
         modules = os.path.join(run_dir, MODULES_FILE)
         if crews is not None:
-            reply.write(json.dumps(crews.run(run_dir)) + "\n")
-            names = _read_recorded(modules)
-            _import(names)
-            known.add(names)
+            _answer(reply, crews.run(run_dir), modules, known)
             continue
         os.environ[MODULES_ENV] = modules
         sys.stdout.flush()
@@ -212,12 +209,19 @@ def serve(run=None, crews=None):
             answer["signal"] = os.WTERMSIG(status)
         else:
             answer["exit"] = os.WEXITSTATUS(status)
-        names = _read_recorded(modules)
-        reply.write(json.dumps(answer) + "\n")
-        _import(names)
-        known.add(names)
+        _answer(reply, answer, modules, known)
     if crews is not None:
         crews.dismiss()
+
+
+def _answer(reply, answer, modules, known):
+    """Ends a run: its ranks' recorded modules are read and removed first, then the reply, after
+    which paradiff owns the run dir again (and may remove it while this worker would still touch
+    it), then the imports."""
+    names = _read_recorded(modules)
+    reply.write(json.dumps(answer) + "\n")
+    _import(names)
+    known.add(names)
 
 
 def _write_whole(text):

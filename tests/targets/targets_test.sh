@@ -93,6 +93,27 @@ case $CASE in
     expect 2 "$P" run "$T/small_dp2.json" --keep-run-dirs "$TMP/k"
     has "--keep-run-dirs keeps an external target's run dirs: it needs --target FILE"
     ;;
+  unattended_runs_leave_nothing)
+    # campaign and minimize remove every run dir, a failed run's too (docs/TARGETS.md "Failures"),
+    # and a campaign's workers, killed at its end, leave nothing in the temp dir: neither their
+    # warm workers' logs nor a run in flight (see Note [Job scratch] in fuzz/worker_pool.cpp).
+    printf '{"protocol": 2, "name": "fake-warm-crash", "command": ["/usr/bin/python3", "%s/fake_target.py", "serve", "crash"], "timeout_s": 3, "supports": {"max_world": 2, "zero_stages": [0, 1]}}' \
+      "$T" >"$TMP/warm_crash.json"
+    mkdir "$TMP/tmp"
+    expect 3 env TMPDIR="$TMP/tmp" "$P" campaign --target "$TMP/warm_crash.json" --runs 4 --jobs 2 \
+      --seed 1 --workdir "$TMP/w" --minimize-budget-s 0
+    has "campaign FINDINGS"
+    cp "$TMP"/w/findings/*/config.json "$TMP/found.json"
+    grep -q "run dir removed; \`paradiff run\` on the config keeps" "$TMP"/w/findings/*/report.json ||
+      fail "the finding's message does not say its run dir was removed"
+    expect 3 env TMPDIR="$TMP/tmp" "$P" minimize "$TMP/found.json" --target "$TMP/warm_crash.json" \
+      --budget 5s --out "$TMP/min.json"
+    left=$(ls -A "$TMP/tmp")
+    [ -z "$left" ] || fail "left in the temp dir: $left"
+    # `run` keeps the failed run's dir, and names it.
+    expect 3 env TMPDIR="$TMP/tmp" "$P" run "$TMP/found.json" --target "$TMP/warm_crash.json"
+    has "run dir $TMP/tmp/paradiff-target-[A-Za-z0-9]+ kept"
+    ;;
   bad_target_file)
     echo '{"protocol": 1, "name": "x", "command": [], "supports": {"zero_stages": [5]}}' >"$TMP/t.json"
     expect 2 "$P" run "$T/small_dp2.json" --target "$TMP/t.json"
@@ -189,6 +210,12 @@ case $CASE in
     warm_leaks_nothing "$SRC/adapters/torch/torch.json" "$T/torch_accumulate_dp2.json" 100 \
       "c['parallel'] = {'world': 1 + i % 4, 'dp': 1 + i % 4}; c['zero'] = {'stage': i // 4 % 2}; c['optimizer']['kind'] = ['adam', 'sgd', 'adamw'][i % 3]"
     ;;
+  torch_serve_reply_order)
+    # A warm worker replies only once it is done with the run dir, which paradiff then removes
+    # (tests/targets/serve_reply_order.py; no torch needed).
+    expect 0 /usr/bin/python3 "$T/serve_reply_order.py"
+    has "^ok \(crews\): 3 replies"
+    ;;
   torch_serve_tracebacks)
     # Ranks that fail together leave a whole traceback first in their run's log, which a crash's
     # signature is read from (tests/targets/serve_tracebacks.py).
@@ -257,10 +284,15 @@ PY
     done
     ;;
   torch_campaign_clean)
+    # Also: nothing is left in the temp dir, though the campaign's workers, killed at its end,
+    # still hold warm workers (see Note [Job scratch] in fuzz/worker_pool.cpp).
     need_torch
-    expect 0 "$P" campaign --workdir "$TMP/w" --runs 16 --jobs 2 --seed 3 --minimize-budget-s 0 \
-      --target "$SRC/adapters/torch/torch.json"
+    mkdir "$TMP/tmp"
+    expect 0 env TMPDIR="$TMP/tmp" "$P" campaign --workdir "$TMP/w" --runs 16 --jobs 2 --seed 3 \
+      --minimize-budget-s 0 --target "$SRC/adapters/torch/torch.json"
     has "campaign CLEAN"
+    left=$(ls -A "$TMP/tmp")
+    [ -z "$left" ] || fail "left in the temp dir: $left"
     ;;
   torch_params_only)
     # A target that reports only loss, its float32 norm and parameters is judged on those alone:
