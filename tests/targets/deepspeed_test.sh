@@ -24,6 +24,13 @@ known_bug() {
   has "$finding"
   derive_json "$config" "$TMP/without_trigger.json" "$edit"
   passes_on "$target" "$TMP/without_trigger.json"
+  repro_fails "$line" "$@"
+}
+# The reproducer (script and its arguments: the rest) on DeepSpeed 0.19.8 exits 1 and prints the
+# line $1.
+repro_fails() {
+  local line=$1
+  shift
   # The release's ops as scripts/setup-targets built them, through the resolved paths it built
   # them from (work/venv is a link): torch's JIT build hashes its include paths, and another
   # spelling of them rebuilds the op in place (a minute on two cores), and the adapter's next start
@@ -358,6 +365,18 @@ c['target_options'] = {'zero_optimization.elastic_checkpoint': True}"
       "del c['target_options']['zero_optimization.elastic_checkpoint']" \
       "BUG: the checkpoint DeepSpeed saved cannot be loaded in the layout that saved it" \
       "$DS/repro/zero12_elastic_checkpoint.py"
+    # DeepSpeed's CPU Adam (ZeRO-Offload, the bf16-master file) keeps its step per parameter too:
+    # the same assertion (campaign seed 7208, minimized). Without the option the reload goes
+    # through and meets the bf16-master reload bug instead (its moments come back bf16: an update
+    # mismatch at the step after the reload).
+    cpu_adam=$DS/repro/zero12_elastic_checkpoint_cpu_adam.config.json
+    expect 3 "$P" run "$cpu_adam" --target "$DS/deepspeed_bf16_master.json"
+    has "sig=crash.target.-.-.run.exit.AssertionError-_restore_step_from_elastic_checkpoint "
+    derive_json "$cpu_adam" "$TMP/cpu_adam_plain.json" "del c['target_options']['zero_optimization.elastic_checkpoint']"
+    expect 3 "$P" run "$TMP/cpu_adam_plain.json" --target "$DS/deepspeed_bf16_master.json"
+    has "sig=mismatch.update.exp_avg.[a-z]+.optimizer .* step=1 "
+    repro_fails "BUG: the checkpoint DeepSpeed saved cannot be loaded in the layout that saved it" \
+      "$DS/repro/zero12_elastic_checkpoint.py" --optimizer deepspeed-offload
     # Resumed on another dp, which DeepSpeed does through its universal converter: the converter
     # fails on an elastic checkpoint whatever the optimizer (the second bug there).
     known_bug "$DS/deepspeed_adam.json" "$DS/repro/zero12_elastic_checkpoint_universal.config.json" \

@@ -8,8 +8,9 @@ stage_1_and_2.py state_dict() writes the elastic step (BASE_OPTIMIZER_STATE_STEP
 optimizer's param_groups hold a "step", which DeepSpeed's own Adam does and torch's optimizers do
 not (torch keeps it in each parameter's state); _restore_step_from_elastic_checkpoint() asserts that
 key on every elastic load. DeepSpeed's own Adam (--optimizer deepspeed: its FusedAdam keeps a group
-step) saves and loads; so does elastic_checkpoint false. (DeepSpeed's CPU Adam, taken under
-ZeRO-Offload, keeps the step per parameter like torch's.)
+step) saves and loads; so does elastic_checkpoint false. DeepSpeed's CPU Adam, taken under
+ZeRO-Offload (--optimizer deepspeed-offload: "offload_optimizer" to the CPU), keeps the step per
+parameter like torch's and fails the same.
 
 --universal: resume on another dp instead, the way DeepSpeed's engine asks for ("Automatic
 adjustment of ZeRO's optimizer state partitioning with a new world size is not currently
@@ -21,7 +22,11 @@ resumes on no other dp. elastic_checkpoint false converts.
 Run (two ranks as processes, CPU + gloo):
   PYTHONPATH=work/venv/deepspeed-0.19.8 work/venv/torch-2.15.0/bin/python \\
     adapters/deepspeed/repro/zero12_elastic_checkpoint.py [--stage 1|2]
-        [--optimizer torch|deepspeed] [--elastic 0|1] [--universal]
+        [--optimizer torch|deepspeed|deepspeed-offload] [--elastic 0|1] [--universal]
+(DeepSpeed's Adam ops are JIT-built on first use, a few minutes on two cores; to reuse the ones
+scripts/setup-targets built, set TORCH_EXTENSIONS_DIR=$(cd work/venv && pwd -P)/deepspeed-0.19.8/
+.torch_extensions and spell PYTHONPATH and the interpreter through that resolved path too: torch's
+JIT build hashes its include paths, and another spelling rebuilds the ops in place)
 Exits 1 when load_checkpoint (or with --universal, ds_to_universal) fails on the checkpoint saved a
 moment before, 0 when it succeeds.
 """
@@ -55,9 +60,11 @@ def engine_for(deepspeed, a):
     cfg = {"train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 1, "train_batch_size": WORLD,
            "steps_per_print": 1 << 30, "zero_allow_untested_optimizer": True,
            "zero_optimization": {"stage": a.stage, "elastic_checkpoint": bool(a.elastic)}}
-    if a.optimizer == "deepspeed":  # DeepSpeed's own Adam (the CPU accelerator's C++ op, JIT-built)
+    if a.optimizer != "torch":  # DeepSpeed's own Adam (the CPU accelerator's C++ op, JIT-built)
         cfg["optimizer"] = {"type": "AdamW", "params": {"lr": 1e-3}}
         opt = None
+        if a.optimizer == "deepspeed-offload":  # ZeRO-Offload: DeepSpeedCPUAdam on the host
+            cfg["zero_optimization"]["offload_optimizer"] = {"device": "cpu"}
     else:
         opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     engine, _, _, _ = deepspeed.initialize(model=model, optimizer=opt, config=cfg)
@@ -88,7 +95,7 @@ def train(rank, a, store, ckpt, results):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--stage", type=int, default=2, choices=[1, 2])
-    ap.add_argument("--optimizer", default="torch", choices=["torch", "deepspeed"])
+    ap.add_argument("--optimizer", default="torch", choices=["torch", "deepspeed", "deepspeed-offload"])
     ap.add_argument("--elastic", type=int, default=1, choices=[0, 1])
     ap.add_argument("--universal", action="store_true", help="convert with ds_to_universal instead of loading")
     a = ap.parse_args()
@@ -99,7 +106,8 @@ def main():
     mp.start_processes(train, args=(a, store, os.path.join(tmp, "ckpt"), results), nprocs=WORLD,
                        start_method="fork")
     print("deepspeed", deepspeed.__version__, "ZeRO", a.stage, "dp", WORLD, "elastic_checkpoint", bool(a.elastic),
-          "optimizer:", "torch.optim.AdamW" if a.optimizer == "torch" else "DeepSpeed's AdamW")
+          "optimizer:", {"torch": "torch.optim.AdamW", "deepspeed": "DeepSpeed's AdamW",
+                         "deepspeed-offload": "DeepSpeed's CPU AdamW (ZeRO-Offload)"}[a.optimizer])
     if a.universal:
         import subprocess
         r = subprocess.run([sys.executable, "-m", "deepspeed.checkpoint.ds_to_universal", "--input_folder",
