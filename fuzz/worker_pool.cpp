@@ -31,15 +31,20 @@ WorkerPool::~WorkerPool() {
 // worker has ended however it ended. What a worker and the processes it starts leave in the temp
 // dir (run dirs, warm workers' logs, a persistent mpi job's files, Open MPI's session dir) goes
 // with it, also when the pool kills it mid-run: at a task's timeout, or when the campaign ends.
+// The worker knows the dir too (kJobScratchEnv) and removes it when its input ends: a campaign
+// killed outright reaps nothing, and its workers then end by themselves.
 void WorkerPool::Start(Worker& w) {
   namespace fs = std::filesystem;
   std::error_code ec;
   std::string scratch = (fs::temp_directory_path(ec) / "paradiff-job-XXXXXX").string();
   if (::mkdtemp(&scratch[0]) == nullptr)
     throw std::runtime_error("worker pool: cannot create " + scratch + ": " + std::strerror(errno));
-  std::vector<std::string> env_text = {"TMPDIR=" + scratch};
+  const std::string scratch_env = std::string(kJobScratchEnv) + "=";
+  std::vector<std::string> env_text = {"TMPDIR=" + scratch, scratch_env + scratch};
   for (char** e = environ; *e != nullptr; ++e)
-    if (std::strncmp(*e, "TMPDIR=", 7) != 0) env_text.push_back(*e);
+    if (std::strncmp(*e, "TMPDIR=", 7) != 0 &&
+        std::strncmp(*e, scratch_env.c_str(), scratch_env.size()) != 0)
+      env_text.push_back(*e);
   std::vector<char*> env;
   for (auto& e : env_text) env.push_back(&e[0]);
   env.push_back(nullptr);

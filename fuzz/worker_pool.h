@@ -15,6 +15,10 @@
 
 namespace paradiff {
 
+// The environment variable that names a pool worker's scratch dir, its TMPDIR, to the worker (see
+// Note [Job scratch] in worker_pool.cpp).
+inline constexpr char kJobScratchEnv[] = "PARADIFF_JOB_SCRATCH";
+
 class WorkerPool : public TaskPool {
  public:
   // `exe`: the paradiff binary; `mem_mb`: address-space limit per worker (0 = none).

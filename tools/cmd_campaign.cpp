@@ -3,6 +3,8 @@
 
 #include <climits>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <iostream>
 
 #include "core/exit_codes.h"
@@ -14,11 +16,21 @@
 #include "fuzz/mpi_task_pool.h"
 #endif
 #include "fuzz/worker.h"
+#include "fuzz/worker_pool.h"
 #include "tools/cli.h"
 
 namespace paradiff {
 
-int CmdWorker(const Args&) { return RunWorker(std::cin, std::cout); }
+// A pool's worker removes its scratch dir once its input ends (see Note [Job scratch] in
+// fuzz/worker_pool.cpp), its warm workers ended with its systems.
+int CmdWorker(const Args&) {
+  const int code = RunWorker(std::cin, std::cout);
+  if (const char* scratch = std::getenv(kJobScratchEnv)) {
+    std::error_code ec;
+    std::filesystem::remove_all(scratch, ec);
+  }
+  return code;
+}
 
 namespace {
 

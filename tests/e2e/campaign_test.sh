@@ -6,9 +6,8 @@
 set -u
 P=$1
 CASE=$2
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
 . "$(dirname "$0")/lib.sh"
+e2e_tmp
 stat_of() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$1/stats.json" "$2"; }
 # Sum over findings of meta.json's count, and the sorted signatures.
 findings_of() {
@@ -79,6 +78,10 @@ case $CASE in
     [ "$(stat_of "$TMP/w" execs)" = 64 ] || fail "resumed execs $(stat_of "$TMP/w" execs) != 64"
     [ "$(findings_of "$TMP/w")" = "$(findings_of "$TMP/ref")" ] ||
       fail "resumed findings '$(findings_of "$TMP/w")' != uninterrupted '$(findings_of "$TMP/ref")'"
+    # The killed campaign's workers, ended by themselves, removed their scratch dirs (see Note
+    # [Job scratch] in fuzz/worker_pool.cpp).
+    left=$(ls -d "$TMP"/paradiff-job-* 2>/dev/null)
+    [ -z "$left" ] || fail "scratch dirs left: $left"
     ;;
   group_signal_resumes)
     # A SIGTERM to the campaign's whole process group (what `timeout` and a Ctrl-C do) ends its

@@ -1,6 +1,7 @@
 # Shared helpers of the end-to-end shell tests (sourced; needs CASE and TMP set, or e2e_init).
 #   e2e_init BINARY SOURCE_DIR CASE   the usual arguments: sets P, SRC, CASE, EX (the example
-#                        configs) and TMP (a fresh directory removed on exit)
+#                        configs) and TMP (e2e_tmp)
+#   e2e_tmp              TMP: a fresh directory removed on exit, also the TMPDIR of the test
 #   fail MSG             print "FAIL: CASE: MSG" and exit 1
 #   expect CODE CMD...   run CMD with its output in $TMP/out; fail unless it exits CODE
 #                        (CODE "nonzero": any failure)
@@ -48,15 +49,12 @@ caught_after_reload() {
   has "SUMMARY: paradiff: FINDING .* step=[12] "
 }
 # After a crash finding: the log of the first run dir it kept ("(run dir D kept)") holds TEXT
-# (when given), and every kept dir under /tmp goes (a reload's dir is inside its run's).
+# (when given).
 crash_log_has() {  # [TEXT]
   local dirs d
   dirs=$(sed -n 's/.*(run dir \(.*\) kept).*/\1/p' "$TMP/out")
   d=${dirs%%$'\n'*}
   [ -z "${1:-}" ] || grep -q -- "$1" "$d/target.log" || fail "the crash's log lacks /$1/ (see $d/target.log)"
-  for d in $dirs; do
-    case $d in /tmp/paradiff-target-*) rm -rf "${d%/reload}" ;; esac
-  done
 }
 need_env() {  # the stamp setup-targets writes once an install is complete (no 2 s import)
   cmp -s "$SRC/adapters/envs/$1.txt" "$SRC/work/venv/$1/.paradiff-stamp" ||
@@ -119,6 +117,12 @@ e2e_init() {
   SRC=$2
   CASE=$3
   EX=$SRC/configs/examples
+  e2e_tmp
+}
+# TMP: a fresh directory removed on exit, and the temp dir of everything the test starts (what
+# paradiff and the targets leave in the temp dir goes with it).
+e2e_tmp() {
   TMP=$(mktemp -d)
   trap 'rm -rf "$TMP"' EXIT
+  export TMPDIR=$TMP
 }

@@ -10,9 +10,8 @@ set -u
 F=$1
 SRC=$2
 CASE=$3
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
 . "$(dirname "$0")/lib.sh"
+e2e_tmp
 is_json() { python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$1" || fail "$1 is not JSON"; }
 
 mkdir -p "$TMP/corpus" "$TMP/art"
