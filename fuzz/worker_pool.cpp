@@ -50,12 +50,15 @@ void WorkerPool::Start(Worker& w) {
   env.push_back(nullptr);
   const std::string verb = "worker";
   char* const argv[] = {const_cast<char*>(exe_.c_str()), const_cast<char*>(verb.c_str()), nullptr};
+  auto failed = [&](const std::string& call) {  // no worker: no scratch either
+    const std::string why = std::strerror(errno);
+    fs::remove_all(scratch, ec);
+    return std::runtime_error("worker pool: " + call + " failed: " + why);
+  };
   int to[2], from[2];
-  if (::pipe2(to, O_CLOEXEC) != 0 || ::pipe2(from, O_CLOEXEC) != 0)
-    throw std::runtime_error(std::string("worker pool: pipe failed: ") + std::strerror(errno));
+  if (::pipe2(to, O_CLOEXEC) != 0 || ::pipe2(from, O_CLOEXEC) != 0) throw failed("pipe");
   const pid_t pid = ::fork();
-  if (pid < 0)
-    throw std::runtime_error(std::string("worker pool: fork failed: ") + std::strerror(errno));
+  if (pid < 0) throw failed("fork");
   if (pid == 0) {
     ::dup2(to[0], STDIN_FILENO);
     ::dup2(from[1], STDOUT_FILENO);
