@@ -449,10 +449,8 @@ c['checkpoint'] = {'save_at': 1, 'reload': {'dp': 1, 'pp': 2, 'zero_stage': 0}}"
     expect 3 "$P" run "$TMP/z0bf16.json" --target "$TMP/bf16ckpt.json"
     has "sig=crash.target.-.-.run.exit.KeyError-"
     crash_log_has
-    expect 1 env DS_ACCELERATOR=cpu LOCAL_SIZE=1 PYTHONPATH="$SRC/work/venv/deepspeed-0.19.8" \
-      "$SRC/work/venv/torch-2.15.0/bin/python" \
+    repro_fails "BUG: load_checkpoint of the engine's own checkpoint fails: KeyError 0" \
       "$DS/repro/pipe_bf16_zero0_checkpoint_reload.py"
-    has "BUG: load_checkpoint of the engine's own checkpoint fails: KeyError 0"
     ;;
   deepspeed_lr_schedule)
     need_deepspeed
