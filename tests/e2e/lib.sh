@@ -19,8 +19,12 @@
 fail() { echo "FAIL: $CASE: $*"; exit 1; }
 expect() {
   local want=$1; shift
+  local t0=$EPOCHREALTIME
   "$@" >"$TMP/out" 2>&1
   local got=$?
+  # PARADIFF_TEST_TIMES=FILE: each command's seconds appended to FILE (where a test's time goes).
+  [ -z "${PARADIFF_TEST_TIMES:-}" ] ||
+    awk -v a="$t0" -v b="$EPOCHREALTIME" -v c="${*:1:4}" 'BEGIN { printf "%.1f s  %s\n", b - a, c }' >>"$PARADIFF_TEST_TIMES"
   if [ "$want" = nonzero ]; then
     [ "$got" -ne 0 ] || { tail -40 "$TMP/out"; fail "'$*' exited 0, expected a failure"; }
   else
@@ -78,10 +82,18 @@ planted_target() { derive_target "$1" "$2" "t['command'] += ['--plant', '$3']"; 
 # before its first config, writes the same outputs for CONFIG again.
 warm_leaks_nothing() {
   local target=$1 cfg=$2 n=$3 vary=${4:-pass} list=("$2") i
-  for i in $(seq 1 "$n"); do
-    derive_json "$cfg" "$TMP/other$i.json" "i = $i; c['seed'] = c.get('seed', 1) + i; c['optimizer']['lr'] = c['optimizer'].get('lr', 0.01) * (1 + i / 8); $vary"
-    list+=("$TMP/other$i.json")
-  done
+  # The others, $TMP/other1..n.json, written by one interpreter (derive_json's edit for each i).
+  /usr/bin/python3 - "$cfg" "$TMP" "$n" "$vary" <<'PY'
+import json, os, sys
+src, tmp, n, vary = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+for i in range(1, n + 1):
+    c = json.load(open(src))
+    c['seed'] = c.get('seed', 1) + i
+    c['optimizer']['lr'] = c['optimizer'].get('lr', 0.01) * (1 + i / 8)
+    exec(vary)
+    json.dump(c, open(os.path.join(tmp, "other%d.json" % i), "w"))
+PY
+  for i in $(seq 1 "$n"); do list+=("$TMP/other$i.json"); done
   cp "$cfg" "$TMP/again.json"
   rm -rf "$TMP/keep" "$TMP/keep2" "$TMP/cache"
   expect 0 env XDG_CACHE_HOME="$TMP/cache" "$P" replay "${list[@]}" "$TMP/again.json" --target "$target" \
