@@ -180,15 +180,14 @@ c['model'].update(kv_heads=4, activation='gelu'); c['batch']['accumulation_steps
     # tp 4: torch may add four addends in another order than paradiff (docs/TARGETS.md).
     derive_json "$TMP/sp.json" "$TMP/sp_tp4.json" "c['parallel'].update(world=4, tp=4); \
 c['model']['kv_heads'] = 4; c['optimizer'] = {'kind': 'sgd', 'lr': 0.1, 'momentum': 0.9, 'weight_decay': 0.05}"
-    passes_on "$A/torch2_tp_sp.json" "$TMP/sp.json" "$TMP/sp_bf16.json" "$TMP/sp_tp4.json"
-    # Regression (the seed-845 campaign): SGD with weight decay and no momentum; the state the
-    # adapter derives from an unreduced gradient (grad + decay x param) is unreduced too and was
-    # reported as a replica (invariant.replica.momentum.attention.optimizer); now a partial piece.
-    passes_on "$A/torch2_tp_sp.json" "$T/torch2_tp_sp_sgd_decay.json"
-    # Regression (the seed-846 campaign): the same direction, reduced after DTensor added half the
-    # decay term to each rank's addend, rounds at the addends' scale (see Note [Partial state rounds
-    # at its addends], oracles/update_oracle.cpp); was mismatch.update.momentum.norm.optimizer.
-    passes_on "$A/torch2_tp_sp.json" "$T/torch2_tp_sp_sgd_partial_rounding.json"
+    # With them, two regressions. The seed-845 campaign's: SGD with weight decay and no momentum;
+    # the state the adapter derives from an unreduced gradient (grad + decay x param) is unreduced
+    # too and was reported as a replica (invariant.replica.momentum.attention.optimizer); now a
+    # partial piece. The seed-846 campaign's: the same direction, reduced after DTensor added half
+    # the decay term to each rank's addend, rounds at the addends' scale (see Note [Partial state
+    # rounds at its addends], oracles/update_oracle.cpp); was mismatch.update.momentum.norm.optimizer.
+    passes_on "$A/torch2_tp_sp.json" "$TMP/sp.json" "$TMP/sp_bf16.json" "$TMP/sp_tp4.json" \
+      "$T/torch2_tp_sp_sgd_decay.json" "$T/torch2_tp_sp_sgd_partial_rounding.json"
     planted_target "$A/torch2_tp_sp.json" "$TMP/planted.json" replicated_grad_summed
     expect 3 "$P" run "$TMP/sp.json" --target "$TMP/planted.json"
     has "sig=mismatch.numeric.grad.embedding.reduction.scale"
