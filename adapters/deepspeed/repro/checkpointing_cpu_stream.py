@@ -31,27 +31,29 @@ def main():
     import deepspeed
     import deepspeed.comm.torch  # noqa: F401
     sys.modules["deepspeed.comm.torch"].build_shm_op = lambda: None  # a g++ build only inference uses
-    store = os.path.join(tempfile.mkdtemp(), "store")
-    torch.distributed.init_process_group("gloo", init_method="file://" + store, rank=0, world_size=1)
-    deepspeed.init_distributed(dist_backend="gloo")
-    deepspeed.checkpointing.configure(None)
-    fn = deepspeed.checkpointing.non_reentrant_checkpoint if a.non_reentrant else deepspeed.checkpointing.checkpoint
-    layer = torch.nn.Linear(3, 3)
-    x = torch.ones(2, 3, requires_grad=True)
-    print("deepspeed", deepspeed.__version__, fn.__name__, "on the CPU accelerator")
-    try:
-        y = fn(layer, x)
-        y.sum().backward()
-    except TypeError as e:
-        print("BUG: the checkpointed call failed:", e)
-        return 1
-    got = x.grad.clone()
-    x.grad = None
-    want_y = layer(x)
-    want_y.sum().backward()
-    ok = torch.equal(y, want_y) and torch.equal(got, x.grad)
-    print("checkpointed output and input gradient", "equal the plain call's" if ok else "DIFFER from the plain call's")
-    return 0 if ok else 1
+    with tempfile.TemporaryDirectory() as d:
+        store = os.path.join(d, "store")
+        torch.distributed.init_process_group("gloo", init_method="file://" + store, rank=0, world_size=1)
+        deepspeed.init_distributed(dist_backend="gloo")
+        deepspeed.checkpointing.configure(None)
+        fn = deepspeed.checkpointing.non_reentrant_checkpoint if a.non_reentrant else deepspeed.checkpointing.checkpoint
+        layer = torch.nn.Linear(3, 3)
+        x = torch.ones(2, 3, requires_grad=True)
+        print("deepspeed", deepspeed.__version__, fn.__name__, "on the CPU accelerator")
+        try:
+            y = fn(layer, x)
+            y.sum().backward()
+        except TypeError as e:
+            print("BUG: the checkpointed call failed:", e)
+            return 1
+        got = x.grad.clone()
+        x.grad = None
+        want_y = layer(x)
+        want_y.sum().backward()
+        ok = torch.equal(y, want_y) and torch.equal(got, x.grad)
+        print("checkpointed output and input gradient",
+              "equal the plain call's" if ok else "DIFFER from the plain call's")
+        return 0 if ok else 1
 
 
 if __name__ == "__main__":

@@ -40,30 +40,30 @@ PEAK, FLOOR, WARMUP, TOTAL, UPDATES = 1.0, 0.1, 2, 3, 7
 
 def main():
     deepspeed = import_deepspeed()
-    store = tempfile.mkdtemp()  # a file store: no port to collide with
-    torch.distributed.init_process_group("gloo", init_method="file://" + os.path.join(store, "store"),
-                                         rank=0, world_size=1)
-    model = torch.nn.Linear(4, 1)
-    cfg = {"train_micro_batch_size_per_gpu": 1, "train_batch_size": 1, "steps_per_print": 1 << 30,
-           "optimizer": {"type": "SGD", "params": {"lr": PEAK}},
-           "scheduler": {"type": "WarmupCosineLR",
-                         "params": {"warmup_num_steps": WARMUP, "total_num_steps": TOTAL,
-                                    "warmup_min_ratio": 0.0, "cos_min_ratio": FLOOR, "warmup_type": "linear"}}}
-    engine, _, _, _ = deepspeed.initialize(model=model, model_parameters=model.parameters(), config=cfg)
-    x = torch.ones(1, 4)
-    rates = []
-    for _ in range(UPDATES):
-        rates.append(engine.get_lr()[0])  # the rate this update runs at
-        engine.backward(engine(x).sum())
-        engine.step()
-    # The scheduler's iteration of update k is k - 1; from iteration TOTAL on the decay has ended.
-    past_end = rates[TOTAL + 1:]
-    print("deepspeed", deepspeed.__version__, "rates:", ["%.4f" % r for r in rates])
-    bad = [r for r in past_end if r > FLOOR * PEAK + 1e-12]
-    print("after the decay's end:", ["%.4f" % r for r in past_end],
-          "BUG: above the floor %.4f" % (FLOOR * PEAK) if bad else "ok: at the floor")
-    torch.distributed.destroy_process_group()
-    return 1 if bad else 0
+    with tempfile.TemporaryDirectory() as store:  # a file store: no port to collide with
+        torch.distributed.init_process_group("gloo", init_method="file://" + os.path.join(store, "store"),
+                                             rank=0, world_size=1)
+        model = torch.nn.Linear(4, 1)
+        cfg = {"train_micro_batch_size_per_gpu": 1, "train_batch_size": 1, "steps_per_print": 1 << 30,
+               "optimizer": {"type": "SGD", "params": {"lr": PEAK}},
+               "scheduler": {"type": "WarmupCosineLR",
+                             "params": {"warmup_num_steps": WARMUP, "total_num_steps": TOTAL,
+                                        "warmup_min_ratio": 0.0, "cos_min_ratio": FLOOR, "warmup_type": "linear"}}}
+        engine, _, _, _ = deepspeed.initialize(model=model, model_parameters=model.parameters(), config=cfg)
+        x = torch.ones(1, 4)
+        rates = []
+        for _ in range(UPDATES):
+            rates.append(engine.get_lr()[0])  # the rate this update runs at
+            engine.backward(engine(x).sum())
+            engine.step()
+        # The scheduler's iteration of update k is k - 1; from iteration TOTAL on the decay has ended.
+        past_end = rates[TOTAL + 1:]
+        print("deepspeed", deepspeed.__version__, "rates:", ["%.4f" % r for r in rates])
+        bad = [r for r in past_end if r > FLOOR * PEAK + 1e-12]
+        print("after the decay's end:", ["%.4f" % r for r in past_end],
+              "BUG: above the floor %.4f" % (FLOOR * PEAK) if bad else "ok: at the floor")
+        torch.distributed.destroy_process_group()
+        return 1 if bad else 0
 
 
 if __name__ == "__main__":

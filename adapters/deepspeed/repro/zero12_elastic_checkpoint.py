@@ -101,32 +101,32 @@ def main():
     a = ap.parse_args()
     deepspeed = import_deepspeed()
     results = mp.Manager().dict()
-    tmp = tempfile.mkdtemp()
-    store = os.path.join(tmp, "store")  # a file store: no port to collide with
-    mp.start_processes(train, args=(a, store, os.path.join(tmp, "ckpt"), results), nprocs=WORLD,
-                       start_method="fork")
-    print("deepspeed", deepspeed.__version__, "ZeRO", a.stage, "dp", WORLD, "elastic_checkpoint", bool(a.elastic),
-          "optimizer:", {"torch": "torch.optim.AdamW", "deepspeed": "DeepSpeed's AdamW",
-                         "deepspeed-offload": "DeepSpeed's CPU AdamW (ZeRO-Offload)"}[a.optimizer])
-    if a.universal:
-        import subprocess
-        r = subprocess.run([sys.executable, "-m", "deepspeed.checkpoint.ds_to_universal", "--input_folder",
-                            os.path.join(tmp, "ckpt", "t"), "--output_folder", os.path.join(tmp, "universal"),
-                            "--num_extract_workers", "1", "--num_merge_workers", "1"],
-                           capture_output=True, text=True)
-        if r.returncode == 0:
-            print("ds_to_universal converted the checkpoint")
-            return 0
-        print("ds_to_universal failed:", (r.stderr.strip().splitlines() or ["?"])[-1])
-        print("BUG: DeepSpeed's universal converter cannot convert the checkpoint DeepSpeed saved")
-        return 1
-    bad = False
-    for r in range(WORLD):
-        bad = bad or not results[r].startswith("loaded")
-        print("rank %d: %s" % (r, results[r]))
-    if bad:
-        print("BUG: the checkpoint DeepSpeed saved cannot be loaded in the layout that saved it")
-    return 1 if bad else 0
+    with tempfile.TemporaryDirectory() as tmp:
+        store = os.path.join(tmp, "store")  # a file store: no port to collide with
+        mp.start_processes(train, args=(a, store, os.path.join(tmp, "ckpt"), results), nprocs=WORLD,
+                           start_method="fork")
+        print("deepspeed", deepspeed.__version__, "ZeRO", a.stage, "dp", WORLD, "elastic_checkpoint", bool(a.elastic),
+              "optimizer:", {"torch": "torch.optim.AdamW", "deepspeed": "DeepSpeed's AdamW",
+                             "deepspeed-offload": "DeepSpeed's CPU AdamW (ZeRO-Offload)"}[a.optimizer])
+        if a.universal:
+            import subprocess
+            r = subprocess.run([sys.executable, "-m", "deepspeed.checkpoint.ds_to_universal", "--input_folder",
+                                os.path.join(tmp, "ckpt", "t"), "--output_folder", os.path.join(tmp, "universal"),
+                                "--num_extract_workers", "1", "--num_merge_workers", "1"],
+                               capture_output=True, text=True)
+            if r.returncode == 0:
+                print("ds_to_universal converted the checkpoint")
+                return 0
+            print("ds_to_universal failed:", (r.stderr.strip().splitlines() or ["?"])[-1])
+            print("BUG: DeepSpeed's universal converter cannot convert the checkpoint DeepSpeed saved")
+            return 1
+        bad = False
+        for r in range(WORLD):
+            bad = bad or not results[r].startswith("loaded")
+            print("rank %d: %s" % (r, results[r]))
+        if bad:
+            print("BUG: the checkpoint DeepSpeed saved cannot be loaded in the layout that saved it")
+        return 1 if bad else 0
 
 
 if __name__ == "__main__":

@@ -87,8 +87,9 @@ def train(rank, store, results):
 def main():
     deepspeed = import_deepspeed()
     results = mp.Manager().dict()
-    store = os.path.join(tempfile.mkdtemp(), "store")  # a file store: no port to collide with
-    mp.start_processes(train, args=(store, results), nprocs=WORLD, start_method="fork")
+    with tempfile.TemporaryDirectory() as d:
+        store = os.path.join(d, "store")  # a file store: no port to collide with
+        mp.start_processes(train, args=(store, results), nprocs=WORLD, start_method="fork")
     print("deepspeed", deepspeed.__version__, "ZeRO 3, stage3_use_all_reduce_for_fetch_params=true, dp", WORLD)
     bad = False
     for r in range(WORLD):

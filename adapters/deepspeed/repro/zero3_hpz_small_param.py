@@ -73,8 +73,9 @@ def main():
     a = ap.parse_args()
     deepspeed = import_deepspeed()
     results = mp.Manager().dict()
-    store = os.path.join(tempfile.mkdtemp(), "store")  # a file store: no port to collide with
-    mp.start_processes(train, args=(a.hpz, store, results), nprocs=WORLD, start_method="fork")
+    with tempfile.TemporaryDirectory() as d:
+        store = os.path.join(d, "store")  # a file store: no port to collide with
+        mp.start_processes(train, args=(a.hpz, store, results), nprocs=WORLD, start_method="fork")
     print("deepspeed", deepspeed.__version__, "ZeRO 3, dp", WORLD, "zero_hpz_partition_size", a.hpz,
           "a parameter of one element")
     for r in range(WORLD):

@@ -60,29 +60,30 @@ def main():
     import deepspeed
     import deepspeed.comm.torch  # noqa: F401
     sys.modules["deepspeed.comm.torch"].build_shm_op = lambda: None  # a g++ build only inference uses
-    store = os.path.join(tempfile.mkdtemp(), "store")
-    torch.distributed.init_process_group("gloo", init_method="file://" + store, rank=0, world_size=1)
-    deepspeed.init_distributed(dist_backend="gloo")
-    deepspeed.checkpointing.configure(None)
-    run = {"deepspeed_non_reentrant": deepspeed.checkpointing.non_reentrant_checkpoint,
-           "deepspeed": deepspeed.checkpointing.checkpoint,
-           "torch": lambda fn, x: torch.utils.checkpoint.checkpoint(fn, x, use_reentrant=False)}[a.checkpoint]
-    torch.manual_seed(0)
-    model = Model(run)
-    cfg = {"train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 1, "train_batch_size": 1,
-           "steps_per_print": 1 << 30, "zero_allow_untested_optimizer": True,
-           "zero_optimization": {"stage": 3, "stage3_param_persistence_threshold": 0}}
-    engine, _, _, _ = deepspeed.initialize(model=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
-                                           config=cfg)
-    print("deepspeed", deepspeed.__version__, "ZeRO 3, a block with a submodule under", a.checkpoint)
-    try:
-        engine.backward(engine(torch.tensor([1, 2, 3, 4])))
-        engine.step()
-    except RuntimeError as e:
-        print("BUG: the step failed in backward:", e)
-        return 1
-    print("trained a step")
-    return 0
+    with tempfile.TemporaryDirectory() as d:
+        store = os.path.join(d, "store")
+        torch.distributed.init_process_group("gloo", init_method="file://" + store, rank=0, world_size=1)
+        deepspeed.init_distributed(dist_backend="gloo")
+        deepspeed.checkpointing.configure(None)
+        run = {"deepspeed_non_reentrant": deepspeed.checkpointing.non_reentrant_checkpoint,
+               "deepspeed": deepspeed.checkpointing.checkpoint,
+               "torch": lambda fn, x: torch.utils.checkpoint.checkpoint(fn, x, use_reentrant=False)}[a.checkpoint]
+        torch.manual_seed(0)
+        model = Model(run)
+        cfg = {"train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 1, "train_batch_size": 1,
+               "steps_per_print": 1 << 30, "zero_allow_untested_optimizer": True,
+               "zero_optimization": {"stage": 3, "stage3_param_persistence_threshold": 0}}
+        engine, _, _, _ = deepspeed.initialize(model=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
+                                               config=cfg)
+        print("deepspeed", deepspeed.__version__, "ZeRO 3, a block with a submodule under", a.checkpoint)
+        try:
+            engine.backward(engine(torch.tensor([1, 2, 3, 4])))
+            engine.step()
+        except RuntimeError as e:
+            print("BUG: the step failed in backward:", e)
+            return 1
+        print("trained a step")
+        return 0
 
 
 if __name__ == "__main__":

@@ -77,8 +77,9 @@ def main():
     a = ap.parse_args()
     deepspeed = import_deepspeed()
     results = mp.Manager().dict()
-    store = os.path.join(tempfile.mkdtemp(), "store")  # a file store: no port to collide with
-    mp.start_processes(train, args=(a, store, results), nprocs=WORLD, start_method="fork")
+    with tempfile.TemporaryDirectory() as d:
+        store = os.path.join(d, "store")  # a file store: no port to collide with
+        mp.start_processes(train, args=(a, store, results), nprocs=WORLD, start_method="fork")
     # d(sum(w . x))/dw = x: the averaged gradient is the mean of the ranks' inputs.
     mean_grad = sum(inputs(r) for r in range(WORLD)).reshape(-1) / WORLD
     want = (W0 - LR * mean_grad).tolist()

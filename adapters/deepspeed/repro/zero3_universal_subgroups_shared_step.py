@@ -87,35 +87,35 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--sub-group-size", type=int, default=1)
     a = ap.parse_args()
-    work = tempfile.mkdtemp()
-    ckpt = os.path.join(work, "ckpt")
-    mp.start_processes(save_phase, args=(a.sub_group_size, os.path.join(work, "store1"), ckpt), nprocs=2,
-                       start_method="fork")
-    subprocess.run([sys.executable, "-m", "deepspeed.checkpoint.ds_to_universal", "--input_folder",
-                    os.path.join(ckpt, TAG), "--output_folder", os.path.join(ckpt, TAG + "_universal"),
-                    "--num_extract_workers", "1", "--num_merge_workers", "1"], check=True,
-                   stdout=subprocess.DEVNULL)
-    os.environ.update(RANK="0", LOCAL_RANK="0", WORLD_SIZE="1", LOCAL_SIZE="1")
-    torch.distributed.init_process_group("gloo", init_method="file://" + os.path.join(work, "store2"),
-                                         rank=0, world_size=1)
-    engine = engine_for(1, a.sub_group_size, universal=True)
-    engine.load_checkpoint(ckpt, tag=TAG + "_universal")
-    zero = engine.optimizer
-    flats = zero.fp32_partitioned_groups_flat
-    shared = len({id(zero.optimizer.state[p]["step"]) for p in flats}) < len(flats)
-    train_step(engine, 1, 0)
-    steps = [float(zero.optimizer.state[p]["step"]) for p in flats]
-    import deepspeed
-    print("deepspeed", deepspeed.__version__, "torch", torch.__version__, "sub-groups:", len(flats))
-    print("step of each sub-group after one update past the reload (each should be 2):", steps)
-    bad = shared or any(s != 2 for s in steps)
-    if bad:
-        print("BUG: %s; Adam's bias correction uses the wrong step" %
-              ("the sub-groups share one step tensor" if shared else "a sub-group's step is not 2"))
-    else:
-        print("ok: each sub-group has its own step")
-    torch.distributed.destroy_process_group()
-    return 1 if bad else 0
+    with tempfile.TemporaryDirectory() as work:
+        ckpt = os.path.join(work, "ckpt")
+        mp.start_processes(save_phase, args=(a.sub_group_size, os.path.join(work, "store1"), ckpt), nprocs=2,
+                           start_method="fork")
+        subprocess.run([sys.executable, "-m", "deepspeed.checkpoint.ds_to_universal", "--input_folder",
+                        os.path.join(ckpt, TAG), "--output_folder", os.path.join(ckpt, TAG + "_universal"),
+                        "--num_extract_workers", "1", "--num_merge_workers", "1"], check=True,
+                       stdout=subprocess.DEVNULL)
+        os.environ.update(RANK="0", LOCAL_RANK="0", WORLD_SIZE="1", LOCAL_SIZE="1")
+        torch.distributed.init_process_group("gloo", init_method="file://" + os.path.join(work, "store2"),
+                                             rank=0, world_size=1)
+        engine = engine_for(1, a.sub_group_size, universal=True)
+        engine.load_checkpoint(ckpt, tag=TAG + "_universal")
+        zero = engine.optimizer
+        flats = zero.fp32_partitioned_groups_flat
+        shared = len({id(zero.optimizer.state[p]["step"]) for p in flats}) < len(flats)
+        train_step(engine, 1, 0)
+        steps = [float(zero.optimizer.state[p]["step"]) for p in flats]
+        import deepspeed
+        print("deepspeed", deepspeed.__version__, "torch", torch.__version__, "sub-groups:", len(flats))
+        print("step of each sub-group after one update past the reload (each should be 2):", steps)
+        bad = shared or any(s != 2 for s in steps)
+        if bad:
+            print("BUG: %s; Adam's bias correction uses the wrong step" %
+                  ("the sub-groups share one step tensor" if shared else "a sub-group's step is not 2"))
+        else:
+            print("ok: each sub-group has its own step")
+        torch.distributed.destroy_process_group()
+        return 1 if bad else 0
 
 
 if __name__ == "__main__":

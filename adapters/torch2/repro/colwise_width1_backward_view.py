@@ -44,10 +44,10 @@ def run(rank, world, store, out):
 
 
 if __name__ == "__main__":
-    d = tempfile.mkdtemp()
-    out = os.path.join(d, "out")
-    mp.start_processes(run, args=(1, os.path.join(d, "store"), out), nprocs=1, start_method="fork")
-    text = open(out).read()
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "out")
+        mp.start_processes(run, args=(1, os.path.join(d, "store"), out), nprocs=1, start_method="fork")
+        text = open(out).read()
     print("torch", torch.__version__)
     print(text)
     sys.exit(0 if text.endswith("ok") else 1)

@@ -36,12 +36,13 @@ def run(rank, world, store, static_graph):
 
 
 def trial(world, static_graph):
-    store = os.path.join(tempfile.mkdtemp(), "store")
-    try:
-        mp.start_processes(run, args=(world, store, static_graph), nprocs=world, start_method="fork")
-        return "ok"
-    except Exception as e:  # noqa: BLE001
-        return [line for line in str(e).splitlines() if "Error" in line][-1]
+    with tempfile.TemporaryDirectory() as d:
+        store = os.path.join(d, "store")
+        try:
+            mp.start_processes(run, args=(world, store, static_graph), nprocs=world, start_method="fork")
+            return "ok"
+        except Exception as e:  # noqa: BLE001
+            return [line for line in str(e).splitlines() if "Error" in line][-1]
 
 
 if __name__ == "__main__":

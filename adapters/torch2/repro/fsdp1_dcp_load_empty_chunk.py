@@ -62,17 +62,17 @@ def run(rank, world, width, strategy, store, path, out):
 if __name__ == "__main__":
     width = int(sys.argv[1]) if len(sys.argv) > 1 else 1
     strategy = sys.argv[2] if len(sys.argv) > 2 else "SHARD_GRAD_OP"
-    d = tempfile.mkdtemp()
-    ckpt, out = os.path.join(d, "ckpt"), os.path.join(d, "out")
-    mp.start_processes(run, args=(1, width, strategy, os.path.join(d, "s1"), ckpt, None), nprocs=1,
-                       start_method="fork")
-    mp.start_processes(run, args=(2, width, strategy, os.path.join(d, "s2"), ckpt, out), nprocs=2,
-                       start_method="fork")
-    print("torch", torch.__version__, "Linear(%d, %d) + Linear(%d, 2), saved on 1 rank, loaded into 2 under %s"
-          % (width, width, width, strategy))
-    bad = False
-    for r in range(2):
-        result = open(out + str(r)).read()
-        print("rank %d: %s" % (r, result))
-        bad = bad or result != "loaded"
-    sys.exit(1 if bad else 0)
+    with tempfile.TemporaryDirectory() as d:
+        ckpt, out = os.path.join(d, "ckpt"), os.path.join(d, "out")
+        mp.start_processes(run, args=(1, width, strategy, os.path.join(d, "s1"), ckpt, None), nprocs=1,
+                           start_method="fork")
+        mp.start_processes(run, args=(2, width, strategy, os.path.join(d, "s2"), ckpt, out), nprocs=2,
+                           start_method="fork")
+        print("torch", torch.__version__, "Linear(%d, %d) + Linear(%d, 2), saved on 1 rank, loaded into 2 under %s"
+              % (width, width, width, strategy))
+        bad = False
+        for r in range(2):
+            result = open(out + str(r)).read()
+            print("rank %d: %s" % (r, result))
+            bad = bad or result != "loaded"
+        sys.exit(1 if bad else 0)

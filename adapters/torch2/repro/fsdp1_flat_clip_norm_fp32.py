@@ -32,29 +32,30 @@ def main():
     from torch.distributed.fsdp import ShardingStrategy
     warnings.simplefilter("ignore")  # FSDP1's deprecation warning
     layers = int(sys.argv[1]) if len(sys.argv) > 1 else 64
-    store = os.path.join(tempfile.mkdtemp(), "store")
-    dist.init_process_group("gloo", init_method="file://" + store, rank=0, world_size=1)
-    torch.manual_seed(0)
-    model = torch.nn.Sequential(*[torch.nn.Linear(256, 256) for _ in range(layers)])
-    print("torch", torch.__version__, "%d x Linear(256, 256), one rank" % layers)
-    bad = False
-    for orig in (False, True):
-        torch.manual_seed(1)
-        m = torch.nn.Sequential(*[torch.nn.Linear(256, 256) for _ in range(layers)])
-        m.load_state_dict(model.state_dict())
-        net = FSDP(m, sharding_strategy=ShardingStrategy.NO_SHARD, use_orig_params=orig,
-                   device_id=torch.device("cpu"))
-        net(torch.randn(8, 256)).pow(2).mean().backward()
-        grads = [p.grad for p in net.parameters() if p.grad is not None]
-        truth = torch.cat([g.double().reshape(-1) for g in grads]).norm().item()
-        summed = torch.cat([g.reshape(-1) for g in grads]).pow(2).sum().sqrt().item()
-        norm = net.clip_grad_norm_(float("inf")).item()
-        err, sum_err = abs(norm / truth - 1), abs(summed / truth - 1)
-        print("use_orig_params=%s: %d element(s); clip_grad_norm_ %.9g, float64 %.9g: relative "
-              "error %.2e (float32 pow(2).sum(): %.2e)"
-              % (orig, sum(g.numel() for g in grads), norm, truth, err, sum_err))
-        bad = bad or (not orig and err > 1e-6)
-    dist.destroy_process_group()
+    with tempfile.TemporaryDirectory() as d:
+        store = os.path.join(d, "store")
+        dist.init_process_group("gloo", init_method="file://" + store, rank=0, world_size=1)
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(*[torch.nn.Linear(256, 256) for _ in range(layers)])
+        print("torch", torch.__version__, "%d x Linear(256, 256), one rank" % layers)
+        bad = False
+        for orig in (False, True):
+            torch.manual_seed(1)
+            m = torch.nn.Sequential(*[torch.nn.Linear(256, 256) for _ in range(layers)])
+            m.load_state_dict(model.state_dict())
+            net = FSDP(m, sharding_strategy=ShardingStrategy.NO_SHARD, use_orig_params=orig,
+                       device_id=torch.device("cpu"))
+            net(torch.randn(8, 256)).pow(2).mean().backward()
+            grads = [p.grad for p in net.parameters() if p.grad is not None]
+            truth = torch.cat([g.double().reshape(-1) for g in grads]).norm().item()
+            summed = torch.cat([g.reshape(-1) for g in grads]).pow(2).sum().sqrt().item()
+            norm = net.clip_grad_norm_(float("inf")).item()
+            err, sum_err = abs(norm / truth - 1), abs(summed / truth - 1)
+            print("use_orig_params=%s: %d element(s); clip_grad_norm_ %.9g, float64 %.9g: relative "
+                  "error %.2e (float32 pow(2).sum(): %.2e)"
+                  % (orig, sum(g.numel() for g in grads), norm, truth, err, sum_err))
+            bad = bad or (not orig and err > 1e-6)
+        dist.destroy_process_group()
     sys.exit(1 if bad else 0)
 
 

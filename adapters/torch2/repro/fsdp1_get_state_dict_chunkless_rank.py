@@ -42,13 +42,13 @@ def run(rank, store, out):
 
 
 if __name__ == "__main__":
-    d = tempfile.mkdtemp()
-    out = os.path.join(d, "out")
-    mp.start_processes(run, args=(os.path.join(d, "store"), out), nprocs=2, start_method="fork")
-    print("torch", torch.__version__, "FULL_SHARD Linear(1, 1) on two ranks: get_model_state_dict")
-    bad = False
-    for r in range(2):
-        result = open(out + str(r)).read()
-        print("rank %d: %s" % (r, result))
-        bad = bad or result != "returned"
-    sys.exit(1 if bad else 0)
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "out")
+        mp.start_processes(run, args=(os.path.join(d, "store"), out), nprocs=2, start_method="fork")
+        print("torch", torch.__version__, "FULL_SHARD Linear(1, 1) on two ranks: get_model_state_dict")
+        bad = False
+        for r in range(2):
+            result = open(out + str(r)).read()
+            print("rank %d: %s" % (r, result))
+            bad = bad or result != "returned"
+        sys.exit(1 if bad else 0)

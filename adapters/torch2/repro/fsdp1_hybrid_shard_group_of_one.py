@@ -58,15 +58,15 @@ def run(rank, world, shard, store, out):
 if __name__ == "__main__":
     world = int(sys.argv[1]) if len(sys.argv) > 1 else 2
     shard = int(sys.argv[2]) if len(sys.argv) > 2 else 1
-    d = tempfile.mkdtemp()
-    mp.start_processes(run, args=(world, shard, os.path.join(d, "store"), os.path.join(d, "out")),
-                       nprocs=world, start_method="fork")
-    bad = False
-    print("torch", torch.__version__, "world", world, "shard groups of", shard)
-    for r in range(world):
-        for line in open(os.path.join(d, "out%d" % r)).read().splitlines():
-            name, ok, ratio, runs = line.split()
-            print("rank %d: %s (runs as %s): |grad - truth| / |truth| = %s (%s)"
-                  % (r, name, runs, ratio, "ok" if ok == "1" else "WRONG"))
-            bad = bad or ok != "1"
-    sys.exit(1 if bad else 0)
+    with tempfile.TemporaryDirectory() as d:
+        mp.start_processes(run, args=(world, shard, os.path.join(d, "store"), os.path.join(d, "out")),
+                           nprocs=world, start_method="fork")
+        bad = False
+        print("torch", torch.__version__, "world", world, "shard groups of", shard)
+        for r in range(world):
+            for line in open(os.path.join(d, "out%d" % r)).read().splitlines():
+                name, ok, ratio, runs = line.split()
+                print("rank %d: %s (runs as %s): |grad - truth| / |truth| = %s (%s)"
+                      % (r, name, runs, ratio, "ok" if ok == "1" else "WRONG"))
+                bad = bad or ok != "1"
+        sys.exit(1 if bad else 0)

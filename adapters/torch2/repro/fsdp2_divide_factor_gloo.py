@@ -33,13 +33,13 @@ def run(rank, world, store, factor, out):
 
 
 def trial(world, factor):
-    d = tempfile.mkdtemp()
-    try:
-        mp.start_processes(run, args=(world, os.path.join(d, "store"), factor, os.path.join(d, "ok")),
-                           nprocs=world, start_method="fork")
-        return "ok"
-    except Exception as e:  # noqa: BLE001
-        return [line for line in str(e).splitlines() if "Error" in line][-1]
+    with tempfile.TemporaryDirectory() as d:
+        try:
+            mp.start_processes(run, args=(world, os.path.join(d, "store"), factor, os.path.join(d, "ok")),
+                               nprocs=world, start_method="fork")
+            return "ok"
+        except Exception as e:  # noqa: BLE001
+            return [line for line in str(e).splitlines() if "Error" in line][-1]
 
 
 if __name__ == "__main__":

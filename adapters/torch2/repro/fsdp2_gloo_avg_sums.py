@@ -48,14 +48,14 @@ def run(rank, world, store, out):
 
 if __name__ == "__main__":
     world = int(sys.argv[1]) if len(sys.argv) > 1 else 2
-    d = tempfile.mkdtemp()
-    mp.start_processes(run, args=(world, os.path.join(d, "store"), os.path.join(d, "out")),
-                       nprocs=world, start_method="fork")
-    bad = False
-    print("torch", torch.__version__, "world", world)
-    for r in range(world):
-        avg_ok, fsdp_ok, ratio, got = open(os.path.join(d, "out%d" % r)).read().split(" ", 3)
-        print("rank %d: reduce_scatter_tensor(AVG) -> %s (%s); fully_shard gradient / truth = %s (%s)"
-              % (r, got, "ok" if avg_ok == "1" else "WRONG", ratio, "ok" if fsdp_ok == "1" else "WRONG"))
-        bad = bad or avg_ok != "1" or fsdp_ok != "1"
-    sys.exit(1 if bad else 0)
+    with tempfile.TemporaryDirectory() as d:
+        mp.start_processes(run, args=(world, os.path.join(d, "store"), os.path.join(d, "out")),
+                           nprocs=world, start_method="fork")
+        bad = False
+        print("torch", torch.__version__, "world", world)
+        for r in range(world):
+            avg_ok, fsdp_ok, ratio, got = open(os.path.join(d, "out%d" % r)).read().split(" ", 3)
+            print("rank %d: reduce_scatter_tensor(AVG) -> %s (%s); fully_shard gradient / truth = %s (%s)"
+                  % (r, got, "ok" if avg_ok == "1" else "WRONG", ratio, "ok" if fsdp_ok == "1" else "WRONG"))
+            bad = bad or avg_ok != "1" or fsdp_ok != "1"
+        sys.exit(1 if bad else 0)

@@ -43,14 +43,14 @@ def run(rank, world, store, out):
 
 
 if __name__ == "__main__":
-    d = tempfile.mkdtemp()
-    world = 4
-    mp.start_processes(run, args=(world, os.path.join(d, "store"), os.path.join(d, "out")),
-                       nprocs=world, start_method="fork")
-    print("torch", torch.__version__)
-    bad = False
-    for r in range(world):
-        param, buf = open(os.path.join(d, "out%d" % r)).read().split(" | ")
-        print("rank %d: weight %s, momentum_buffer %s" % (r, param, buf))
-        bad = bad or param != buf
-    sys.exit(1 if bad else 0)
+    with tempfile.TemporaryDirectory() as d:
+        world = 4
+        mp.start_processes(run, args=(world, os.path.join(d, "store"), os.path.join(d, "out")),
+                           nprocs=world, start_method="fork")
+        print("torch", torch.__version__)
+        bad = False
+        for r in range(world):
+            param, buf = open(os.path.join(d, "out%d" % r)).read().split(" | ")
+            print("rank %d: weight %s, momentum_buffer %s" % (r, param, buf))
+            bad = bad or param != buf
+        sys.exit(1 if bad else 0)

@@ -67,10 +67,10 @@ def run(rank, world, store, out):
 
 if __name__ == "__main__":
     world = 2
-    d = tempfile.mkdtemp()
-    mp.start_processes(run, args=(world, os.path.join(d, "store"), os.path.join(d, "out")),
-                       nprocs=world, start_method="fork")
-    halved, ratio, placement = open(os.path.join(d, "out0")).read().split(" ", 2)
+    with tempfile.TemporaryDirectory() as d:
+        mp.start_processes(run, args=(world, os.path.join(d, "store"), os.path.join(d, "out")),
+                           nprocs=world, start_method="fork")
+        halved, ratio, placement = open(os.path.join(d, "out0")).read().split(" ", 2)
     print("torch", torch.__version__)
     print("Partial(sum) DTensor of value 3, div_(2) in place:", halved, "(want 1.5)")
     print("sequence-parallel LayerNorm weight gradient %s after a 2-micro-batch pipeline step:"

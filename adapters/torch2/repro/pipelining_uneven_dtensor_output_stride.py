@@ -57,19 +57,20 @@ def run(rank, world, store, out):
 
 
 if __name__ == "__main__":
-    d = tempfile.mkdtemp()
-    world = 4
-    procs = [mp.get_context("fork").Process(target=run, args=(r, world, os.path.join(d, "store"),
-                                                                 os.path.join(d, "out")))
-             for r in range(world)]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(60)
-        if p.is_alive():
-            p.kill()
-    results = [open(os.path.join(d, "out%d" % r)).read() if os.path.exists(os.path.join(d, "out%d" % r))
-               else "no result (hung)" for r in range(world)]
+    with tempfile.TemporaryDirectory() as d:
+        world = 4
+        procs = [mp.get_context("fork").Process(target=run, args=(r, world, os.path.join(d, "store"),
+                                                                     os.path.join(d, "out")))
+                 for r in range(world)]
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join(60)
+            if p.is_alive():
+                p.kill()
+                p.join()
+        results = [open(os.path.join(d, "out%d" % r)).read() if os.path.exists(os.path.join(d, "out%d" % r))
+                   else "no result (hung)" for r in range(world)]
     print("torch", torch.__version__)
     for r, res in enumerate(results):
         print("rank %d (stage %d):" % (r, r // 2), res)

@@ -78,8 +78,9 @@ def run(rank, world, tmp, results):
 if __name__ == "__main__":
     world = int(sys.argv[1]) if len(sys.argv) > 1 else 2
     results = mp.get_context("fork").SimpleQueue()
-    mp.start_processes(run, args=(world, tempfile.mkdtemp(), results), nprocs=world, start_method="fork")
-    ok, text = results.get()
+    with tempfile.TemporaryDirectory() as tmp:
+        mp.start_processes(run, args=(world, tmp, results), nprocs=world, start_method="fork")
+        ok, text = results.get()
     print("torch", torch.__version__, "world", world)
     print(text)
     sys.exit(0 if ok else 1)

@@ -53,10 +53,10 @@ def run(rank, world, store, out):
 
 if __name__ == "__main__":
     world = int(sys.argv[1]) if len(sys.argv) > 1 else 2
-    d = tempfile.mkdtemp()
-    out = os.path.join(d, "out")
-    mp.start_processes(run, args=(world, os.path.join(d, "store"), out), nprocs=world, start_method="fork")
-    text = open(out).read()
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "out")
+        mp.start_processes(run, args=(world, os.path.join(d, "store"), out), nprocs=world, start_method="fork")
+        text = open(out).read()
     print("torch", torch.__version__, "world", world)
     print(text)
     sys.exit(1 if text.endswith("replicated") else 0)
