@@ -3,7 +3,7 @@
 A crew is `world` rank processes forked from the warm worker, with one gloo process group formed
 when the crew starts. Each takes run dirs over its own pipe, runs train(rank, world, run_dir,
 *args) with stdout and stderr appended to RUN/target.log and its cwd in RUN, and answers its exit
-code. The worker keeps one crew per world size, formed at the first config of that size; a crew in
+code (stamped with the time it answered). The worker keeps one crew per world size, formed at the first config of that size; a crew in
 which a rank failed or died is killed, and the next config of its size gets a fresh one (a hung
 crew dies with its worker, which paradiff's watchdog kills). A config's own objects (model, DDP,
 optimizer) die with its train call; what a crew carries from one config to the next is the process
@@ -22,6 +22,7 @@ import shutil
 import signal
 import sys
 import tempfile
+import time
 
 import serve
 
@@ -61,7 +62,7 @@ def _serve_rank(index, world, store, train, args, requests, replies, worker_log)
         sys.stderr.flush()
         os.dup2(worker_log[0], 1)
         os.dup2(worker_log[1], 2)
-        _say(replies, text)
+        _say(replies, "%s %.9f" % (text, time.monotonic()))  # the clock every rank shares (collect)
 
     import torch.distributed as dist
     dist.init_process_group("gloo", init_method="file://" + store, rank=index, world_size=world)
@@ -110,17 +111,27 @@ class Crew:
         return self.requests + self.replies
 
     def collect(self, good):
-        """Reads one answer from every rank; the first bad one (or a rank's death) is a failure,
-        returned as (rank, text), without waiting for ranks left blocked in a collective."""
+        """Reads one answer from every rank: None when every text is good, else the failure that
+        came first, as (rank, text; "" for a rank that died without answering), without waiting
+        for ranks left blocked in a collective. A failing rank's peers fail after it (a failed
+        rank answers and exits, and its closed connections fail their collectives), and its answer
+        or its death is readable before theirs: of the failures readable at the first, a death
+        comes first, then the earliest stamp."""
         pending = dict(zip(self.replies, range(len(self.replies))))
-        while pending:
+        failures = []
+        while pending and not failures:
             ready, _, _ = select.select(list(pending), [], [])
-            for fd in ready:
-                index = pending.pop(fd)
-                answer = os.read(fd, 64).decode().strip()
-                if not good(answer):
-                    return index, answer
-        return None
+            while ready:
+                for fd in ready:
+                    index = pending.pop(fd)
+                    text, _, stamp = os.read(fd, 64).decode().strip().partition(" ")
+                    if not good(text):
+                        failures.append((text != "", float(stamp or 0), index, text))
+                ready = select.select(list(pending), [], [], 0)[0] if failures and pending else []
+        if not failures:
+            return None
+        _, _, index, text = min(failures)
+        return index, text
 
     def send(self, run_dir):
         for fd in self.requests:

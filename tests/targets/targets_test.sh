@@ -210,6 +210,12 @@ case $CASE in
     warm_leaks_nothing "$SRC/adapters/torch/torch.json" "$T/torch_accumulate_dp2.json" 100 \
       "c['parallel'] = {'world': 1 + i % 4, 'dp': 1 + i % 4}; c['zero'] = {'stage': i // 4 % 2}; c['optimizer']['kind'] = ['adam', 'sgd', 'adamw'][i % 3]"
     ;;
+  torch_crew_collect)
+    # A crew reports the rank that failed first, not a peer whose collective failed because of it
+    # (tests/targets/crew_collect.py; no torch needed).
+    expect 0 /usr/bin/python3 "$T/crew_collect.py"
+    has "^ok: [0-9]+ cases"
+    ;;
   torch_serve_reply_order)
     # A warm worker replies only once it is done with the run dir, which paradiff then removes
     # (tests/targets/serve_reply_order.py; no torch needed).
