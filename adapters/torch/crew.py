@@ -3,14 +3,14 @@
 A crew is `world` rank processes forked from the warm worker, with one gloo process group formed
 when the crew starts. Each takes run dirs over its own pipe, runs train(rank, world, run_dir,
 *args) with stdout and stderr appended to RUN/target.log and its cwd in RUN, and answers its exit
-code (stamped with the time it answered). The worker keeps one crew per world size, formed at the first config of that size; a crew in
-which a rank failed or died is killed, and the next config of its size gets a fresh one (a hung
-crew dies with its worker, which paradiff's watchdog kills). A config's own objects (model, DDP,
-optimizer) die with its train call; what a crew carries from one config to the next is the process
-group and what the framework keeps per process, which is why an adapter opts in only where its
-framework keeps no config's state in that group (DDP and ZeroRedundancyOptimizer build everything
-per call: adapters/torch/adapter.py, and adapters/torch2/adapter.py's ddp). warm_leaks_nothing
-(tests/e2e/lib.sh) checks it byte for byte.
+code, stamped with the time it answered. The worker keeps one crew per world size, formed at the
+first config of that size; a crew in which a rank failed or died is killed, and the next config of
+its size gets a fresh one (a hung crew dies with its worker, which paradiff's watchdog kills). A
+config's own objects (model, DDP, optimizer) die with its train call; what a crew carries from one
+config to the next is the process group and what the framework keeps per process, which is why an
+adapter opts in only where its framework keeps no config's state in that group (DDP and
+ZeroRedundancyOptimizer build everything per call: adapters/torch/adapter.py, and
+adapters/torch2/adapter.py's ddp). warm_leaks_nothing (tests/e2e/lib.sh) checks it byte for byte.
 
 The group comes from a file store in a directory beside the run dirs, removed once the group is
 formed.
@@ -119,15 +119,16 @@ class Crew:
         comes first, then the earliest stamp."""
         pending = dict(zip(self.replies, range(len(self.replies))))
         failures = []
-        while pending and not failures:
-            ready, _, _ = select.select(list(pending), [], [])
-            while ready:
-                for fd in ready:
-                    index = pending.pop(fd)
-                    text, _, stamp = os.read(fd, 64).decode().strip().partition(" ")
-                    if not good(text):
-                        failures.append((text != "", float(stamp or 0), index, text))
-                ready = select.select(list(pending), [], [], 0)[0] if failures and pending else []
+        while pending:
+            # Blocks until the first failure, then takes only what is readable already.
+            ready, _, _ = select.select(list(pending), [], [], 0 if failures else None)
+            if not ready:
+                break
+            for fd in ready:
+                index = pending.pop(fd)
+                text, _, stamp = os.read(fd, 64).decode().strip().partition(" ")
+                if not good(text):
+                    failures.append((text != "", float(stamp or 0), index, text))
         if not failures:
             return None
         _, _, index, text = min(failures)
