@@ -35,7 +35,10 @@ parameters in a tree of submodules (module_tree.py), so that ZeRO 3 gathers them
 "adapter.poison_uninitialized": true runs the ranks with torch.use_deterministic_algorithms(True),
 under which every torch.empty fills its memory with NaN (torch.utils.deterministic.
 fill_uninitialized_memory), so that DeepSpeed reading memory it never wrote shows in every run
-instead of only when the allocator hands back used memory.
+instead of only when the allocator hands back used memory. --zero-init (ZeRO 3) builds the model
+inside deepspeed.zero.Init, as large models are built: each parameter is partitioned as its module
+is constructed, and (DeepSpeed's memory_efficient_linear, on by default) F.linear becomes ZeRO 3's
+own autograd function (runtime/zero/linear.py) for the rest of the rank's life.
 
 What each rank reports (the kinds run.json asks for), all read from the rank's own memory, never
 through DeepSpeed's gathers:
@@ -76,6 +79,7 @@ the adapter converts it first with DeepSpeed's own ds_to_universal and loads it 
 checkpoint.load_universal, as a user does. ZeRO 0 checkpoints reload into any dp as they are.
 """
 import argparse
+import contextlib
 import copy
 import json
 import math
@@ -252,9 +256,12 @@ def train(rank, world, run_dir, a, extra):
     recorded = []  # pipeline: the last stage's loss per micro-batch (pipe.loss_fn)
     how = options.get(ACTIVATION_CHECKPOINTING)
     tree = options.get(MODULE_TREE)
+    if a.zero_init and (stage != 3 or piped):
+        raise SystemExit("--zero-init: ZeRO 3 without deepspeed.pipe only (deepspeed.zero.Init partitions for ZeRO 3)")
     for name, value in ((ACTIVATION_CHECKPOINTING, how), (MODULE_TREE, tree)):
         if piped and value:
             raise SystemExit(name + ": not with deepspeed.pipe (pipe.py has no such option)")
+    ds = ds_config(cfg, extra, own_optimizer=a.ds_optimizer)
     if piped:
         import pipe
         model = pipe.build(cfg, run["params"], init, dtypes[prec["compute"]], recorded,
@@ -263,10 +270,10 @@ def train(rank, world, run_dir, a, extra):
         cls = model_class(stage, tree)
         if how:
             cls = checkpointed(cls, how, checkpoint_function(deepspeed, how))
-        model = cls(cfg["model"], run["params"], init, dtypes[prec["compute"]])
+        with deepspeed.zero.Init(config_dict_or_path=copy.deepcopy(ds)) if a.zero_init else contextlib.nullcontext():
+            model = cls(cfg["model"], run["params"], init, dtypes[prec["compute"]])
     # A client torch optimizer, or DeepSpeed's own from the config's "optimizer" section.
     opt = None if a.ds_optimizer else make_optimizer(torch, o, list(model.parameters()))
-    ds = ds_config(cfg, extra, own_optimizer=a.ds_optimizer)
     load = run.get("load_checkpoint")
     tag = universal_if_resharded(load, cfg, ds, rank) if load else None
     engine, _, _, _ = deepspeed.initialize(model=model, optimizer=opt, config=ds)
@@ -276,12 +283,14 @@ def train(rank, world, run_dir, a, extra):
         holders = sum(1 for m in engine.module.modules() if list(m.parameters(recurse=False)))
         print("deepspeed: ZeRO stage %d, optimizer %s; offload_optimizer: %s; offload_param: %s; "
               "master weights and grads: %s; immediate gradient update: %s; parameter alignment: %s; "
-              "activation checkpointing: %s; modules holding parameters: %d; torch.empty fills with NaN: %s"
+              "activation checkpointing: %s; modules holding parameters: %d; torch.empty fills with NaN: %s; "
+              "built under zero.Init: %s (F.linear is %s)"
               % (zc.stage, type(engine.optimizer).__name__, zc.offload_optimizer, zc.offload_param, master,
                  getattr(engine.optimizer, "immediate_grad_update", None),  # the BF16_Optimizer's
                  getattr(engine.optimizer, "parameter_alignment", None),  # ZeRO 1 / 2 (0.19.8)
                  getattr(engine.module, "checkpointing", "off"), holders,
-                 torch.are_deterministic_algorithms_enabled() and torch.utils.deterministic.fill_uninitialized_memory),
+                 torch.are_deterministic_algorithms_enabled() and torch.utils.deterministic.fill_uninitialized_memory,
+                 a.zero_init, torch.nn.functional.linear.__name__),
               flush=True)
     if load:
         path, _ = engine.load_checkpoint(load, tag=tag,
@@ -526,6 +535,8 @@ def main():
                     help="a deepspeed.pipe PipelineModule also at pp 1 (DeepSpeed's PipelineEngine)")
     ap.add_argument("--ds-optimizer", action="store_true",
                     help="DeepSpeed's own optimizer (the exported \"optimizer\" section) instead of torch's")
+    ap.add_argument("--zero-init", action="store_true",
+                    help="build the model inside deepspeed.zero.Init (ZeRO 3): parameters partitioned as constructed")
     ap.add_argument("--print-ds-config", metavar="CONFIG", help="print the DeepSpeed config of a paradiff config")
     ap.add_argument("--print-export", metavar="CONFIG", help="print export_deepspeed(CONFIG) (paradiff export's twin)")
     a = ap.parse_args()

@@ -301,6 +301,17 @@ def files():
         options=dict(OPTIONS, **ZERO3, **OFFLOAD_PARAM, **ADAPTER, **ALIGNMENT, **REDUCE_TO_OWNER, **ELASTIC))
     low["optimizer_arithmetic"] = {"hyperparameters": "fp32", "clip": "accumulate"}
     out["deepspeed_bf16_master.json"] = low
+    # Models built inside deepspeed.zero.Init (adapter.py --zero-init), as large models are built:
+    # each parameter partitioned as its module is constructed, and F.linear replaced by ZeRO 3's own
+    # autograd function (memory_efficient_linear, DeepSpeed's default; varied off). ZeRO 3 only, in
+    # a file of its own: the other files keep the configs their campaigns drew.
+    out["deepspeed_zero_init.json"] = target(
+        "deepspeed-%s-zero-init" % NEWEST,
+        "DeepSpeed %s ZeRO 3 with the model built inside deepspeed.zero.Init (parameters partitioned "
+        "as constructed, F.linear as ZeRO 3's memory-efficient linear), fp32 and bf16 with bf16 "
+        "accumulation (docs/DEEPSPEED.md)" % NEWEST,
+        NEWEST, [3], [FP32] + BF16, extra_args=["--zero-init"], checkpoint=True,
+        options=dict(OPTIONS_NEWEST, **{"zero_optimization.memory_efficient_linear": [False]}))
     out["deepspeed_planted.json"] = target(
         "deepspeed-%s-planted" % NEWEST,
         "deepspeed.json (fp32) with the planted adapter bug sum_not_average (each rank's loss times dp: "

@@ -10,6 +10,7 @@ foreach(case deepspeed_parity_world1 deepspeed_parity_world2 deepspeed_pipe_pari
              deepspeed_own_adam deepspeed_lr_schedule deepspeed_fixed_after_0192 deepspeed_fixed_zero3_after_0192
              deepspeed_zero3_options deepspeed_gradient_scaling deepspeed_elastic_checkpoint
              deepspeed_offload deepspeed_bf16_master deepspeed_activation_checkpointing deepspeed_module_tree
+             deepspeed_zero_init
              deepspeed_warm_leaks_nothing
              deepspeed_campaign_clean
              deepspeed_planted_minimized deepspeed_rediscover_pr8154)

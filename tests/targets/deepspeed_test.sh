@@ -48,7 +48,7 @@ passes_logging() {
   rm -rf "$keep"
   expect 0 "$P" run "$2" --target "$1" --keep-run-dirs "$keep"
   has "SUMMARY: paradiff: PASS"
-  cat "$keep"/*/target.log >"$TMP/out"
+  find "$keep" -name target.log -exec cat {} + >"$TMP/out"  # a checkpoint's two phases: save/, reload/
 }
 # The target file $1 with only its fp32 precision, written to $2 (absolute paths).
 fp32_part() {
@@ -235,6 +235,27 @@ c['target_options'] = {'adapter.activation_checkpointing': '$1'}"
       # recomputed: 2 layers x 2 steps x 2 micro-steps, each block run twice
       has "activation checkpointing: 16 block runs"
     done
+    ;;
+  deepspeed_zero_init)
+    need_deepspeed
+    # Models built inside deepspeed.zero.Init (deepspeed_zero_init.json, adapter.py --zero-init):
+    # ZeRO 3 at dp 2 saved after step 1 and reloaded into dp 1 (DeepSpeed's universal checkpoint)
+    # with ZeRO 3's memory-efficient linear, and at world 1 in bf16 without it: PASS, the log
+    # showing the construction under zero.Init and which F.linear ran. Through it, the planted
+    # adapter bug sum_not_average is a finding, minimized keeping dp 2.
+    derive_json "$T/deepspeed_dp2.json" "$TMP/z.json" "c['steps'] = 3; c['zero']['stage'] = 3; \
+c['optimizer'] = {'kind': 'adam', 'lr': 0.01}; c['checkpoint'] = {'save_at': 1, 'reload': {'dp': 1, 'zero_stage': 3}}"
+    passes_logging "$DS/deepspeed_zero_init.json" "$TMP/z.json"
+    has "built under zero.Init: True \(F.linear is zero3_linear_wrap\)"
+    derive_json "$T/deepspeed_w1.json" "$TMP/w1.json" "c['zero']['stage'] = 3; c['precision'] = {'param': 'bf16', \
+'compute': 'bf16', 'reduce': 'fp32', 'accumulate': 'bf16', 'master_weights': True}; \
+c['target_options'] = {'zero_optimization.memory_efficient_linear': False}"
+    passes_logging "$DS/deepspeed_zero_init.json" "$TMP/w1.json"
+    has "built under zero.Init: True \(F.linear is linear\)"
+    derive_target "$DS/deepspeed_zero_init.json" "$TMP/planted.json" "t['command'] += ['--plant', 'sum_not_average']"
+    expect 3 "$P" minimize "$TMP/z.json" --target "$TMP/planted.json" --out "$TMP/min.json" --budget 60s
+    has "minimize FINDING sig=mismatch.numeric.grad.embedding.reduction.scale "
+    grep -q '"dp": 2' "$TMP/min.json" || fail "the minimized config lost dp=2"
     ;;
   deepspeed_module_tree)
     need_deepspeed
