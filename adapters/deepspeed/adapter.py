@@ -256,9 +256,9 @@ def train(rank, world, run_dir, a, extra):
     recorded = []  # pipeline: the last stage's loss per micro-batch (pipe.loss_fn)
     how = options.get(ACTIVATION_CHECKPOINTING)
     tree = options.get(MODULE_TREE)
-    if a.zero_init and (stage != 3 or piped):
-        raise SystemExit("--zero-init: ZeRO 3 without deepspeed.pipe only (deepspeed.zero.Init partitions for ZeRO 3)")
-    for name, value in ((ACTIVATION_CHECKPOINTING, how), (MODULE_TREE, tree)):
+    if a.zero_init and stage != 3:
+        raise SystemExit("--zero-init: ZeRO 3 only (deepspeed.zero.Init partitions for ZeRO 3)")
+    for name, value in ((ACTIVATION_CHECKPOINTING, how), (MODULE_TREE, tree), ("--zero-init", a.zero_init)):
         if piped and value:
             raise SystemExit(name + ": not with deepspeed.pipe (pipe.py has no such option)")
     ds = ds_config(cfg, extra, own_optimizer=a.ds_optimizer)
@@ -270,7 +270,8 @@ def train(rank, world, run_dir, a, extra):
         cls = model_class(stage, tree)
         if how:
             cls = checkpointed(cls, how, checkpoint_function(deepspeed, how))
-        with deepspeed.zero.Init(config_dict_or_path=copy.deepcopy(ds)) if a.zero_init else contextlib.nullcontext():
+        # The same config as deepspeed.initialize below, as a user passes it to both.
+        with deepspeed.zero.Init(config_dict_or_path=ds) if a.zero_init else contextlib.nullcontext():
             model = cls(cfg["model"], run["params"], init, dtypes[prec["compute"]])
     # A client torch optimizer, or DeepSpeed's own from the config's "optimizer" section.
     opt = None if a.ds_optimizer else make_optimizer(torch, o, list(model.parameters()))
